@@ -1,0 +1,3 @@
+module workbench/loadgen
+
+go 1.24

@@ -1,0 +1,60 @@
+"""One trial: a run of the workload at one offered load for one runlength.
+
+`TrialResult` is the only thing the harness hands the controller (``measure(load, runlength_s)``)
+and the unit of the trial log that ``decide(spec, trials)`` reads. It is immutable and
+round-trips through plain dicts (JSON, Parquet rows, XCom).
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class TrialResult:
+    """Outcome of one trial.
+
+    mean_ms / p95_ms: response time of the operations measured in the trial (ms).
+    achieved_rate: operations completed per second during the measured interval.
+    valid: False when the trial must not count (generator saturated, errors, failed
+        validation, harness fault); `reason` says why. Invalid trials are re-run.
+    load_ops_s / runlength_s: the offered load and runlength the trial was asked for;
+        ``find_peak`` fills them in when ``measure`` leaves them unset.
+    """
+
+    mean_ms: float
+    p95_ms: float
+    achieved_rate: float
+    valid: bool = True
+    reason: str = ""
+    load_ops_s: float | None = None
+    runlength_s: float | None = None
+    std_ms: float | None = None
+    p99_ms: float | None = None
+    ops_total: int | None = None
+    errors: int = 0
+    raw: dict[str, Any] | None = field(default=None, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        for name in ("mean_ms", "p95_ms", "achieved_rate"):
+            value = getattr(self, name)
+            if not isinstance(value, (int, float)) or math.isnan(value) or value < 0:
+                raise ValueError(f"TrialResult.{name} must be a number >= 0, got {value!r}")
+
+    def at(self, load_ops_s: float, runlength_s: float) -> "TrialResult":
+        """This result tagged with the load and runlength it was measured at (unset fields only)."""
+        return dataclasses.replace(
+            self,
+            load_ops_s=self.load_ops_s if self.load_ops_s is not None else float(load_ops_s),
+            runlength_s=self.runlength_s if self.runlength_s is not None else float(runlength_s),
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "TrialResult":
+        names = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{k: v for k, v in d.items() if k in names})

@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# System packages the workbench needs on this machine (Debian): Ganesha (the SUT), rpcbind,
+# iproute2 (network namespaces). Idempotent: does nothing when everything is installed.
+set -euo pipefail
+packages=(nfs-ganesha nfs-ganesha-vfs rpcbind iproute2 util-linux procps)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+echo "install-system: installing ${missing[*]}" >&2
+[ "$(id -u)" -eq 0 ] || { echo "install-system: needs root to apt-get install ${missing[*]}" >&2; exit 1; }
+apt-get update -qq
+DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+# The packaged service units are not used (no systemd here); slots start their own daemons.

@@ -1,0 +1,80 @@
+"""Shared fixtures: paths, the fstress binary and a real Ganesha server slot."""
+from __future__ import annotations
+
+import os
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+FSTRESS = REPO / "bin" / "fstress"
+SLOT_SCRIPT = REPO / "scripts" / "ganesha-slot.sh"
+
+
+@dataclass(frozen=True)
+class GaneshaSlot:
+    """A running Ganesha in its own network namespace; commands reach it via `exec_argv`."""
+
+    name: str
+    ns: str
+    server: str
+    mount_port: int
+    export: str
+    export_dir: Path
+    pid: int
+    log: Path
+
+    def exec_argv(self, *argv: str) -> list[str]:
+        return ["ip", "netns", "exec", self.ns, *argv]
+
+    def fstress(self, *args: str, timeout: float = 180) -> subprocess.CompletedProcess:
+        """Run bin/fstress inside the slot's namespace (traffic stays on its loopback)."""
+        return subprocess.run(
+            self.exec_argv(str(FSTRESS), *args), capture_output=True, text=True, timeout=timeout
+        )
+
+    def connect_args(self) -> list[str]:
+        return ["--server", self.server, "--mount-port", str(self.mount_port), "--export", self.export]
+
+
+def start_slot(name: str, *extra: str) -> GaneshaSlot:
+    out = subprocess.run(
+        [str(SLOT_SCRIPT), "up", name, *extra], capture_output=True, text=True, timeout=60
+    )
+    if out.returncode != 0:
+        raise RuntimeError(f"ganesha-slot up {name} failed: {out.stderr.strip()}")
+    env = dict(line.split("=", 1) for line in out.stdout.splitlines() if "=" in line)
+    return GaneshaSlot(
+        name=name,
+        ns=env["SLOT_NS"],
+        server=env["NFS_SERVER"],
+        mount_port=int(env["MOUNT_PORT"]),
+        export=env["EXPORT"],
+        export_dir=Path(env["EXPORT_DIR"]),
+        pid=int(env["GANESHA_PID"]),
+        log=Path(env["GANESHA_LOG"]),
+    )
+
+
+def stop_slot(name: str) -> None:
+    subprocess.run([str(SLOT_SCRIPT), "down", name, "--purge"], check=True, timeout=60)
+
+
+@pytest.fixture(scope="session")
+def fstress_bin() -> Path:
+    assert FSTRESS.is_file(), f"{FSTRESS} missing: run `make fstress` (make test builds it)"
+    return FSTRESS
+
+
+@pytest.fixture(scope="session")
+def ganesha(fstress_bin) -> GaneshaSlot:
+    """One real Ganesha for the session, in slot 'itest' (own netns + rpcbind)."""
+    name = f"it{os.getpid() % 100000}"
+    stop_slot(name)
+    slot = start_slot(name)
+    try:
+        yield slot
+    finally:
+        stop_slot(name)

@@ -1,0 +1,509 @@
+package results
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	hdr "github.com/HdrHistogram/hdrhistogram-go"
+
+	"workbench/loadgen/internal/nfs3"
+)
+
+// Meta is what the engine knows about the run beyond the measurements.
+type Meta struct {
+	Workload    string
+	OfferedRate float64            // ops/s
+	DurationS   float64            // measured window (after warm-up), seconds
+	MixTarget   map[string]float64 // procedure name → fraction
+	StartUnixNs int64              // wall-clock start of the measured window
+	Host        string
+
+	// optional, copied to the Result as-is
+	Server, Export   string
+	Pacing           string // "constant" | "poisson"
+	Conns            int
+	Seed             int64
+	WarmupS          float64
+	Saturated        bool
+	SaturationReason string
+}
+
+// Lag is the send-lag summary (ms).
+type Lag struct {
+	Mean float64 `json:"mean"`
+	P99  float64 `json:"p99"`
+	Max  float64 `json:"max"`
+}
+
+// Exact holds the integer sums that make merging exact.
+type Exact struct {
+	N        uint64 `json:"n"`         // samples with a latency (replies / sends)
+	SumNs    uint64 `json:"sum_ns"`    // Σ x, ns
+	SumSqNs2 string `json:"sumsq_ns2"` // Σ x², ns², decimal 128-bit integer
+	MaxNs    uint64 `json:"max_ns"`
+}
+
+// OpResult is the per-procedure breakdown (seed 003 Table 4).
+type OpResult struct {
+	Count       uint64  `json:"count"` // replies + failures
+	Share       float64 `json:"share"` // count / ops_total
+	MeanMs      float64 `json:"mean_ms"`
+	StdMs       float64 `json:"std_ms"`
+	P50Ms       float64 `json:"p50_ms"`
+	P95Ms       float64 `json:"p95_ms"`
+	P99Ms       float64 `json:"p99_ms"`
+	MaxMs       float64 `json:"max_ms"`
+	TimePct     float64 `json:"time_pct"` // share of the total latency, %
+	Errors      uint64  `json:"errors"`
+	Timeouts    uint64  `json:"timeouts"`
+	Retransmits uint64  `json:"retransmits"`
+	Exact       Exact   `json:"exact"`
+	Histogram   string  `json:"histogram"` // base64 HDR V2 compressed, µs
+}
+
+// Result is one run's (or a merge of several runs') results.
+type Result struct {
+	Workload           string               `json:"workload"`
+	OfferedRate        float64              `json:"offered_rate"`
+	AchievedRate       float64              `json:"achieved_rate"`
+	DurationS          float64              `json:"duration_s"`
+	OpsTotal           uint64               `json:"ops_total"`
+	MeanMs             float64              `json:"mean_ms"`
+	StdMs              float64              `json:"std_ms"`
+	P50Ms              float64              `json:"p50_ms"`
+	P95Ms              float64              `json:"p95_ms"`
+	P99Ms              float64              `json:"p99_ms"`
+	MaxMs              float64              `json:"max_ms"`
+	Ops                map[string]*OpResult `json:"ops"`
+	MixTarget          map[string]float64   `json:"mix_target"`
+	MixActual          map[string]float64   `json:"mix_actual"`
+	SendLagMs          Lag                  `json:"send_lag_ms"`
+	GeneratorSaturated bool                 `json:"generator_saturated"`
+	SaturationReason   string               `json:"saturation_reason"`
+	Errors             uint64               `json:"errors"`
+	Timeouts           uint64               `json:"timeouts"`
+	Retransmits        uint64               `json:"retransmits"`
+	Histogram          string               `json:"histogram"` // all replies, base64 HDR V2 compressed, µs
+
+	Clients          int      `json:"clients"`
+	StartUnixNs      int64    `json:"start_unix_ns"`
+	Host             string   `json:"host,omitempty"`
+	Hosts            []string `json:"hosts,omitempty"`
+	Server           string   `json:"server,omitempty"`
+	Export           string   `json:"export,omitempty"`
+	Pacing           string   `json:"pacing,omitempty"`
+	Conns            int      `json:"conns,omitempty"`
+	Seed             int64    `json:"seed,omitempty"`
+	WarmupS          float64  `json:"warmup_s,omitempty"`
+	Exact            Exact    `json:"exact"`              // all replies
+	SendLagExact     Exact    `json:"send_lag_exact"`     // send lag
+	SendLagHistogram string   `json:"send_lag_histogram"` // µs
+}
+
+func encodeHist(h *hdr.Histogram) string {
+	b, err := h.Encode(hdr.V2CompressedEncodingCookieBase)
+	if err != nil { // cannot happen for a histogram built by newHist
+		return ""
+	}
+	return string(b)
+}
+
+func decodeHist(s string) (*hdr.Histogram, error) {
+	if s == "" {
+		return newHist(), nil
+	}
+	h, err := hdr.Decode([]byte(s))
+	if err != nil {
+		return nil, err
+	}
+	// Re-record into the canonical geometry so merges never drop values.
+	if h.LowestTrackableValue() != HistMinUs || h.HighestTrackableValue() < HistMaxUs || h.SignificantFigures() != HistSigFigs {
+		c := newHist()
+		c.Merge(h)
+		return c, nil
+	}
+	return h, nil
+}
+
+func (l *lat) exact() Exact {
+	return Exact{N: l.n, SumNs: l.sumNs, SumSqNs2: l.sqNs2.String(), MaxNs: l.maxNs}
+}
+
+func latFrom(e Exact, hist string) (*lat, error) {
+	h, err := decodeHist(hist)
+	if err != nil {
+		return nil, err
+	}
+	sq, err := parseU128(e.SumSqNs2)
+	if err != nil {
+		return nil, err
+	}
+	if uint64(h.TotalCount()) != e.N {
+		return nil, fmt.Errorf("histogram holds %d values but exact count is %d", h.TotalCount(), e.N)
+	}
+	return &lat{n: e.N, sumNs: e.SumNs, sqNs2: sq, maxNs: e.MaxNs, h: h}, nil
+}
+
+// Result computes the summary of everything recorded so far.
+func (r *Recorder) Result(m Meta) *Result {
+	res := &Result{
+		Workload:           m.Workload,
+		OfferedRate:        m.OfferedRate,
+		DurationS:          m.DurationS,
+		MixTarget:          copyMix(m.MixTarget),
+		GeneratorSaturated: m.Saturated,
+		SaturationReason:   m.SaturationReason,
+		Clients:            1,
+		StartUnixNs:        m.StartUnixNs,
+		Host:               m.Host,
+		Server:             m.Server,
+		Export:             m.Export,
+		Pacing:             m.Pacing,
+		Conns:              m.Conns,
+		Seed:               m.Seed,
+		WarmupS:            m.WarmupS,
+	}
+	if m.Host != "" {
+		res.Hosts = []string{m.Host}
+	}
+	r.fill(res)
+	if res.DurationS > 0 {
+		res.AchievedRate = float64(res.OpsTotal) / res.DurationS // achieved = ops finished / window
+	}
+	return res
+}
+
+// fill computes every derived field of res from the recorder state.
+func (r *Recorder) fill(res *Result) {
+	res.Ops = map[string]*OpResult{}
+	res.MixActual = map[string]float64{}
+	res.OpsTotal, res.Errors, res.Timeouts, res.Retransmits = 0, 0, 0, 0
+	r.each(func(p nfs3.Proc, o *opState) {
+		res.OpsTotal += o.count
+		res.Errors += o.errors
+		res.Timeouts += o.timeouts
+		res.Retransmits += o.retransmits
+	})
+	r.each(func(p nfs3.Proc, o *opState) {
+		if o.count == 0 {
+			return
+		}
+		mean, std := o.lat.meanStdMs()
+		or := &OpResult{
+			Count:       o.count,
+			MeanMs:      mean,
+			StdMs:       std,
+			P50Ms:       o.lat.pctMs(50),
+			P95Ms:       o.lat.pctMs(95),
+			P99Ms:       o.lat.pctMs(99),
+			MaxMs:       float64(o.lat.maxNs) / 1e6,
+			Errors:      o.errors,
+			Timeouts:    o.timeouts,
+			Retransmits: o.retransmits,
+			Exact:       o.lat.exact(),
+			Histogram:   encodeHist(o.lat.h),
+		}
+		if res.OpsTotal > 0 {
+			or.Share = float64(o.count) / float64(res.OpsTotal)
+		}
+		if r.all.sumNs > 0 {
+			or.TimePct = 100 * float64(o.lat.sumNs) / float64(r.all.sumNs) // % of total time
+		}
+		res.Ops[p.String()] = or
+		res.MixActual[p.String()] = or.Share
+	})
+	res.MeanMs, res.StdMs = r.all.meanStdMs()
+	res.P50Ms, res.P95Ms, res.P99Ms = r.all.pctMs(50), r.all.pctMs(95), r.all.pctMs(99)
+	res.MaxMs = float64(r.all.maxNs) / 1e6
+	res.Exact = r.all.exact()
+	res.Histogram = encodeHist(r.all.h)
+	lm, _ := r.lag.meanStdMs()
+	res.SendLagMs = Lag{Mean: lm, P99: r.lag.pctMs(99), Max: float64(r.lag.maxNs) / 1e6}
+	res.SendLagExact = r.lag.exact()
+	res.SendLagHistogram = encodeHist(r.lag.h)
+	if res.MixTarget == nil {
+		res.MixTarget = map[string]float64{}
+	}
+	for k := range res.MixTarget { // every target op appears in mix_actual, 0 if never done
+		if _, ok := res.MixActual[k]; !ok {
+			res.MixActual[k] = 0
+		}
+	}
+}
+
+func copyMix(m map[string]float64) map[string]float64 {
+	out := make(map[string]float64, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+// recorder rebuilds the exact recorder state from a Result.
+func (res *Result) recorder() (*Recorder, error) {
+	r := NewRecorder()
+	var err error
+	if r.all, err = latFrom(res.Exact, res.Histogram); err != nil {
+		return nil, fmt.Errorf("histogram: %v", err)
+	}
+	if r.lag, err = latFrom(res.SendLagExact, res.SendLagHistogram); err != nil {
+		return nil, fmt.Errorf("send_lag_histogram: %v", err)
+	}
+	for name, o := range res.Ops {
+		p, ok := nfs3.ProcByName(name)
+		if !ok {
+			return nil, fmt.Errorf("ops: unknown procedure %q", name)
+		}
+		st := r.op(p)
+		st.count, st.errors, st.timeouts, st.retransmits = o.Count, o.Errors, o.Timeouts, o.Retransmits
+		if st.lat, err = latFrom(o.Exact, o.Histogram); err != nil {
+			return nil, fmt.Errorf("ops.%s: %v", name, err)
+		}
+	}
+	return r, nil
+}
+
+// Merge combines the results of several clients exactly (see package doc).
+func Merge(rs []*Result) (*Result, error) {
+	if len(rs) == 0 {
+		return nil, errors.New("merge: no results")
+	}
+	acc := NewRecorder()
+	out := &Result{MixTarget: map[string]float64{}}
+	var names, reasons []string
+	hostSeen := map[string]bool{}
+	var offeredSum float64
+	minDur := math.Inf(1)
+	allStart := true
+	var winLo, winHi float64 = math.Inf(-1), math.Inf(1) // seconds since epoch
+	for i, r := range rs {
+		if r == nil {
+			return nil, fmt.Errorf("merge: result %d is nil", i+1)
+		}
+		rec, err := r.recorder()
+		if err != nil {
+			return nil, fmt.Errorf("merge: result %d: %v", i+1, err)
+		}
+		acc.Merge(rec)
+		out.OfferedRate += r.OfferedRate
+		out.AchievedRate += r.AchievedRate
+		c := r.Clients
+		if c < 1 {
+			c = 1
+		}
+		out.Clients += c
+		if r.GeneratorSaturated {
+			out.GeneratorSaturated = true
+			if r.SaturationReason != "" {
+				reasons = append(reasons, r.SaturationReason)
+			}
+		}
+		if !contains(names, r.Workload) {
+			names = append(names, r.Workload)
+		}
+		hs := r.Hosts
+		if len(hs) == 0 && r.Host != "" {
+			hs = []string{r.Host}
+		}
+		for _, h := range hs {
+			if !hostSeen[h] {
+				hostSeen[h] = true
+				out.Hosts = append(out.Hosts, h)
+			}
+		}
+		w := r.OfferedRate
+		if !(w > 0) {
+			w = 1
+		}
+		offeredSum += w
+		for k, v := range r.MixTarget {
+			out.MixTarget[k] += w * v
+		}
+		if r.DurationS < minDur {
+			minDur = r.DurationS
+		}
+		if r.StartUnixNs <= 0 {
+			allStart = false
+		} else {
+			s := float64(r.StartUnixNs) / 1e9
+			winLo = math.Max(winLo, s)
+			winHi = math.Min(winHi, s+r.DurationS)
+			if out.StartUnixNs == 0 || r.StartUnixNs < out.StartUnixNs {
+				out.StartUnixNs = r.StartUnixNs
+			}
+		}
+		if i == 0 {
+			out.Server, out.Export, out.Pacing, out.Conns, out.Seed, out.WarmupS = r.Server, r.Export, r.Pacing, r.Conns, r.Seed, r.WarmupS
+		}
+	}
+	for k := range out.MixTarget {
+		out.MixTarget[k] /= offeredSum // offered-rate-weighted mean target
+	}
+	out.Workload = strings.Join(names, "+")
+	out.SaturationReason = strings.Join(reasons, "; ")
+	out.DurationS = minDur
+	if allStart && winHi > winLo {
+		out.DurationS = winHi - winLo // intersection of the clients' windows
+		out.StartUnixNs = int64(math.Round(winLo * 1e9))
+	}
+	if len(out.Hosts) == 1 {
+		out.Host = out.Hosts[0]
+	}
+	acc.fill(out)
+	return out, nil
+}
+
+func contains(ss []string, s string) bool {
+	for _, x := range ss {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// WriteJSONFile writes the result atomically: a temporary file in the same
+// directory, fsync, then rename over path — readers never see a partial file.
+func (r *Result) WriteJSONFile(path string) error {
+	data, err := r.marshal()
+	if err != nil {
+		return err
+	}
+	dir := filepath.Dir(path)
+	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return fmt.Errorf("write %s: %v", path, err)
+	}
+	tmp := f.Name()
+	ok := false
+	defer func() {
+		if !ok {
+			f.Close()
+			os.Remove(tmp)
+		}
+	}()
+	if _, err := f.Write(data); err != nil {
+		return fmt.Errorf("write %s: %v", path, err)
+	}
+	if err := f.Sync(); err != nil {
+		return fmt.Errorf("write %s: %v", path, err)
+	}
+	if err := f.Chmod(0o644); err != nil {
+		return fmt.Errorf("write %s: %v", path, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("write %s: %v", path, err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("write %s: %v", path, err)
+	}
+	ok = true
+	return nil
+}
+
+func (r *Result) marshal() ([]byte, error) {
+	data, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return nil, fmt.Errorf("encode result: %v", err)
+	}
+	return append(data, '\n'), nil
+}
+
+// WriteJSON writes the result as indented JSON to w.
+func (r *Result) WriteJSON(w io.Writer) error {
+	data, err := r.marshal()
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(data)
+	return err
+}
+
+// ReadJSONFile reads a result written by WriteJSONFile and checks that its
+// exact state decodes (so it can be merged). Errors do not repeat the path
+// (callers prefix it).
+func ReadJSONFile(path string) (*Result, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		var pe *os.PathError
+		if errors.As(err, &pe) {
+			return nil, pe.Err
+		}
+		return nil, err
+	}
+	return ReadJSON(data)
+}
+
+// ReadJSON decodes a result and checks that its exact state decodes.
+func ReadJSON(data []byte) (*Result, error) {
+	var r Result
+	if err := json.Unmarshal(data, &r); err != nil {
+		return nil, fmt.Errorf("not a result file: %v", err)
+	}
+	if _, err := r.recorder(); err != nil {
+		return nil, fmt.Errorf("inconsistent result: %v", err)
+	}
+	return &r, nil
+}
+
+// Summary prints a human-readable table like seed 003 Table 4 plus the
+// headline numbers.
+func (r *Result) Summary(w io.Writer) {
+	fmt.Fprintf(w, "workload %s: offered %.1f ops/s, achieved %.1f ops/s over %.1f s (%d ops",
+		r.Workload, r.OfferedRate, r.AchievedRate, r.DurationS, r.OpsTotal)
+	if r.Clients > 1 {
+		fmt.Fprintf(w, ", %d clients", r.Clients)
+	}
+	fmt.Fprintf(w, ")\n")
+	fmt.Fprintf(w, "latency ms: mean %.3f  std %.3f  p50 %.3f  p95 %.3f  p99 %.3f  max %.3f\n",
+		r.MeanMs, r.StdMs, r.P50Ms, r.P95Ms, r.P99Ms, r.MaxMs)
+	fmt.Fprintf(w, "send lag ms: mean %.3f  p99 %.3f  max %.3f   errors %d  timeouts %d  retransmits %d\n",
+		r.SendLagMs.Mean, r.SendLagMs.P99, r.SendLagMs.Max, r.Errors, r.Timeouts, r.Retransmits)
+	if r.GeneratorSaturated {
+		reason := r.SaturationReason
+		if reason == "" {
+			reason = "schedule not kept"
+		}
+		fmt.Fprintf(w, "GENERATOR SATURATED: %s\n", reason)
+	}
+	names := make([]string, 0, len(r.Ops))
+	for k := range r.Ops {
+		names = append(names, k)
+	}
+	for k := range r.MixTarget {
+		if _, ok := r.Ops[k]; !ok {
+			names = append(names, k)
+		}
+	}
+	sort.Slice(names, func(i, j int) bool {
+		ci, cj := opCount(r, names[i]), opCount(r, names[j])
+		if ci != cj {
+			return ci > cj
+		}
+		return names[i] < names[j]
+	})
+	fmt.Fprintf(w, "%-12s %10s %8s %8s %10s %10s %10s %8s %7s %7s\n",
+		"op", "count", "mix %", "target %", "mean ms", "std ms", "p95 ms", "% time", "errors", "tmo")
+	for _, n := range names {
+		o := r.Ops[n]
+		if o == nil {
+			o = &OpResult{}
+		}
+		fmt.Fprintf(w, "%-12s %10d %8.2f %8.2f %10.3f %10.3f %10.3f %7.1f%% %7d %7d\n",
+			n, o.Count, 100*o.Share, 100*r.MixTarget[n], o.MeanMs, o.StdMs, o.P95Ms, o.TimePct, o.Errors, o.Timeouts)
+	}
+}
+
+func opCount(r *Result, n string) uint64 {
+	if o := r.Ops[n]; o != nil {
+		return o.Count
+	}
+	return 0
+}

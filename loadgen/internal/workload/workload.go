@@ -1,0 +1,760 @@
+// Package workload is the fstress workload model: the twelve Fstress
+// parameters of seed 003 §3, a plain-text workload file format, the seven
+// canned workloads of seed 003 Tables 1–2 (embedded), the op scheduler and
+// the self-scaling rule.
+//
+// # The twelve parameters (seed 003 §3.1–3.2)
+//
+// Creation phase (the file set, built before the run):
+//
+//	files_per_dir       distribution  files created in each new directory
+//	dirs_per_dir        distribution  subdirectories created in each new directory
+//	symlinks_per_dir    distribution  symlinks created in each new directory
+//	max_depth           integer       bound on the directory tree depth (0 = base dir only)
+//	file_popularity     popularity    access weight given to each new file
+//	dir_popularity      popularity    access weight given to each new directory
+//	symlink_popularity  popularity    access weight given to each new symlink
+//	file_size           distribution  bytes per file
+//
+// Measurement phase:
+//
+//	mix                 op:weight list  operation mix (any NFSv3 procedure, incl. null)
+//	read_size           distribution    bytes per READ
+//	write_size          distribution    bytes per WRITE
+//	rate                number          load level in ops/s (optional default; the CLI --rate wins)
+//
+// Further knobs (sequential I/O series, §3.3 "Request dependencies", and
+// Table 1's "I/O accesses" column; file-set scaling):
+//
+//	seq_run             distribution | whole   READs per sequential run (whole = to end of file)
+//	write_seq_run       distribution | whole   WRITEs per sequential run (default: seq_run)
+//	read_access         random | sequential    where a read run starts (random offset / offset 0)
+//	write_access        random | sequential | append
+//	fileset_files_per_ops  number   self-scaling constant k: files per op/s of offered load (default 2)
+//	fileset_min_files      integer  lower bound on the file count (default 16)
+//
+// # Workload file format
+//
+// UTF-8 text, one "key = value" per line; '#' starts a comment; blank lines
+// are ignored; keys are case-insensitive; each key at most once. An optional
+// first key "base = NAME|PATH" starts from another workload (canned name or
+// file) and the following lines override it. Unset keys take the defaults
+// below. Example (a NULL-only generator capacity test needs just one line):
+//
+//	# my workload
+//	name = my_web
+//	base = web_server
+//	file_popularity = zipf:0.9
+//	mix = getattr:50, lookup:20, read:30
+//
+// Value syntax:
+//
+//	distribution:  "8192" or "8K"                 a constant
+//	               "1K:33, 2K:21, 4K:13"          inline value:weight list (',' or ';' separated)
+//	               "@sizes.dist"                  a value:weight file (package dist), relative to
+//	                                              the workload file; "@canned:web_sizes.dist" names
+//	                                              a file shipped with the canned workloads
+//	               "pareto:1.2,1073,1M"           Pareto(α, x_min[, x_max]) (bounded if x_max given)
+//	popularity:    "uniform"                      every new object weight 1
+//	               "zipf:0.75"                    the i-th created object gets weight 1/i^α
+//	               any distribution               each new object draws its weight from it
+//	                                              ("1:10, 0:90" = 10% of objects are ever accessed)
+//	mix:           "lookup:27, read:18, ..."      procedure names as in RFC 1813, lower case;
+//	               or "@file.mix"                 weights are normalised to 1; zero weights dropped
+//
+// Values take binary suffixes K, M, G (×1024ⁿ). Errors are one line naming
+// file:line and the problem, e.g. "my.wl:7: mix: unknown procedure \"reed\"".
+//
+// Defaults: files_per_dir 32, dirs_per_dir 0, symlinks_per_dir 0,
+// max_depth 1, popularities uniform, file_size 8K, read_size 8K,
+// write_size 8K, seq_run 1, read_access random, write_access random,
+// fileset_files_per_ops 2, fileset_min_files 16. There is no default mix.
+//
+// # Self-scaling rule (FilesetSize)
+//
+// SPECsfs97 (and Fstress after it, seed 003 §2, §6.6) grows the file set
+// with the requested load: SPECsfs97 creates 10 MB of data per op/s
+// (≈ 375 files per op/s at its 26.7 KB mean file size) and accesses 10% of
+// it. fstress keeps the rule's shape — file count proportional to offered
+// load — with a scale constant k sized for a loopback test box:
+//
+//	files = max(fileset_min_files, ⌈k · rate⌉)
+//	dirs  = max(1, ⌈files / E[files_per_dir]⌉)
+//
+// The default k = 2 files per op/s makes the 1000 ops/s file set 2000 files
+// (web_server: ≈ 21 MB, SPECsfs97: ≈ 53 MB), i.e. roughly 10k creation RPCs
+// — seconds over loopback NFS, not minutes. The canned data-heavy workloads
+// lower k so the data volume stays in the same range (p2p: k = 0.05,
+// db_tp: k = 0.004 with 4 files minimum). For a SPECsfs97-faithful data
+// set on a real testbed set fileset_files_per_ops = 375 (10 MB per op/s).
+//
+// # Op scheduling
+//
+// See Scheduler: smooth weighted round-robin blocks, shuffled with a seeded
+// permutation; at every block boundary each op's count is within one op of
+// its target, so the mix error is < 100/n percentage points after n ops.
+package workload
+
+import (
+	"bufio"
+	"bytes"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"math"
+	"math/rand"
+	"os"
+	"path"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+
+	"workbench/loadgen/internal/dist"
+	"workbench/loadgen/internal/nfs3"
+)
+
+//go:embed canned/*.wl canned/*.dist
+var cannedFS embed.FS
+
+// cannedNames in presentation order (seed 003 Table 2 column order).
+var cannedNames = []string{"specsfs97", "web_server", "web_proxy", "db_tp", "p2p", "mail", "news"}
+
+// Canned lists the canned workload names.
+func Canned() []string { return append([]string(nil), cannedNames...) }
+
+// CannedFile returns the text of a canned workload file (for `fstress workloads --show`).
+func CannedFile(name string) ([]byte, error) {
+	return fs.ReadFile(cannedFS, "canned/"+name+".wl")
+}
+
+// PopKind is the kind of a popularity parameter.
+type PopKind int
+
+const (
+	PopUniform PopKind = iota // every object weight 1
+	PopZipf                   // i-th object weight 1/i^α
+	PopDist                   // weight drawn from Dist
+)
+
+// Popularity is how access weights are given to newly created objects
+// (seed 003 §3.1 "File, directory, and symlink popularity").
+type Popularity struct {
+	Kind  PopKind
+	Alpha float64   // PopZipf
+	Dist  dist.Dist // PopDist
+	Spec  string    // the text it was parsed from
+}
+
+// Weight of the object created rank-th (1-based) in its set: 1 (uniform),
+// 1/rank^α (zipf), or a draw from Dist (r is only used by PopDist).
+func (p Popularity) Weight(rank int, r *rand.Rand) float64 {
+	switch p.Kind {
+	case PopZipf:
+		return dist.ZipfWeight(rank, p.Alpha)
+	case PopDist:
+		return p.Dist.Sample(r)
+	}
+	return 1
+}
+
+// Weights returns the weights of n objects. Zipf ranks are 1..n in order
+// (the caller may shuffle); PopDist weights are stratified — value v gets
+// exactly round(n·P(v)) objects (largest remainder), in a random order — and
+// at least one weight is positive whenever the distribution has a positive
+// value, so a small set is never entirely unpickable.
+func (p Popularity) Weights(n int, r *rand.Rand) []float64 {
+	w := make([]float64, n)
+	switch p.Kind {
+	case PopZipf:
+		return dist.Zipf(n, p.Alpha)
+	case PopDist:
+		emp, ok := p.Dist.(*dist.Empirical)
+		if !ok {
+			for i := range w {
+				w[i] = p.Dist.Sample(r)
+			}
+			return w
+		}
+		ents := emp.Entries()
+		counts := apportion(ents, n)
+		i := 0
+		for j, c := range counts {
+			for ; c > 0; c-- {
+				w[i] = ents[j].Value
+				i++
+			}
+		}
+		r.Shuffle(n, func(a, b int) { w[a], w[b] = w[b], w[a] })
+		if n > 0 && emp.Max() > 0 {
+			pos := false
+			for _, x := range w {
+				if x > 0 {
+					pos = true
+					break
+				}
+			}
+			if !pos {
+				w[0] = emp.Max()
+			}
+		}
+		return w
+	}
+	for i := range w {
+		w[i] = 1
+	}
+	return w
+}
+
+// apportion splits n by the largest-remainder (Hamilton) method: c_j = ⌊n p_j⌋ plus one for the largest remainders.
+func apportion(ents []dist.Entry, n int) []int {
+	c := make([]int, len(ents))
+	rem := make([]int, len(ents))
+	left := n
+	for j, e := range ents {
+		x := e.Weight * float64(n)
+		c[j] = int(math.Floor(x))
+		left -= c[j]
+		rem[j] = j
+	}
+	sort.SliceStable(rem, func(a, b int) bool {
+		fa := ents[rem[a]].Weight*float64(n) - float64(c[rem[a]])
+		fb := ents[rem[b]].Weight*float64(n) - float64(c[rem[b]])
+		return fa > fb
+	})
+	for k := 0; left > 0 && k < len(rem); k++ {
+		c[rem[k]]++
+		left--
+	}
+	return c
+}
+
+func (p Popularity) String() string { return p.Spec }
+
+// Access is where I/O runs start.
+type Access string
+
+const (
+	AccessRandom     Access = "random"     // runs start at a random (block-aligned) offset
+	AccessSequential Access = "sequential" // runs start at offset 0
+	AccessAppend     Access = "append"     // writes extend the file at its end
+)
+
+// MixEntry is one operation of the mix.
+type MixEntry struct {
+	Proc   nfs3.Proc
+	Weight float64 // normalised: the entries of a mix sum to 1
+}
+
+// Workload is a parsed, validated workload.
+type Workload struct {
+	Name, Description string
+	Source            string // "canned:NAME" or the file path
+
+	// creation phase (seed 003 §3.1)
+	FilesPerDir, DirsPerDir, SymlinksPerDir          dist.Dist
+	MaxDepth                                         int
+	FilePopularity, DirPopularity, SymlinkPopularity Popularity
+	FileSize                                         dist.Dist
+
+	// measurement phase (seed 003 §3.2)
+	ReadSize, WriteSize dist.Dist
+	// SeqRunOps: READs per sequential run; a sample ≤ 0 means "to the end of
+	// the file" (keyword "whole"). WriteSeqRunOps: the same for WRITEs.
+	SeqRunOps, WriteSeqRunOps dist.Dist
+	ReadAccess, WriteAccess   Access
+	Mix                       []MixEntry // normalised to 1, positive weights only, in RFC 1813 procedure order
+	Rate                      float64    // optional default load level (ops/s); 0 = none
+
+	// self-scaling (see package doc)
+	FilesetPerOps   float64 // k: files per op/s
+	FilesetMinFiles int
+}
+
+// MixTarget returns the mix as {procedure name: fraction}.
+func (w *Workload) MixTarget() map[string]float64 {
+	m := make(map[string]float64, len(w.Mix))
+	for _, e := range w.Mix {
+		m[e.Proc.String()] = e.Weight
+	}
+	return m
+}
+
+// FilesetSize is the self-scaling rule: files = max(min, ⌈k·rate⌉), dirs = max(1, ⌈files/E[files_per_dir]⌉).
+func (w *Workload) FilesetSize(rateOpsS float64) (files, dirs int) {
+	k := w.FilesetPerOps
+	if !(k >= 0) {
+		k = DefaultFilesPerOps
+	}
+	if !(rateOpsS > 0) {
+		rateOpsS = 0
+	}
+	files = int(math.Ceil(k*rateOpsS - 1e-9))
+	if files < w.FilesetMinFiles {
+		files = w.FilesetMinFiles
+	}
+	if files < 1 {
+		files = 1
+	}
+	dirs = 1
+	if w.FilesPerDir != nil {
+		if m := w.FilesPerDir.Mean(); m >= 1 && !math.IsInf(m, 0) {
+			dirs = int(math.Ceil(float64(files) / m))
+		}
+	}
+	if dirs < 1 {
+		dirs = 1
+	}
+	return files, dirs
+}
+
+// Defaults of the scaling rule.
+const (
+	DefaultFilesPerOps = 2.0
+	DefaultMinFiles    = 16
+)
+
+// Load returns a canned workload by name, or parses the workload file at
+// nameOrPath. An unknown name gives a one-line error listing the canned ones.
+func Load(nameOrPath string) (*Workload, error) {
+	return load(nameOrPath, 0)
+}
+
+func load(nameOrPath string, depth int) (*Workload, error) {
+	if depth > 8 {
+		return nil, fmt.Errorf("workload %q: base chain too deep (cycle?)", nameOrPath)
+	}
+	if nameOrPath == "" {
+		return nil, fmt.Errorf("no workload given (canned: %s; or a path to a workload file)", strings.Join(cannedNames, ", "))
+	}
+	for _, n := range cannedNames {
+		if nameOrPath == n {
+			data, err := fs.ReadFile(cannedFS, "canned/"+n+".wl")
+			if err != nil {
+				return nil, err
+			}
+			w, err := parse(data, n+".wl", embedResolver, depth)
+			if err != nil {
+				return nil, err
+			}
+			w.Source = "canned:" + n
+			return w, nil
+		}
+	}
+	data, err := os.ReadFile(nameOrPath)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("unknown workload %q: not a canned workload (%s) nor an existing file", nameOrPath, strings.Join(cannedNames, ", "))
+		}
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			return nil, fmt.Errorf("workload file %s: %v", nameOrPath, pe.Err)
+		}
+		return nil, fmt.Errorf("workload file %s: %v", nameOrPath, err)
+	}
+	dir := filepath.Dir(nameOrPath)
+	res := func(ref string) ([]byte, string, error) {
+		if strings.HasPrefix(ref, "canned:") {
+			return embedResolver(strings.TrimPrefix(ref, "canned:"))
+		}
+		p := ref
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(dir, p)
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			var pe *fs.PathError
+			if errors.As(err, &pe) {
+				err = pe.Err
+			}
+			return nil, p, fmt.Errorf("cannot read %s: %v", p, err)
+		}
+		return b, p, nil
+	}
+	w, err := parse(data, nameOrPath, res, depth)
+	if err != nil {
+		return nil, err
+	}
+	w.Source = nameOrPath
+	return w, nil
+}
+
+// Parse parses workload text (name is used in errors and as the default
+// workload name). "@file" references are resolved relative to the current
+// directory; "@canned:NAME" to the shipped distribution files.
+func Parse(data []byte, name string) (*Workload, error) {
+	res := func(ref string) ([]byte, string, error) {
+		if strings.HasPrefix(ref, "canned:") {
+			return embedResolver(strings.TrimPrefix(ref, "canned:"))
+		}
+		b, err := os.ReadFile(ref)
+		if err != nil {
+			return nil, ref, fmt.Errorf("cannot read %s: %v", ref, err)
+		}
+		return b, ref, nil
+	}
+	return parse(data, name, res, 0)
+}
+
+type resolver func(ref string) (data []byte, display string, err error)
+
+func embedResolver(ref string) ([]byte, string, error) {
+	p := path.Join("canned", path.Clean("/" + ref)[1:])
+	b, err := fs.ReadFile(cannedFS, p)
+	if err != nil {
+		return nil, ref, fmt.Errorf("no canned file %q", ref)
+	}
+	return b, ref, nil
+}
+
+// lineErr is a "file:line: problem" error.
+func lineErr(file string, line int, format string, a ...any) error {
+	return fmt.Errorf("%s:%d: %s", file, line, fmt.Sprintf(format, a...))
+}
+
+func defaults(name string) *Workload {
+	return &Workload{
+		Name:              name,
+		FilesPerDir:       dist.Const(32),
+		DirsPerDir:        dist.Const(0),
+		SymlinksPerDir:    dist.Const(0),
+		MaxDepth:          1,
+		FilePopularity:    Popularity{Kind: PopUniform, Spec: "uniform"},
+		DirPopularity:     Popularity{Kind: PopUniform, Spec: "uniform"},
+		SymlinkPopularity: Popularity{Kind: PopUniform, Spec: "uniform"},
+		FileSize:          dist.Const(8192),
+		ReadSize:          dist.Const(8192),
+		WriteSize:         dist.Const(8192),
+		SeqRunOps:         dist.Const(1),
+		ReadAccess:        AccessRandom,
+		WriteAccess:       AccessRandom,
+		FilesetPerOps:     DefaultFilesPerOps,
+		FilesetMinFiles:   DefaultMinFiles,
+	}
+}
+
+var knownKeys = map[string]bool{
+	"name": true, "description": true, "base": true,
+	"files_per_dir": true, "dirs_per_dir": true, "symlinks_per_dir": true, "max_depth": true,
+	"file_popularity": true, "dir_popularity": true, "symlink_popularity": true, "file_size": true,
+	"mix": true, "read_size": true, "write_size": true, "rate": true,
+	"seq_run": true, "write_seq_run": true, "read_access": true, "write_access": true,
+	"fileset_files_per_ops": true, "fileset_min_files": true,
+}
+
+func parse(data []byte, file string, res resolver, depth int) (*Workload, error) {
+	defName := strings.TrimSuffix(filepath.Base(file), filepath.Ext(file))
+	w := defaults(defName)
+	seen := map[string]int{}
+	haveMix, haveWriteSeq := false, false
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	sc.Buffer(make([]byte, 64*1024), 1<<20)
+	line := 0
+	for sc.Scan() {
+		line++
+		text := sc.Text()
+		if i := strings.IndexByte(text, '#'); i >= 0 {
+			text = text[:i]
+		}
+		text = strings.TrimSpace(text)
+		if text == "" {
+			continue
+		}
+		eq := strings.IndexByte(text, '=')
+		if eq < 0 {
+			return nil, lineErr(file, line, "expected key = value, got %q", text)
+		}
+		key := strings.ToLower(strings.TrimSpace(text[:eq]))
+		val := strings.TrimSpace(text[eq+1:])
+		if !knownKeys[key] {
+			return nil, lineErr(file, line, "unknown key %q", key)
+		}
+		if prev, ok := seen[key]; ok {
+			return nil, lineErr(file, line, "%s set twice (first on line %d)", key, prev)
+		}
+		seen[key] = line
+		if val == "" && key != "description" {
+			return nil, lineErr(file, line, "%s: empty value", key)
+		}
+		fail := func(err error) error { return lineErr(file, line, "%s: %v", key, err) }
+		var err error
+		switch key {
+		case "base":
+			if len(seen) != 1 {
+				return nil, lineErr(file, line, "base must be the first key")
+			}
+			b, berr := load(val, depth+1)
+			if berr != nil {
+				return nil, lineErr(file, line, "base: %v", berr)
+			}
+			keepName := w.Name
+			*w = *b
+			w.Name = keepName
+			haveMix = len(w.Mix) > 0
+			haveWriteSeq = true
+		case "name":
+			if strings.ContainsAny(val, " \t/") {
+				return nil, lineErr(file, line, "name: %q must not contain blanks or '/'", val)
+			}
+			w.Name = val
+		case "description":
+			w.Description = val
+		case "files_per_dir":
+			w.FilesPerDir, err = parseDist(val, res, true)
+		case "dirs_per_dir":
+			w.DirsPerDir, err = parseDist(val, res, true)
+		case "symlinks_per_dir":
+			w.SymlinksPerDir, err = parseDist(val, res, true)
+		case "max_depth":
+			w.MaxDepth, err = strconv.Atoi(val)
+			if err != nil || w.MaxDepth < 0 {
+				return nil, lineErr(file, line, "max_depth: %q is not a non-negative integer", val)
+			}
+		case "file_popularity":
+			w.FilePopularity, err = parsePop(val, res)
+		case "dir_popularity":
+			w.DirPopularity, err = parsePop(val, res)
+		case "symlink_popularity":
+			w.SymlinkPopularity, err = parsePop(val, res)
+		case "file_size":
+			w.FileSize, err = parseDist(val, res, true)
+		case "read_size":
+			w.ReadSize, err = parseDist(val, res, false)
+		case "write_size":
+			w.WriteSize, err = parseDist(val, res, false)
+		case "seq_run":
+			w.SeqRunOps, err = parseRun(val, res)
+		case "write_seq_run":
+			w.WriteSeqRunOps, err = parseRun(val, res)
+			haveWriteSeq = true
+		case "read_access":
+			switch Access(val) {
+			case AccessRandom, AccessSequential:
+				w.ReadAccess = Access(val)
+			default:
+				return nil, lineErr(file, line, "read_access: %q is not random or sequential", val)
+			}
+		case "write_access":
+			switch Access(val) {
+			case AccessRandom, AccessSequential, AccessAppend:
+				w.WriteAccess = Access(val)
+			default:
+				return nil, lineErr(file, line, "write_access: %q is not random, sequential or append", val)
+			}
+		case "mix":
+			w.Mix, err = parseMix(val, res)
+			haveMix = true
+		case "rate":
+			w.Rate, err = strconv.ParseFloat(val, 64)
+			if err != nil || !(w.Rate > 0) || math.IsInf(w.Rate, 0) {
+				return nil, lineErr(file, line, "rate: %q is not a positive number", val)
+			}
+		case "fileset_files_per_ops":
+			w.FilesetPerOps, err = strconv.ParseFloat(val, 64)
+			if err != nil || !(w.FilesetPerOps >= 0) || math.IsInf(w.FilesetPerOps, 0) {
+				return nil, lineErr(file, line, "fileset_files_per_ops: %q is not a non-negative number", val)
+			}
+		case "fileset_min_files":
+			w.FilesetMinFiles, err = strconv.Atoi(val)
+			if err != nil || w.FilesetMinFiles < 1 {
+				return nil, lineErr(file, line, "fileset_min_files: %q is not a positive integer", val)
+			}
+		}
+		if err != nil {
+			return nil, fail(err)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("%s: %v", file, err)
+	}
+	if !haveMix || len(w.Mix) == 0 {
+		return nil, fmt.Errorf("%s: no mix (add a line like \"mix = getattr:60, read:40\")", file)
+	}
+	if !haveWriteSeq || w.WriteSeqRunOps == nil {
+		w.WriteSeqRunOps = w.SeqRunOps
+	}
+	return w, nil
+}
+
+// parseDist parses a distribution value; sizes/counts must be ≥ 0 (zeroOK)
+// or > 0 (I/O sizes).
+func parseDist(val string, res resolver, zeroOK bool) (dist.Dist, error) {
+	var d dist.Dist
+	switch {
+	case strings.HasPrefix(val, "@"):
+		ref := strings.TrimSpace(val[1:])
+		data, disp, err := res(ref)
+		if err != nil {
+			return nil, err
+		}
+		e, err := dist.Parse(bytes.NewReader(data), disp)
+		if err != nil {
+			return nil, err
+		}
+		d = e
+	case strings.HasPrefix(strings.ToLower(val), "pareto:"):
+		p, err := dist.ParseParetoArgs(val[len("pareto:"):])
+		if err != nil {
+			return nil, err
+		}
+		return p, nil
+	case strings.ContainsAny(val, ":"):
+		e, err := dist.ParseInline(val, "inline")
+		if err != nil {
+			return nil, err
+		}
+		d = e
+	default:
+		v, err := dist.ParseValue(val)
+		if err != nil {
+			return nil, err
+		}
+		d = dist.Const(v)
+	}
+	min := minValue(d)
+	if zeroOK && min < 0 {
+		return nil, fmt.Errorf("negative value %g", min)
+	}
+	if !zeroOK && !(min > 0) {
+		return nil, fmt.Errorf("values must be positive (got %g)", min)
+	}
+	return d, nil
+}
+
+func minValue(d dist.Dist) float64 {
+	switch x := d.(type) {
+	case dist.Const:
+		return float64(x)
+	case *dist.Empirical:
+		m := math.Inf(1)
+		for _, e := range x.Entries() {
+			if e.Weight > 0 && e.Value < m {
+				m = e.Value
+			}
+		}
+		return m
+	}
+	return 0
+}
+
+func parseRun(val string, res resolver) (dist.Dist, error) {
+	switch strings.ToLower(val) {
+	case "whole", "eof", "file":
+		return dist.Const(0), nil
+	}
+	return parseDist(val, res, true)
+}
+
+func parsePop(val string, res resolver) (Popularity, error) {
+	low := strings.ToLower(val)
+	switch {
+	case low == "uniform":
+		return Popularity{Kind: PopUniform, Spec: "uniform"}, nil
+	case strings.HasPrefix(low, "zipf:"):
+		a, err := strconv.ParseFloat(strings.TrimSpace(val[5:]), 64)
+		if err != nil || a < 0 || math.IsInf(a, 0) {
+			return Popularity{}, fmt.Errorf("zipf alpha %q is not a non-negative number", val[5:])
+		}
+		return Popularity{Kind: PopZipf, Alpha: a, Spec: val}, nil
+	}
+	d, err := parseDist(val, res, true)
+	if err != nil {
+		return Popularity{}, err
+	}
+	if e, ok := d.(*dist.Empirical); ok && e.Max() <= 0 {
+		return Popularity{}, errors.New("all popularity weights are zero")
+	}
+	if c, ok := d.(dist.Const); ok && c <= 0 {
+		return Popularity{}, errors.New("popularity weight must be positive")
+	}
+	return Popularity{Kind: PopDist, Dist: d, Spec: val}, nil
+}
+
+func parseMix(val string, res resolver) ([]MixEntry, error) {
+	src := val
+	name := "mix"
+	if strings.HasPrefix(val, "@") {
+		data, disp, err := res(strings.TrimSpace(val[1:]))
+		if err != nil {
+			return nil, err
+		}
+		return parseMixLines(data, disp)
+	}
+	return parseMixList(strings.FieldsFunc(src, func(r rune) bool { return r == ',' || r == ';' }), name)
+}
+
+func parseMixLines(data []byte, disp string) ([]MixEntry, error) {
+	var items []string
+	var lines []int
+	for i, l := range strings.Split(string(data), "\n") {
+		if j := strings.IndexByte(l, '#'); j >= 0 {
+			l = l[:j]
+		}
+		if l = strings.TrimSpace(l); l != "" {
+			items = append(items, l)
+			lines = append(lines, i+1)
+		}
+	}
+	m, err := parseMixList(items, disp)
+	if err != nil {
+		var ie *itemErr
+		if errors.As(err, &ie) {
+			return nil, fmt.Errorf("%s:%d: %s", disp, lines[ie.i], ie.msg)
+		}
+	}
+	return m, err
+}
+
+type itemErr struct {
+	i   int
+	msg string
+}
+
+func (e *itemErr) Error() string { return e.msg }
+
+func parseMixList(items []string, name string) ([]MixEntry, error) {
+	acc := map[nfs3.Proc]float64{}
+	total := 0.0
+	n := 0
+	for i, it := range items {
+		it = strings.TrimSpace(it)
+		if it == "" {
+			continue
+		}
+		n++
+		c := strings.IndexByte(it, ':')
+		if c < 0 {
+			return nil, &itemErr{i, fmt.Sprintf("%q: want procedure:weight", it)}
+		}
+		pn := strings.ToLower(strings.TrimSpace(it[:c]))
+		ws := strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(it[c+1:]), "%"))
+		p, ok := nfs3.ProcByName(pn)
+		if !ok {
+			return nil, &itemErr{i, fmt.Sprintf("unknown procedure %q", pn)}
+		}
+		wt, err := strconv.ParseFloat(ws, 64)
+		if err != nil || math.IsNaN(wt) || math.IsInf(wt, 0) {
+			return nil, &itemErr{i, fmt.Sprintf("weight %q of %s is not a number", ws, pn)}
+		}
+		if wt < 0 {
+			return nil, &itemErr{i, fmt.Sprintf("negative weight %s for %s", ws, pn)}
+		}
+		acc[p] += wt
+		total += wt
+	}
+	if n == 0 {
+		return nil, errors.New("no entries")
+	}
+	if !(total > 0) {
+		return nil, errors.New("total weight is zero")
+	}
+	var out []MixEntry
+	for p, wt := range acc {
+		if wt > 0 {
+			out = append(out, MixEntry{Proc: p, Weight: wt / total})
+		}
+	}
+	sort.Slice(out, func(a, b int) bool { return out[a].Proc < out[b].Proc })
+	return out, nil
+}

@@ -1,0 +1,262 @@
+"""RatingSpec validation, Algorithm 2 decision cases, find_peak, multi-goal, runlength rule."""
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import pytest
+
+from workbench.runlength import next_runlength, plan_runlength, unit_variance
+from workbench.search import Done, NextTrial, RatingSpec, TrialResult, decide, find_peak, summarize
+from workbench.simulate import SimulatedServer
+
+
+def T(mean, load, r=180.0, valid=True, p95=None, reason=""):
+    return TrialResult(mean_ms=mean, p95_ms=p95 if p95 is not None else 2 * mean,
+                       achieved_rate=load, valid=valid, reason=reason).at(load, r)
+
+
+def mm1(capacity=1000.0, base=2.0):
+    """Deterministic M/M/1-like fake: R = base / (1 − λ/cap); overload grows without bound."""
+    def measure(load, r):
+        rho = load / capacity
+        m = base / (1 - rho) if rho < 0.999 else 1e4 * rho
+        return TrialResult(mean_ms=m, p95_ms=3 * m, achieved_rate=min(load, capacity))
+    return measure
+
+
+# ----------------------------------------------------------------------------- RatingSpec
+
+def test_spec_defaults_follow_the_paper():
+    s = RatingSpec()
+    assert (s.r_sat_ms, s.width, s.l_sat_ms, s.confidence, s.accuracy) == (40, 0.10, 2000, 0.95, 0.90)
+    assert s.policy == "binsearch" and s.first_load == 50 and s.seed_load is None
+    assert s.region == pytest.approx((36, 44))
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        s.r_sat_ms = 10
+
+
+@pytest.mark.parametrize("field,value", [
+    ("r_sat_ms", 0), ("r_sat_ms", -1), ("r_sat_ms", math.nan), ("r_sat_ms", "40"),
+    ("width", 0), ("width", 1.0), ("l_sat_ms", 0), ("p_sat", 1.5), ("p_sat", 0),
+    ("confidence", 1.0), ("confidence", 0), ("accuracy", 1.0), ("accuracy", -0.1),
+    ("policy", "random"), ("seed_load", 0), ("seed_load", -5), ("first_load", 0),
+    ("runlength_s", 0), ("runlength_s", math.inf), ("runlength_policy", "auto"),
+    ("runlength_min_s", -1), ("runlength_max_s", 0), ("max_trials", 1), ("max_trials", 2.5),
+    ("budget_s", 0), ("trial_overhead_s", -1), ("goals_ms", []), ("goals_ms", [40, -1]),
+    ("goals_ms", 40), ("stop_rule", "contain"), ("min_trials", 1), ("max_trials_per_load", 1),
+    ("max_loads", 1), ("max_invalid_per_load", 0), ("linear_step_ops_s", 0),
+    ("model_form", "poly"), ("seed_step", 0), ("resolution", 0), ("bound_confidence", 1.0),
+])
+def test_spec_validation_names_field_and_range(field, value):
+    with pytest.raises(ValueError) as e:
+        RatingSpec(**{field: value})
+    assert field in str(e.value) and "must be" in str(e.value)
+
+
+def test_spec_runlength_bounds_ordered():
+    with pytest.raises(ValueError, match="runlength_min_s"):
+        RatingSpec(runlength_min_s=100, runlength_max_s=50)
+
+
+def test_spec_goals():
+    s = RatingSpec(goals_ms=[50, 30])
+    assert s.goals == (30.0, 40.0, 50.0) and s.goals_ms == (50.0, 30.0)
+
+
+# ----------------------------------------------------------------------------- Algorithm 2 cases
+
+def test_first_trials_two_per_load():
+    spec = RatingSpec()
+    d = decide(spec, [])
+    assert isinstance(d, NextTrial) and d.load_ops_s == 50 and d.runlength_s == 180
+    d = decide(spec, [T(5.0, 50)])
+    assert d.load_ops_s == 50 and "first trials" in d.reason
+
+
+def test_no_overlap_moves_to_next_load():
+    d = decide(RatingSpec(), [T(5.0, 50), T(5.1, 50)])
+    assert isinstance(d, NextTrial) and d.load_ops_s == 100 and "geometric" in d.reason
+
+
+def test_overlap_without_accuracy_runs_more_trials_at_the_load():
+    log = [T(5, 50), T(5, 50), T(30, 800), T(50, 800)]      # CI of [30, 50] overlaps [36, 44]
+    d = decide(RatingSpec(), log)
+    assert d.load_ops_s == 800 and "potential peak" in d.reason
+
+
+@pytest.mark.parametrize("rule", ["overlap", "inside"])
+def test_accuracy_reached_inside_region_stops(rule):
+    log = [T(5, 50), T(5, 50)] + [T(m, 800) for m in (39.5, 40.5, 40.0, 40.2)]
+    d = decide(RatingSpec(stop_rule=rule), log)
+    assert isinstance(d, Done) and d.result.converged and d.result.peak_rate == 800
+    assert d.result.accuracy >= 0.9 and d.result.mean_ms_ci[0] >= 36 and d.result.mean_ms_ci[1] <= 44
+
+
+def test_overlap_is_not_inclusion():
+    """Accurate CI overlapping the region but not inside it: the paper stops, the default does not."""
+    log = [T(5, 400), T(5, 400)] + [T(m, 800) for m in (43, 45, 44, 46, 44.5, 45.5)]
+    paper = decide(RatingSpec(stop_rule="overlap", first_load=400), log)
+    assert isinstance(paper, Done) and paper.result.converged and paper.result.peak_rate == 800
+    ours = decide(RatingSpec(first_load=400), log)
+    assert isinstance(ours, NextTrial) and ours.load_ops_s != 800
+    # the load is classified saturated (CI above R_sat) and the bracket is bisected
+    assert ours.load_ops_s == pytest.approx(600)
+
+
+def test_invalid_trial_is_rerun_and_never_counts():
+    spec = RatingSpec()
+    log = [T(5, 50), T(99, 50, r=180, valid=False, reason="generator_saturated")]
+    d = decide(spec, log)
+    assert d.load_ops_s == 50 and d.runlength_s == 180 and "re-run" in d.reason
+    # with the invalid trial ignored there is still only one valid trial at 50
+    d = decide(spec, log + [T(5.1, 50)])
+    assert d.load_ops_s == 100
+    s = summarize(spec, log + [T(5.1, 50)])
+    assert s[0].n == 2 and s[0].mean == pytest.approx(5.05)
+
+
+def test_repeated_invalid_trials_give_up():
+    log = [T(5, 50)] + [T(5, 50, valid=False, reason="errors") for _ in range(3)]
+    d = decide(RatingSpec(), log)
+    assert isinstance(d, Done) and not d.result.converged and "invalid" in d.result.reason
+    assert d.result.n_invalid == 3 and d.result.n_trials == 4
+
+
+def test_budget_exhausted():
+    d = decide(RatingSpec(budget_s=400), [T(5, 50), T(5, 50)])
+    assert isinstance(d, Done) and not d.result.converged and "budget" in d.result.reason
+    assert d.result.cost_s == 360
+
+
+def test_max_trials_exhausted():
+    d = decide(RatingSpec(max_trials=4), [T(5, 50), T(5, 50), T(6, 100), T(6, 100)])
+    assert isinstance(d, Done) and not d.result.converged and "max_trials" in d.result.reason
+
+
+def test_overhead_counts_in_cost_and_budget():
+    spec = RatingSpec(trial_overhead_s=60, budget_s=500)
+    d = decide(spec, [T(5, 50), T(5, 50)])          # 2 × 240 = 480, next needs 240
+    assert isinstance(d, Done) and d.result.cost_s == 480
+
+
+def test_decide_is_pure_and_deterministic():
+    spec = RatingSpec()
+    log = [T(5, 50), T(5, 50), T(7, 100), T(7.1, 100)]
+    copy = list(log)
+    assert decide(spec, log) == decide(spec, log)
+    assert log == copy
+
+
+def test_trials_must_be_tagged():
+    with pytest.raises(ValueError, match="load_ops_s"):
+        decide(RatingSpec(), [TrialResult(mean_ms=1, p95_ms=2, achieved_rate=3)])
+
+
+# ----------------------------------------------------------------------------- find_peak
+
+def test_find_peak_contract_fields():
+    r = find_peak(RatingSpec(), mm1())
+    assert r.converged and r.peak_rate == pytest.approx(950)
+    lo, hi = r.bracket
+    assert lo < 950 < hi and r.peak_rate_ci[0] <= 950 <= r.peak_rate_ci[1]
+    assert r.n_trials == len(r.trials) and r.cost_s == 180 * r.n_trials
+    assert all(t.load_ops_s is not None and t.runlength_s == 180 for t in r.trials)
+    assert r.trace[-1][0] == r.cost_s and r.trace[-1][1] == pytest.approx(1.0)
+    assert r.mean_ms_at_peak == pytest.approx(40) and r.accuracy == pytest.approx(1.0)
+    assert r.per_goal[40.0].peak_rate == r.peak_rate
+    d = r.to_dict()
+    assert d["peak_rate"] == r.peak_rate and len(d["trials"]) == r.n_trials
+
+
+def test_find_peak_resumes_from_a_partial_log():
+    spec = RatingSpec(policy="safeguarded")
+    full = find_peak(spec, SimulatedServer(seed=4).measure)
+    half = full.trials[: len(full.trials) // 2]
+    srv = SimulatedServer(seed=4)
+    for t in half:                                   # replay the same draws
+        srv.measure(t.load_ops_s, t.runlength_s)
+    resumed = find_peak(spec, srv.measure, trials=half)
+    assert resumed.peak_rate == full.peak_rate and resumed.trials == full.trials
+
+
+def test_find_peak_tags_untagged_results():
+    seen = []
+    r = find_peak(RatingSpec(), mm1(), on_trial=seen.append)
+    assert seen == r.trials and seen[0].load_ops_s == 50
+
+
+def test_latency_rule_binds_before_the_mean():
+    srv = SimulatedServer(capacity_ops_s=800, base_ms=1, service_ms=20, noise=0.0)
+    spec = RatingSpec(r_sat_ms=200, l_sat_ms=150)       # p95 crosses 150 ms well before R̄ = 200
+    true = srv.true_peak_rate(200, 150)
+    assert true < srv.true_peak_rate(200)
+    r = find_peak(spec, srv.measure)
+    assert r.converged and "latency" in r.reason
+    assert r.bracket[0] <= true <= r.bracket[1]
+    assert r.peak_rate == pytest.approx(true, rel=2e-3)
+
+
+def test_p_sat_fraction_form_uses_the_reported_fraction():
+    def measure(load, r):
+        m = 2 / (1 - load / 1000) if load < 999 else 1e4
+        frac = 1.0 if load < 700 else 0.5
+        return TrialResult(mean_ms=m, p95_ms=1.0, achieved_rate=load, raw={"frac_within_l_sat": frac})
+    r = find_peak(RatingSpec(p_sat=0.9, l_sat_ms=100), measure)
+    assert r.converged and 690 <= r.peak_rate <= 700
+
+
+def test_multi_goal_one_peak_per_goal_trials_reused():
+    spec = RatingSpec(goals_ms=[20, 60], policy="safeguarded")
+    r = find_peak(spec, mm1())
+    assert set(r.per_goal) == {20.0, 40.0, 60.0} and r.converged
+    for g, sub in r.per_goal.items():
+        true = 1000 * (1 - 2 / g)
+        assert sub.converged and sub.bracket[0] <= true <= sub.bracket[1]
+        m = 2 / (1 - sub.peak_rate / 1000)
+        assert g * 0.9 <= m <= g * 1.1
+    alone = sum(find_peak(spec.for_goal(g), mm1()).n_trials for g in spec.goals)
+    assert r.n_trials < alone                     # the opening loads are shared
+
+
+# ----------------------------------------------------------------------------- runlength
+
+def test_unit_variance_and_plan_hand_case():
+    assert unit_variance([10, 12], [100, 100]) == pytest.approx(200)   # Var = 2, × r = 100
+    # κ² = 200·… : need q²κ²/h² total runlength; with overhead 0 longer runs always win → 1 trial of r_max?
+    p = plan_runlength(kappa2=3600, w_sum=360, n=2, target_half_width=2.0, confidence=0.95,
+                       overhead_s=0, r_min=30, r_max=900)
+    assert p.feasible and p.runlength_s >= 30 and p.more_trials >= 1
+    # cost of the plan really meets the target: q(n+k)²κ²/(W + k r) ≤ h²
+    from analysis.stats import quantile
+    q = quantile(0.95, 2 + p.more_trials)
+    assert q * q * 3600 / (360 + p.more_trials * p.runlength_s) <= 4.0 + 1e-9
+
+
+def test_plan_sweet_spot_overhead_trades_trials_for_length():
+    cheap = plan_runlength(3600, 360, 2, 2.0, 0.95, overhead_s=0, r_min=30, r_max=900, max_more=30)
+    dear = plan_runlength(3600, 360, 2, 2.0, 0.95, overhead_s=600, r_min=30, r_max=900, max_more=30)
+    assert dear.more_trials <= cheap.more_trials and dear.runlength_s >= cheap.runlength_s
+
+
+def test_plan_infeasible_and_degenerate():
+    p = plan_runlength(1e9, 0, 2, 0.01, 0.95, 0, 30, 60, max_more=3)
+    assert not p.feasible and p.runlength_s == 60
+    assert plan_runlength(0.0, 100, 2, 1.0, 0.95, 0, 30, 60).runlength_s == 30
+
+
+def test_next_runlength_fixed_and_adaptive():
+    fixed = RatingSpec()
+    assert next_runlength(fixed, [40, 41], [180, 180]).runlength_s == 180
+    ad = RatingSpec(runlength_policy="adaptive", trial_overhead_s=30)
+    assert next_runlength(ad, [40], [180]).runlength_s == 180          # variance unknown yet
+    r = next_runlength(ad, [38, 42], [180, 180])
+    assert 30 <= r.runlength_s <= 900
+
+
+def test_adaptive_runlength_search_converges_on_a_noisy_server():
+    spec = RatingSpec(runlength_policy="adaptive", trial_overhead_s=30, policy="safeguarded")
+    r = find_peak(spec, SimulatedServer(seed=2, noise=0.05).measure)
+    assert r.converged
+    assert len({t.runlength_s for t in r.trials}) > 1
+    assert r.cost_s == pytest.approx(sum(t.runlength_s for t in r.trials) + 30 * r.n_trials)

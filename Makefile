@@ -27,7 +27,8 @@ bin/fstress: $(shell find loadgen -name '*.go' -o -name 'go.mod' -o -name 'go.su
 test: setup test-go test-py
 
 test-go:
-	cd loadgen && $(GO) vet ./... && $(GO) test ./...
+	# -p 1: packages with timing tests must not compete for the 2 cores
+	cd loadgen && $(GO) vet ./... && $(GO) test -count=1 -p 1 ./...
 
 test-py:
 	$(PY) -m pytest -q -ra

@@ -50,6 +50,7 @@ NFS_CORE_PARAM {
   MNT_Port = $mount_port;
   Enable_NLM = false;
   Enable_RQUOTA = false;
+  Mount_Path_Pseudo = true;   # NFSv3 MNT by the pseudo path (/export), as v4 clients see it
   RPC_Ioq_ThrdMax = $threads;
 }
 NFSv4 { Graceless = true; RecoveryRoot = $dir/recovery; }

@@ -37,10 +37,48 @@ def test_binsearch_first_load_saturated_halves():
     assert loads_of(r)[:3] == [4000, 2000, 1000]
 
 
-def test_linear_fixed_increment_then_bisection():
-    r = find_peak(RatingSpec(policy="linear", linear_step_ops_s=150), mm1())
+def trials_per_load(result):
+    return [sum(1 for t in result.trials if t.load_ops_s == x) for x in loads_of(result)]
+
+
+def test_linear_strawman_fixed_trials_stops_at_first_saturated_load():
+    """§3.1 strawman (default linear_trials=10): first_load, +step, …, exactly t trials at every
+    load, stop at the first saturated load; λ* = the last unsaturated load."""
+    srv = SimulatedServer(capacity_ops_s=1000, base_ms=1, service_ms=5, servers=1, noise=0.0, seed=3)
+    true = srv.true_peak_rate(40.0)                      # 1000·(1 − 5/39) ≈ 871.8
+    r = find_peak(RatingSpec(policy="linear", linear_step_ops_s=100), srv.measure)
+    assert loads_of(r) == [50, 150, 250, 350, 450, 550, 650, 750, 850, 950]
+    assert trials_per_load(r) == [10] * 10
+    assert r.bracket == (850, 950) and r.peak_rate == 850 and r.bracket[0] <= true <= r.bracket[1]
+    assert r.converged and "strawman" in r.reason and r.n_trials == 100 and r.cost_s == 100 * 180
+    # t is a parameter (Fig. 3 uses t = 10); the runlength stays fixed even with runlength_policy="adaptive"
+    r3 = find_peak(RatingSpec(policy="linear", linear_step_ops_s=300, linear_trials=3,
+                              runlength_policy="adaptive"), srv.measure)
+    assert loads_of(r3) == [50, 350, 650, 950] and trials_per_load(r3) == [3] * 4
+    assert {t.runlength_s for t in r3.trials} == {180.0} and r3.peak_rate == 650
+    # first load already saturated: step down by the increment until a load is unsaturated
+    rd = find_peak(RatingSpec(policy="linear", first_load=1300, linear_step_ops_s=150), mm1())
+    assert loads_of(rd) == [1300, 1150, 1000, 850] and rd.bracket == (850, 1000) and rd.converged
+
+
+def test_linear_strawman_invalid_trials_rerun_and_do_not_count():
+    calls = []
+
+    def measure(load, r):
+        calls.append(load)
+        bad = len(calls) % 4 == 0
+        m = 2.0 / (1 - load / 1000) if load < 999 else 1e4
+        return TrialResult(mean_ms=m, p95_ms=3 * m, achieved_rate=load, valid=not bad)
+    r = find_peak(RatingSpec(policy="linear", linear_step_ops_s=400, linear_trials=5), measure)
+    valid = [sum(1 for t in r.trials if t.load_ops_s == x and t.valid) for x in loads_of(r)]
+    assert loads_of(r) == [50, 450, 850, 1250] and valid == [5] * 4 and r.n_invalid > 0
+
+
+def test_linear_section_5_2_fixed_increment_then_bisection():
+    r = find_peak(RatingSpec(policy="linear", linear_step_ops_s=150, linear_trials=None), mm1())
     assert loads_of(r)[:7] == [50, 200, 350, 500, 650, 800, 950]
-    r = find_peak(RatingSpec(policy="linear", linear_step_ops_s=300), mm1())
+    assert trials_per_load(r)[0] == 2            # Algorithm 2's adaptive count, not a fixed t
+    r = find_peak(RatingSpec(policy="linear", linear_step_ops_s=300, linear_trials=None), mm1())
     seq = loads_of(r)
     assert seq[:4] == [50, 350, 650, 950] or seq[:5] == [50, 350, 650, 950, 1250]
 
@@ -99,12 +137,16 @@ def test_seeding_is_cheaper_than_a_cold_start():
 def test_safeguarded_uses_the_model_inside_the_bracket():
     # R_sat = 12 ms → λ* = 1000·(1 − 2/12); once a load on the curve reaches R_sat/2 the
     # M/M/1 fit through the two loads nearest R_sat is exact
+    # (galloping opening ×4, then the skipped doubling 1600: Binsearch's bracket [800, 1600])
     r = find_peak(RatingSpec(policy="safeguarded", r_sat_ms=12), mm1())
-    assert loads_of(r) == [50, 100, 200, 400, 800, 1600, pytest.approx(1000 * (1 - 2 / 12))]
+    assert loads_of(r) == [50, 200, 800, 3200, 1600, pytest.approx(1000 * (1 - 2 / 12))]
     # with R_sat = 40 the loads tested before the cliff are all on the flat part (< R_sat/2):
     # Binsearch steps until one is near enough, then the model lands on λ*
     r = find_peak(RatingSpec(policy="safeguarded"), mm1())
-    assert loads_of(r) == [50, 100, 200, 400, 800, 1600, 1200, 1000, 900, pytest.approx(950)]
+    assert loads_of(r) == [50, 200, 800, 3200, 1600, 1200, 1000, 900, pytest.approx(950)]
+    # the opening without the gallop is Binsearch's (seeded searches use the seeded opening)
+    b = find_peak(RatingSpec(policy="binsearch"), mm1())
+    assert len(loads_of(r)) == len(loads_of(b)) - 1
 
 
 def _random_server(i, noise):
@@ -144,15 +186,22 @@ def test_safeguarded_vs_binsearch_on_500_noisy_servers():
     assert cost[1] < 0.92 * cost[0]
 
 
-@pytest.mark.parametrize("policy", ["binsearch", "linear", "model", "safeguarded"])
-def test_noise_free_bracket_always_contains_true_peak(policy):
+@pytest.mark.parametrize("policy,linear_trials", [("binsearch", None), ("linear", 10), ("linear", None),
+                                                  ("model", None), ("safeguarded", None)])
+def test_noise_free_bracket_always_contains_true_peak(policy, linear_trials):
     for i in range(60):
         srv = _random_server(i, 0.0)
         true = srv.true_peak_rate(40.0)
-        r = find_peak(RatingSpec(policy=policy, linear_step_ops_s=max(true / 12, 1.0), max_loads=80), srv.measure)
+        step = max(true / 12, 1.0)
+        r = find_peak(RatingSpec(policy=policy, linear_step_ops_s=step, max_loads=80,
+                                 linear_trials=linear_trials), srv.measure)
         assert r.bracket[0] <= true <= r.bracket[1], (i, r.bracket, true)
         assert r.peak_rate_ci[0] <= true <= r.peak_rate_ci[1]
-        if r.converged:
+        if policy == "linear" and linear_trials:
+            # the strawman claims only λ* within one increment (the last unsaturated load)
+            assert r.converged and r.bracket[1] - r.bracket[0] <= step * (1 + 1e-9)
+            assert r.peak_rate == r.bracket[0] and true - step <= r.peak_rate <= true
+        elif r.converged:
             assert 36 <= srv.true_mean_ms(r.peak_rate) <= 44
 
 

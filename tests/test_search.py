@@ -46,6 +46,7 @@ def test_spec_defaults_follow_the_paper():
     ("budget_s", 0), ("trial_overhead_s", -1), ("goals_ms", []), ("goals_ms", [40, -1]),
     ("goals_ms", 40), ("stop_rule", "contain"), ("min_trials", 1), ("max_trials_per_load", 1),
     ("max_loads", 1), ("max_invalid_per_load", 0), ("linear_step_ops_s", 0),
+    ("linear_trials", 1), ("linear_trials", 2.5),
     ("model_form", "poly"), ("seed_step", 0), ("resolution", 0), ("bound_confidence", 1.0),
 ])
 def test_spec_validation_names_field_and_range(field, value):

@@ -7,8 +7,11 @@ function of the log. Every summary carries a `side`: −1 (unsaturated: below th
 load's first trial in the log (the "sequence of test loads" of [CC] Algorithm 2).
 
 Policies ([CC] = Cutting Corners, shared/seeds/000_*, newer text 002_*):
-- Linear       §3.1/§5.2 strawman: start load, + fixed increment until saturated, then halve
-               the bracket like Binsearch.
+- Linear       §3.1 strawman (RatingSpec.linear_trials = t, default 10): start load, + fixed
+               increment, exactly t trials per load, stop at the first saturated load
+               (λ* = the last unsaturated load). linear_trials=None: §5.2 Linear — the same
+               linear phase under Algorithm 2's adaptive trials, then halve the bracket like
+               Binsearch.
 - Binsearch    Algorithm 3: 50, 100, 200, … doubling until saturated, then midpoints of
                [highest unsaturated, lowest saturated].
 - Model        Algorithm 4: ×2 or ÷2 after the first load, then a two-point fit through the
@@ -17,7 +20,9 @@ Policies ([CC] = Cutting Corners, shared/seeds/000_*, newer text 002_*):
                "hyperbolic" R = a + b/λ (000 text).
 - Seeding      §3.7 (002 text; §5.4 in 000): start at `seed_load` and bracket around it with
                growing steps seed·(1 + δ·2^k) (or seed/(1 + δ·2^k) when the seed saturates).
-- Safeguarded  (new) Binsearch's opening; inside a bracket, a regula-falsi step on 1/R
+- Safeguarded  (new) a galloping opening (×4 from the start load, then the skipped doubling:
+               it reaches Binsearch's opening bracket in ≤ as many loads, except for λ* below
+               2·start: +1, charged to the model allowance); inside a bracket, a regula-falsi step on 1/R
                (exact for M/M/1) is accepted only strictly inside the bracket and only while
                the bracket at least halves every two steps (Brent's rule) and fewer than
                `max_bad` model steps have failed to halve it; otherwise bisection. It can
@@ -137,14 +142,20 @@ class Binsearch:
 
 
 class Linear:
-    """[CC] §3.1/§5.2: fixed increment until saturated, then Binsearch's bisection."""
+    """[CC] §3.1 strawman (`strawman=True`, RatingSpec.linear_trials set): start load, + fixed
+    increment, a fixed number of trials at each (enforced by `decide`), stop at the first
+    saturated load. [CC] §5.2 Linear (`strawman=False`): the same linear phase under Algorithm 2's
+    adaptive trial counts, then Binsearch's bisection of the bracket."""
 
     name = "linear"
 
-    def __init__(self, step: float):
+    def __init__(self, step: float, strawman: bool = False):
         if not (step > 0):
             raise ValueError("linear step must be > 0")
         self.step = step
+        self.strawman = strawman
+        if strawman:
+            self.name = "linear strawman"
 
     def next_load(self, st: SearchState) -> tuple[float, str]:
         if not st.loads:
@@ -247,15 +258,22 @@ class Safeguarded:
     which the opening ended, advanced for free past midpoints the current (narrower) bracket
     already decides, and tested only when its midpoint lies inside the current bracket. On a
     noise-free server the region [R_sat ± s·R_sat] lies inside the current bracket, so every load
-    at which Binsearch would stop is also tested here: Safeguarded needs at most `max_model`
-    more loads than Binsearch (and usually far fewer: one good model step ends the search).
+    at which Binsearch would stop is also tested here. A model step is *good* when the bracket
+    after it excludes the midpoint the shadow had pending (it replaced one Binsearch load) and
+    free; *bad* steps use the `max_model` allowance (`max_total` caps all model steps). The
+    galloping opening (×`gallop`, then the skipped doublings) reaches Binsearch's opening bracket
+    in no more loads, except +1 when λ* < 2·start, which is charged as a bad step. Hence
+    Safeguarded needs at most `max_model` more loads than Binsearch on a noise-free server.
     """
 
     name = "safeguarded"
 
     def __init__(self, form: str = "mm1", seed_delta: float = 0.1, margin: float = 0.02,
-                 max_model: int = 2, curve_limit: float = 4.0, near: float = 0.5):
+                 max_model: int = 2, curve_limit: float = 4.0, near: float = 0.5,
+                 gallop: float = 4.0, max_total: int = 6):
+        self.max_total = max_total
         self.near = near
+        self.gallop = gallop
         self.form = form
         self.seed_delta = seed_delta
         self.margin = margin
@@ -274,13 +292,24 @@ class Safeguarded:
         return on[0], on[1]
 
     @staticmethod
-    def _bracket_phase(st: SearchState) -> tuple[LoadSummary, LoadSummary, list[LoadSummary], list[float]]:
-        """(lo0, hi0) = the first complete bracket in log order, the loads tested after it, and
-        the bracket widths after each of those loads."""
+    def _bracket_phase(st: SearchState, ratio: float | None = None
+                       ) -> tuple[LoadSummary, LoadSummary, list[LoadSummary], list[float]]:
+        """(lo0, hi0) = the first complete bracket in log order (with hi/lo ≤ `ratio` when given
+        and such a bracket exists), the loads tested after it, and the bracket widths after each."""
         loads = sorted(st.loads, key=lambda s: s.order)
+        if ratio is not None:
+            ok = False
+            for j in range(1, len(loads) + 1):
+                lo, hi = bracket_of(loads[:j])
+                if lo is not None and hi is not None and hi.load <= ratio * lo.load * (1 + 1e-9):
+                    ok = True
+                    break
+            if not ok:
+                ratio = None
         for j in range(1, len(loads) + 1):
             lo, hi = bracket_of(loads[:j])
-            if lo is not None and hi is not None:
+            if lo is not None and hi is not None and (
+                    ratio is None or hi.load <= ratio * lo.load * (1 + 1e-9)):
                 widths = [hi.load - lo.load]
                 for k in range(j + 1, len(loads) + 1):
                     a, b = bracket_of(loads[:k])
@@ -294,40 +323,106 @@ class Safeguarded:
         f = (x - lo) / (hi - lo)
         return any(abs(f * 2 ** j - round(f * 2 ** j)) <= 1e-12 * 2 ** j for j in range(1, depth + 1))
 
-    def _shadow(self, st: SearchState, lo0: float, hi0: float) -> tuple[float, str]:
-        """The next load of Binsearch started from (lo0, hi0), skipping decided midpoints."""
+    @staticmethod
+    def _pending(loads: Sequence[LoadSummary], r_sat: float, lo: float, hi: float,
+                 lo0: float, hi0: float) -> tuple[float, float, float] | None:
+        """(m, a, b): the midpoint m of [a, b] that Binsearch started from (lo0, hi0) would test
+        next, skipping midpoints that the loads tested or the bracket (lo, hi) decide."""
         a, b = lo0, hi0
-        by_load = {round(s.load, 6): s for s in st.loads}
+        by_load = {round(s.load, 6): s for s in loads}
         for _ in range(200):
             m = (a + b) / 2.0
             s = by_load.get(round(m, 6))
             if s is not None:
-                side = s.side or (-1 if s.mean < st.r_sat_ms else 1)
+                side = s.side or (-1 if s.mean < r_sat else 1)
                 a, b = (m, b) if side < 0 else (a, m)
-            elif m <= st.lo.load:
+            elif m <= lo:
                 a = m
-            elif m >= st.hi.load:
+            elif m >= hi:
                 b = m
             else:
-                return m, f"Binsearch step: midpoint of [{a:g}, {b:g}]"
-        return _bisect(st)
+                return m, a, b
+        return None
+
+    def _shadow(self, st: SearchState, lo0: float, hi0: float) -> tuple[float, str]:
+        """The next load of Binsearch started from (lo0, hi0), skipping decided midpoints."""
+        p = self._pending(st.loads, st.r_sat_ms, st.lo.load, st.hi.load, lo0, hi0)
+        if p is None:
+            return _bisect(st)
+        m, a, b = p
+        return m, f"Binsearch step: midpoint of [{a:g}, {b:g}]"
+
+    def _model_steps(self, st: SearchState, lo0: LoadSummary, hi0: LoadSummary,
+                     after: list[LoadSummary]) -> tuple[int, int]:
+        """(all model steps, "bad" ones). A model step is good when it decided the midpoint the
+        shadow Binsearch had pending (the bracket after it excludes that midpoint): it replaced
+        one Binsearch load, so it is free; only bad steps use the `max_model` allowance."""
+        total = bad = 0
+        loads = sorted(st.loads, key=lambda s: s.order)
+        for s in after:
+            if self._dyadic(s.load, lo0.load, hi0.load):
+                continue
+            total += 1
+            before = [x for x in loads if x.order < s.order]
+            blo, bhi = bracket_of(before)
+            if blo is None or bhi is None:
+                bad += 1
+                continue
+            p = self._pending(before, st.r_sat_ms, blo.load, bhi.load, lo0.load, hi0.load)
+            alo, ahi = bracket_of(before + [s])
+            if p is None or alo is None or ahi is None or (alo.load < p[0] < ahi.load):
+                bad += 1
+        return total, bad
+
+    def _gallop(self, st: SearchState) -> tuple[float, str] | None:
+        """Unseeded opening: Binsearch's first two loads, then ×`gallop` (skipping Binsearch's
+        doublings in between), then the skipped doublings inside the bracket until it is
+        Binsearch's own [2^j·start, 2^(j+1)·start]. None once that bracket is reached."""
+        if st.seeded or self.gallop <= 2.0:
+            return None
+        if not st.loads:
+            return st.start, "initial load (Algorithm 3 step 1)"
+        if st.hi is None:
+            top = max(s.load for s in st.loads)
+            f = self.gallop
+            return top * f, f"galloping opening: {f:g} × {top:g}"
+        if st.lo is None:
+            return None
+        if st.hi.load <= 2.0 * st.lo.load * (1 + 1e-9):
+            return None
+        mid = st.lo.load * 2.0
+        return mid, f"galloping opening: fill the doubling {st.lo.load:g} × 2 in [{st.lo.load:g}, {st.hi.load:g}]"
+
+    def _opening_extra(self, st: SearchState, lo0: LoadSummary, hi0: LoadSummary) -> int:
+        """Loads the (galloping) opening used beyond Binsearch's own opening to the same bracket."""
+        if st.seeded or self.gallop <= 2.0 or lo0.load >= hi0.load or st.start <= 0:
+            return 0
+        k = math.log2(hi0.load / st.start)
+        if k < 0.5 or abs(k - round(k)) > 1e-6 or hi0.load > 2.0 * lo0.load * (1 + 1e-9):
+            return 0    # first load saturated: the opening was Binsearch's own halving
+        ours = sum(1 for s in st.loads if s.order <= max(lo0.order, hi0.order))
+        return max(0, ours - (int(round(k)) + 1))
 
     def next_load(self, st: SearchState) -> tuple[float, str]:
+        g = self._gallop(st)
+        if g is not None:
+            return g
         if st.lo is None or st.hi is None or not st.loads:
             return self._opening.next_load(st)
         lo, hi = st.lo, st.hi
         w = hi.load - lo.load
-        lo0, hi0, after, widths = self._bracket_phase(st)
-        used = sum(1 for s in after if not self._dyadic(s.load, lo0.load, hi0.load))
-        if used >= self.max_model:
+        lo0, hi0, after, widths = self._bracket_phase(st, 2.0 if (self.gallop > 2.0 and not st.seeded) else None)
+        total, used = self._model_steps(st, lo0, hi0, after)
+        used += self._opening_extra(st, lo0, hi0)
+        if used >= self.max_model or total >= self.max_total:
             load, r = self._shadow(st, lo0.load, hi0.load)
-            return load, f"{r} ({used} model steps used)"
+            return load, f"{r} ({total} model steps, {used} of them bad)"
         if len(widths) >= 3 and widths[-1] > 0.5 * widths[-3] * (1 + 1e-9):
             load, r = self._shadow(st, lo0.load, hi0.load)
             return load, f"{r} (bracket did not halve in two steps: Brent safeguard)"
         p1, p2 = self._fit_points(st)
         pred = two_point_fit((p1.load, p1.mean), (p2.load, p2.mean), st.r_sat_ms, self.form)
-        why = (f"model step {used + 1}: {self.form} fit through {p1.load:g} and {p2.load:g} "
+        why = (f"model step {total + 1}: {self.form} fit through {p1.load:g} and {p2.load:g} "
                f"→ {pred:.6g} inside [{lo.load:g}, {hi.load:g}]")
         if max(p1.mean, p2.mean) < self.near * st.r_sat_ms:
             load, r = self._shadow(st, lo0.load, hi0.load)
@@ -346,7 +441,7 @@ def make_picker(spec) -> Picker:
     if spec.policy == "binsearch":
         return Binsearch(spec.seed_step)
     if spec.policy == "linear":
-        return Linear(spec.linear_step_ops_s or spec.first_load)
+        return Linear(spec.linear_step_ops_s or spec.first_load, strawman=spec.strawman)
     if spec.policy == "model":
         return Model(spec.model_form, spec.seed_step)
     if spec.policy == "safeguarded":

@@ -70,7 +70,7 @@ def plan_runlength(kappa2: float, w_sum: float, n: int, target_half_width: float
 
 def next_runlength(spec, means: Sequence[float], runlengths: Sequence[float]) -> RunlengthPlan:
     """Runlength for the next trial at a load whose valid trials so far are (means, runlengths)."""
-    if spec.runlength_policy == "fixed" or len(means) < 2:
+    if spec.runlength_policy == "fixed" or len(means) < 2 or getattr(spec, "strawman", False):
         return RunlengthPlan(spec.runlength_s, 1, spec.runlength_s + spec.trial_overhead_s, True)
     k2 = unit_variance(means, runlengths)
     w = sum(runlengths)

@@ -71,6 +71,10 @@ class RatingSpec:
     max_loads: int = 60                    # distinct loads
     max_invalid_per_load: int = 3          # consecutive invalid trials before giving up
     linear_step_ops_s: float | None = None # Linear increment (default: first_load)
+    linear_trials: int | None = 10         # Linear strawman (§3.1): exactly this many valid trials at
+                                           # every load, classified by the mean (and the p95 rule),
+                                           # stop at the first saturated load. None: the §5.2 Linear
+                                           # (Algorithm 2's adaptive trials, then bisection)
     model_form: str = "mm1"                # mm1: R = 1/(a − bλ) (002) | hyperbolic: R = a + b/λ (000)
     seed_step: float = 0.10                # δ of the seeded bracketing steps seed·(1 + δ·2^k)
     resolution: float = 0.001              # stop when (hi − lo)/hi ≤ resolution
@@ -136,6 +140,8 @@ class RatingSpec:
         integer("max_invalid_per_load", 1, 1000)
         if self.linear_step_ops_s is not None:
             pos("linear_step_ops_s")
+        if self.linear_trials is not None:
+            integer("linear_trials", 2, 10**5)
         if self.model_form not in ("mm1", "hyperbolic"):
             raise bad("model_form", "'mm1' or 'hyperbolic'")
         frac("seed_step", 0.0, 10.0)
@@ -144,6 +150,15 @@ class RatingSpec:
             raise bad("edge_patience", "a number >= 0")
         if self.bound_confidence is not None:
             frac("bound_confidence")
+
+    @property
+    def strawman(self) -> bool:
+        """policy "linear" with fixed `linear_trials`: the §3.1 strawman."""
+        return self.policy == "linear" and self.linear_trials is not None
+
+    @property
+    def linear_step(self) -> float:
+        return self.linear_step_ops_s or self.first_load
 
     @property
     def goals(self) -> tuple[float, ...]:
@@ -228,6 +243,14 @@ def _lat_value(spec: RatingSpec, t: TrialResult) -> float:
 def _classify(spec: RatingSpec, r_sat: float, n: int, ci: MeanCI, lat: float,
               lat_ci: MeanCI) -> tuple[str, int, bool]:
     """(status, side, confident) of one load for goal r_sat (Algorithm 2 steps 7–10)."""
+    if spec.strawman:
+        # §3.1 strawman: a fixed number of trials t, then saturated iff the mean response time
+        # exceeds R_sat (or the percentile rule breaks L_sat); no CI, no adaptive trial count
+        if n < spec.linear_trials:
+            return "open", 0, False
+        if lat > spec.l_sat_ms or ci.mean > r_sat:
+            return "above", +1, False
+        return "below", -1, False
     if n < spec.min_trials:
         return "open", 0, False
     if lat > spec.l_sat_ms:     # percentile rule: saturated regardless of the mean
@@ -326,6 +349,13 @@ def _decide_goal(spec: RatingSpec, r_sat: float, trials: Sequence[TrialResult]
                f"potential peak: CI [{cur.ci.low:.4g}, {cur.ci.high:.4g}] ms, accuracy "
                f"{cur.ci.accuracy:.3f}")
         return "next", (cur.load, why)
+    if spec.strawman and lo is not None and hi is not None:
+        step = spec.linear_step
+        ok = (hi.load - lo.load) <= step * (1 + 1e-9)
+        return "done", (ok, f"linear strawman: first saturated load {hi.load:g} ops/s "
+                            f"({spec.linear_trials} trials each); λ* = last unsaturated load "
+                            f"{lo.load:g}" + ("" if ok else f" (bracket wider than the increment {step:g})"),
+                        None, loads)
     if lo is not None and hi is not None and (hi.load - lo.load) <= spec.resolution * hi.load:
         if hi.latency_saturated:
             return "done", (True, f"latency rule: bracket [{lo.load:g}, {hi.load:g}] resolved", None, loads)
@@ -472,7 +502,9 @@ def _goal_result(spec: RatingSpec, r_sat: float, trials: Sequence[TrialResult], 
     lo, hi = st.lo, st.hi
     if peak is None:
         cands = [s for s in loads if s.n >= 1]
-        if lo is not None and hi is not None:
+        if lo is not None and hi is not None and spec.strawman:
+            lam, near = lo.load, lo          # §3.1: the largest load that does not saturate
+        elif lo is not None and hi is not None:
             lam = _interp(lo, hi, r_sat, spec.model_form) if not hi.latency_saturated else lo.load
             near = min((lo, hi), key=lambda s: abs(s.load - lam))
         elif lo is not None:

@@ -1,0 +1,215 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"workbench/loadgen/internal/nullserver"
+)
+
+func startNull(t *testing.T) (host string, port int) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { nullserver.Serve(ctx, ln); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+	return "127.0.0.1", ln.Addr().(*net.TCPAddr).Port
+}
+
+// startDenyMount answers every RPC call with an accepted reply whose body is
+// mountstat3 MNT3ERR_NOENT (2): a server that does not export the path.
+func startDenyMount(t *testing.T) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func(c net.Conn) {
+				defer c.Close()
+				for {
+					var hdr [4]byte
+					if _, err := io.ReadFull(c, hdr[:]); err != nil {
+						return
+					}
+					n := binary.BigEndian.Uint32(hdr[:]) & 0x7fffffff
+					rec := make([]byte, n)
+					if _, err := io.ReadFull(c, rec); err != nil || n < 4 {
+						return
+					}
+					// xid, REPLY, MSG_ACCEPTED, verf AUTH_NONE len 0, SUCCESS, MNT3ERR_NOENT
+					words := []uint32{binary.BigEndian.Uint32(rec), 1, 0, 0, 0, 0, 2}
+					out := make([]byte, 4+4*len(words))
+					binary.BigEndian.PutUint32(out, 0x80000000|uint32(4*len(words)))
+					for i, w := range words {
+						binary.BigEndian.PutUint32(out[4+4*i:], w)
+					}
+					if _, err := c.Write(out); err != nil {
+						return
+					}
+				}
+			}(c)
+		}
+	}()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+func write(t *testing.T, dir, name, text string) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func runCLI(args ...string) (int, string, string) {
+	var out, errb bytes.Buffer
+	code := run(args, &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+func TestBadInputs(t *testing.T) {
+	host, port := startNull(t)
+	srv := host + ":" + strconv.Itoa(port)
+	mp := strconv.Itoa(port)
+	deny := strconv.Itoa(startDenyMount(t))
+	dir := t.TempDir()
+	neg := write(t, dir, "neg.dist", "1K:3\n8K:-1\n")
+	empty := write(t, dir, "empty.dist", "# nothing here\n\n")
+	nan := write(t, dir, "nan.dist", "1K:3\nabc:1\n")
+	wNeg := write(t, dir, "neg.wl", "name = neg\nmix = getattr:1\nfile_size = @neg.dist\n")
+	wEmpty := write(t, dir, "empty.wl", "name = empty\nmix = getattr:1\nfile_size = @empty.dist\n")
+	wNaN := write(t, dir, "nan.wl", "name = nan\nmix = getattr:1\nfile_size = @nan.dist\n")
+	_, _, _ = neg, empty, nan
+	null := write(t, dir, "null.wl", "name = null\nmix = null:1\n")
+
+	cases := []struct {
+		name string
+		args []string
+		want string // substring of the one-line error
+	}{
+		{"unknown workload", []string{"--workload", "no_such_workload"}, "no_such_workload"},
+		{"negative weight", []string{"--workload", wNeg}, "neg"},
+		{"no entries", []string{"--workload", wEmpty}, "empty"},
+		{"not a number", []string{"--workload", wNaN}, "abc"},
+		{"unreachable server", []string{"--workload", null, "--server", "127.0.0.1:1", "--mount-port", "1"}, "127.0.0.1"},
+		{"wrong export", []string{"--workload", null, "--mount-port", deny}, "export"},
+		{"rate zero", []string{"--workload", null, "--rate", "0"}, "rate"},
+		{"rate negative", []string{"--workload", null, "--rate", "-5"}, "rate"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			js := filepath.Join(t.TempDir(), "out.json")
+			args := map[string]string{"--server": srv, "--mount-port": mp, "--export": "/export", "--rate": "100",
+				"--duration": "0.2", "--warmup": "0", "--json": js}
+			for i := 0; i < len(c.args); i += 2 {
+				args[c.args[i]] = c.args[i+1]
+			}
+			argv := []string{"run"}
+			for k, v := range args {
+				argv = append(argv, k, v)
+			}
+			code, _, stderr := runCLI(argv...)
+			if code == 0 {
+				t.Fatalf("exit 0, want non-zero")
+			}
+			if n := strings.Count(stderr, "\n"); n != 1 || !strings.HasSuffix(stderr, "\n") {
+				t.Errorf("want one line on stderr, got %d: %q", n, stderr)
+			}
+			if !strings.Contains(stderr, c.want) {
+				t.Errorf("error %q does not name %q", stderr, c.want)
+			}
+			if _, err := os.Stat(js); err == nil {
+				t.Errorf("JSON file written on error")
+			}
+			entries, _ := os.ReadDir(filepath.Dir(js))
+			if len(entries) != 0 {
+				t.Errorf("left files behind: %v", entries)
+			}
+		})
+	}
+}
+
+func TestRunAndMerge(t *testing.T) {
+	host, port := startNull(t)
+	srv := host + ":" + strconv.Itoa(port)
+	dir := t.TempDir()
+	wl := write(t, dir, "mix.wl", "name = small\nmix = getattr:60, read:30, lookup:10\nfileset_files_per_ops = 0.1\nfile_size = 8K\n")
+	var files []string
+	for i := 0; i < 2; i++ {
+		js := filepath.Join(dir, "r"+strconv.Itoa(i)+".json")
+		code, _, stderr := runCLI("run", "--server", srv, "--mount-port", strconv.Itoa(port), "--export", "/export",
+			"--workload", wl, "--rate", "500", "--duration", "0.5", "--warmup", "0.1", "--json", js,
+			"--client-id", strconv.Itoa(i), "--seed", strconv.Itoa(i+1),
+			// This test is about run + merge, not pacing: a loaded CI box may delay sends by a
+			// few ms, which the default 2 ms lag bound would rightly flag as generator saturation.
+			"--lag-bound", "100ms")
+		if code != 0 {
+			t.Fatalf("run exit %d: %s", code, stderr)
+		}
+		if !strings.Contains(stderr, "getattr") {
+			t.Errorf("no human summary on stderr: %q", stderr)
+		}
+		files = append(files, js)
+	}
+	out := filepath.Join(dir, "m.json")
+	code, _, stderr := runCLI(append(append([]string{"merge"}, files...), "--json", out)...)
+	if code != 0 {
+		t.Fatalf("merge exit %d: %s", code, stderr)
+	}
+	var m map[string]any
+	b, _ := os.ReadFile(out)
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"offered_rate", "achieved_rate", "duration_s", "ops_total", "mean_ms", "std_ms", "p50_ms", "p95_ms",
+		"p99_ms", "max_ms", "ops", "mix_target", "mix_actual", "send_lag_ms", "generator_saturated", "errors", "timeouts", "retransmits", "histogram"} {
+		if _, ok := m[k]; !ok {
+			t.Errorf("merged JSON lacks %q", k)
+		}
+	}
+	if m["ops_total"].(float64) != 500 {
+		t.Errorf("merged ops_total %v, want 500", m["ops_total"])
+	}
+	if m["offered_rate"].(float64) != 1000 {
+		t.Errorf("merged offered_rate %v, want 1000", m["offered_rate"])
+	}
+}
+
+func TestWorkloadsAndUsage(t *testing.T) {
+	code, out, _ := runCLI("workloads")
+	if code != 0 {
+		t.Fatal("workloads failed")
+	}
+	for _, n := range []string{"specsfs97", "web_server", "web_proxy", "db_tp", "p2p", "mail", "news"} {
+		if !strings.Contains(out, n) {
+			t.Errorf("workloads lacks %s", n)
+		}
+	}
+	if code, _, stderr := runCLI("frobnicate"); code == 0 || strings.Count(stderr, "\n") != 1 {
+		t.Errorf("unknown command: exit %d, %q", code, stderr)
+	}
+	if code, _, stderr := runCLI("run", "--bogus"); code == 0 || strings.Count(stderr, "\n") != 1 {
+		t.Errorf("bad flag: exit %d, %q", code, stderr)
+	}
+}

@@ -38,7 +38,7 @@ run: setup
 	scripts/run-trial.sh
 
 bench-loadgen: setup
-	$(PY) bench/loadgen.py
+	$(PY) bench/loadgen.py --duration 5
 
 bench-search: venv
 	$(PY) bench/search_cost.py

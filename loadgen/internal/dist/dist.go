@@ -40,6 +40,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"iter"
 	"math"
 	"math/rand"
 	"os"
@@ -102,29 +103,40 @@ func ParseFile(path string) (*Empirical, error) {
 // Parse reads a value:weight distribution from r; name is used in errors.
 func Parse(r io.Reader, name string) (*Empirical, error) {
 	var entries []Entry
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64*1024), 1<<20)
-	line := 0
-	for sc.Scan() {
-		line++
-		text := sc.Text()
-		if i := strings.IndexByte(text, '#'); i >= 0 {
-			text = text[:i]
-		}
-		text = strings.TrimSpace(text)
-		if text == "" {
-			continue
-		}
+	var scanErr error
+	last := 0
+	for line, text := range Lines(r, &scanErr) {
 		e, err := parseEntry(text)
 		if err != nil {
 			return nil, &ParseError{Name: name, Line: line, Msg: err.Error()}
 		}
 		entries = append(entries, e)
+		last = line
 	}
-	if err := sc.Err(); err != nil {
-		return nil, &ParseError{Name: name, Line: line + 1, Msg: err.Error()}
+	if scanErr != nil {
+		return nil, &ParseError{Name: name, Line: last + 1, Msg: scanErr.Error()}
 	}
 	return build(name, entries)
+}
+
+// Lines yields the 1-based number and the text of every line of r that has content once a
+// '#' comment and surrounding blanks are removed (the syntax of distribution and workload
+// files). Lines up to 1 MiB; a read error or longer line ends the sequence and lands in *errp.
+func Lines(r io.Reader, errp *error) iter.Seq2[int, string] {
+	return func(yield func(int, string) bool) {
+		sc := bufio.NewScanner(r)
+		sc.Buffer(make([]byte, 64*1024), 1<<20)
+		for line := 1; sc.Scan(); line++ {
+			text := sc.Text()
+			if i := strings.IndexByte(text, '#'); i >= 0 {
+				text = text[:i]
+			}
+			if text = strings.TrimSpace(text); text != "" && !yield(line, text) {
+				return
+			}
+		}
+		*errp = sc.Err()
+	}
 }
 
 // ParseInline parses "v:w, v:w; v:w" (entries separated by ',' or ';').

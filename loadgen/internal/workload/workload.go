@@ -96,7 +96,6 @@
 package workload
 
 import (
-	"bufio"
 	"bytes"
 	"embed"
 	"errors"
@@ -448,19 +447,8 @@ func parse(data []byte, file string, res resolver, depth int) (*Workload, error)
 	w := defaults(defName)
 	seen := map[string]int{}
 	haveMix, haveWriteSeq := false, false
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	sc.Buffer(make([]byte, 64*1024), 1<<20)
-	line := 0
-	for sc.Scan() {
-		line++
-		text := sc.Text()
-		if i := strings.IndexByte(text, '#'); i >= 0 {
-			text = text[:i]
-		}
-		text = strings.TrimSpace(text)
-		if text == "" {
-			continue
-		}
+	var scanErr error
+	for line, text := range dist.Lines(bytes.NewReader(data), &scanErr) {
 		eq := strings.IndexByte(text, '=')
 		if eq < 0 {
 			return nil, lineErr(file, line, "expected key = value, got %q", text)
@@ -565,8 +553,8 @@ func parse(data []byte, file string, res resolver, depth int) (*Workload, error)
 			return nil, fail(err)
 		}
 	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("%s: %v", file, err)
+	if scanErr != nil {
+		return nil, fmt.Errorf("%s: %v", file, scanErr)
 	}
 	if !haveMix || len(w.Mix) == 0 {
 		return nil, fmt.Errorf("%s: no mix (add a line like \"mix = getattr:60, read:40\")", file)

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # System packages the workbench needs on this machine (Debian): Ganesha (the SUT), rpcbind,
+# mkfs for the file systems the nfs_server role builds on loop devices (ext4, xfs, btrfs),
 # iproute2 (network namespaces). Idempotent: does nothing when everything is installed.
 set -euo pipefail
-packages=(nfs-ganesha nfs-ganesha-vfs rpcbind iproute2 util-linux procps)
+packages=(nfs-ganesha nfs-ganesha-vfs rpcbind iproute2 util-linux procps e2fsprogs xfsprogs btrfs-progs)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

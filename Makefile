@@ -6,7 +6,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 GO ?= go
 
-.PHONY: setup system venv fstress test test-go test-py run bench-loadgen bench-search clean lock
+.PHONY: setup system venv fstress test test-go test-py run bench-loadgen bench-overhead bench-search clean lock
 
 setup: system venv fstress
 
@@ -33,9 +33,13 @@ test-go:
 test-py:
 	$(PY) -m pytest -q -ra
 
-# Main job: a short web_server trial against a local Ganesha slot; prints the result.
+# Main job: rate the local default (web_server, slot1, quick profile) end to end with Ansible:
+# provision -> deploy fstress -> peak-rate search -> teardown; prints lambda* with bracket and CI.
 run: setup
-	scripts/run-trial.sh
+	$(VENV)/bin/workbench rate --workload web_server --profile quick
+
+bench-overhead: setup
+	$(PY) bench/overhead.py --slot slot2 --trials 10
 
 bench-loadgen: setup
 	$(PY) bench/loadgen.py --duration 5

@@ -363,7 +363,7 @@ def test_cache_policies_and_reconfiguration(inventory, tmp_path):
     [
         ({"nfs_server_fs_type": "zfs"}, "nfs_server_fs_type must be one of: ext4, xfs, btrfs, tmpfs, got: zfs"),
         ({"nfs_server_disks": 0}, "disks must be >= 1, got 0"),
-        ({"nfs_server_memory_mb": 16}, "memory_mb must be 0 (unlimited) or >= 64 (floor), got 16"),
+        ({"nfs_server_memory_mb": 16}, "memory_mb must be 0 (unlimited) or >= 96 (floor), got 16"),
         ({"nfs_server_fs_type": "ext4", "nfs_server_disks": 2}, "disks > 1 needs btrfs (raid0), got 2 disks with ext4"),
         ({"nfs_server_backend": "nfsd"}, "nfs_server_backend must be one of: ganesha, knfsd, got: nfsd"),
         ({"nfs_server_threads": 0}, "threads must be >= 1, got 0"),

@@ -308,21 +308,16 @@ func cmdRun(args []string, stderr io.Writer) int {
 	}
 	ctx, cancel := signalContext()
 	defer cancel()
-	sess, err := engine.Connect(ctx, c.conn())
+	fr := c.rate
+	if filesetRate > 0 {
+		fr = filesetRate
+	}
+	sess, fset, err := connectFileset(ctx, &c, w, fr, stderr)
 	if err != nil {
 		errLine(stderr, "%v", err)
 		return exitError
 	}
 	defer sess.Close()
-	fr := c.rate
-	if filesetRate > 0 {
-		fr = filesetRate
-	}
-	fset, err := engine.PrepareFileset(ctx, sess, w, fr, stderr)
-	if err != nil {
-		errLine(stderr, "%v", err)
-		return exitError
-	}
 	out, err := engine.Run(ctx, sess, fset, engine.RunConfig{Workload: w, Rate: c.rate, Duration: duration, Warmup: warmup,
 		Poisson: poisson, Seed: seed, StartAt: startAt, MaxOutstanding: maxOutstanding, LagBound: lagBound,
 		ClientID: clientID, Log: stderr})
@@ -371,17 +366,28 @@ func cmdFileset(args []string, stderr io.Writer) int {
 	}
 	ctx, cancel := signalContext()
 	defer cancel()
-	sess, err := engine.Connect(ctx, c.conn())
+	sess, _, err := connectFileset(ctx, &c, w, c.rate, stderr)
 	if err != nil {
 		errLine(stderr, "%v", err)
 		return exitError
 	}
-	defer sess.Close()
-	if _, err := engine.PrepareFileset(ctx, sess, w, c.rate, stderr); err != nil {
-		errLine(stderr, "%v", err)
-		return exitError
-	}
+	sess.Close()
 	return exitOK
+}
+
+// connectFileset mounts the export and creates (or reuses) the file set sized for rate, the
+// first two steps of both `run` and `fileset`. The caller closes the session.
+func connectFileset(ctx context.Context, c *common, w *workload.Workload, rate float64, log io.Writer) (*engine.Session, *engine.Fileset, error) {
+	sess, err := engine.Connect(ctx, c.conn())
+	if err != nil {
+		return nil, nil, err
+	}
+	fset, err := engine.PrepareFileset(ctx, sess, w, rate, log)
+	if err != nil {
+		sess.Close()
+		return nil, nil, err
+	}
+	return sess, fset, nil
 }
 
 func cmdWorkloads(stdout, stderr io.Writer) int {

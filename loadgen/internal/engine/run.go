@@ -296,6 +296,23 @@ func clampSize(x float64, lo, hi uint32) uint32 {
 }
 
 // build fills s.req for s.op; false when the op has no possible target.
+// takeScratch takes a scratch name for s.op from the directory pool (MKDIR, RMDIR) or the file
+// pool (everything else): present=false for a name to create, true for one to remove. It sets the
+// request's directory handle and name and records the entry in the slot; false if none is free.
+func (r *runner) takeScratch(s *slot, q *nfs3.Request, present bool) bool {
+	p := r.files2
+	if s.op == nfs3.ProcMkdir || s.op == nfs3.ProcRmdir {
+		p = r.dirs2
+	}
+	e := p.take(present)
+	if e < 0 {
+		return false
+	}
+	s.pool = e
+	q.FH, q.Name = r.fs.DirFH[p.dir[e]], p.name[e]
+	return true
+}
+
 func (r *runner) build(s *slot) bool {
 	fs := r.fs
 	q := &s.req
@@ -374,16 +391,9 @@ func (r *runner) build(s *slot) bool {
 	case nfs3.ProcFsstat, nfs3.ProcFsinfo, nfs3.ProcPathconf:
 		q.FH = fs.Root
 	case nfs3.ProcCreate, nfs3.ProcSymlink, nfs3.ProcMkdir:
-		p := r.files2
-		if s.op == nfs3.ProcMkdir {
-			p = r.dirs2
-		}
-		e := p.take(false)
-		if e < 0 {
+		if !r.takeScratch(s, q, false) {
 			return false
 		}
-		s.pool = e
-		q.FH, q.Name = fs.DirFH[p.dir[e]], p.name[e]
 		switch s.op {
 		case nfs3.ProcCreate:
 			q.Mode, q.SetSize, q.Size = 0o644, true, 0
@@ -404,16 +414,9 @@ func (r *runner) build(s *slot) bool {
 		s.pool = e
 		q.FH, q.ToFH, q.ToName = fs.FileFH[f], fs.DirFH[r.files2.dir[e]], r.files2.name[e]
 	case nfs3.ProcRemove, nfs3.ProcRmdir:
-		p := r.files2
-		if s.op == nfs3.ProcRmdir {
-			p = r.dirs2
-		}
-		e := p.take(true)
-		if e < 0 {
+		if !r.takeScratch(s, q, true) {
 			return false
 		}
-		s.pool = e
-		q.FH, q.Name = fs.DirFH[p.dir[e]], p.name[e]
 	case nfs3.ProcRename:
 		p := r.files2
 		a := p.take(true)

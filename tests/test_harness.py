@@ -452,3 +452,37 @@ def test_deploy_is_idempotent_and_run_trial_checks_its_input(tmp_path):
         assert t.raw["offered_rate"] == 200 and t.ops_total == 400
     finally:
         h.teardown()
+
+
+@pytest.mark.integration
+@pytest.mark.timeout(900)
+def test_two_slots_rate_concurrently(tmp_path):
+    """`workbench rate --profile quick` on slot1 and slot2 at the same time: both converge, each
+    SUT's sysinfo names its own host and address, and the two λ* agree within 1.3× (same
+    configuration on the same machine; the other slot is only a neighbour, not a client)."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root (network namespaces, loop devices, cgroups)")
+    exe = str(Path(sys.executable).parent / "workbench")
+    procs = {}
+    for k in (1, 2):
+        out = tmp_path / f"slot{k}"
+        cmd = [exe, "rate", "--workload", "web_server", "--profile", "quick", "--slot", f"slot{k}",
+               "--quiet", "--out", str(out)]
+        procs[k] = (out, subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.PIPE,
+                                          stderr=subprocess.STDOUT, text=True))
+    peaks = {}
+    for k, (out, p) in procs.items():
+        text, _ = p.communicate(timeout=840)
+        assert p.returncode == 0, f"slot{k}:\n{text[-3000:]}"
+        res = json.loads((out / "result.json").read_text())
+        assert res["converged"], (k, res["reason"])
+        info = json.loads((out / "sysinfo.json").read_text())
+        assert info["host"] == f"sut{k}", info["host"]
+        assert info["network"]["address"] == f"10.251.{k}.1", info["network"]
+        # every trial's JSON was measured against this slot's own server
+        for f in (out / "trials").glob("*.json"):
+            raw = json.loads(f.read_text())
+            assert raw["server"] == f"10.251.{k}.1:2049", (f, raw["server"])
+        peaks[k] = res["peak_rate"]
+    ratio = max(peaks.values()) / min(peaks.values())
+    assert ratio <= 1.3, peaks

@@ -135,6 +135,21 @@ def test_max_trials_exhausted():
     assert isinstance(d, Done) and not d.result.converged and "max_trials" in d.result.reason
 
 
+def test_per_load_cap_classifies_by_median_not_mean():
+    # the concurrent-slot failure: one cold-start trial (316 ms) among 0.25 ms trials at 200
+    # ops/s; the plain mean (79 ms) is above R_sat = 40 but the load is clearly unsaturated
+    spec = RatingSpec(r_sat_ms=40, width=0.25, max_trials_per_load=4)
+    cold = [T(316, 200), T(0.25, 200), T(0.25, 200), T(0.22, 200)]
+    (s,) = summarize(spec, cold)
+    assert s.mean > 40 and (s.status, s.side, s.confident) == ("below?", -1, False)
+    d = decide(spec, cold)
+    assert isinstance(d, NextTrial) and d.load_ops_s > 200
+    # and symmetrically one fast trial among saturated ones does not make the load unsaturated
+    hot = [T(48, 900), T(47, 900), T(1, 900), T(1, 900), T(49, 900)]
+    (s,) = summarize(dataclasses.replace(spec, max_trials_per_load=5), hot)
+    assert s.mean < 40 and s.status == "above?"
+
+
 def test_overhead_counts_in_cost_and_budget():
     spec = RatingSpec(trial_overhead_s=60, budget_s=500)
     d = decide(spec, [T(5, 50), T(5, 50)])          # 2 × 240 = 480, next needs 240

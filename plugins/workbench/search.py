@@ -28,6 +28,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
+import numpy as np
+
 from analysis.stats import MeanCI, accuracy as _accuracy, mean_ci, region
 from workbench.pickers import LoadSummary, SearchState, bracket_of, make_picker, two_point_fit
 from workbench.runlength import next_runlength
@@ -241,7 +243,7 @@ def _lat_value(spec: RatingSpec, t: TrialResult) -> float:
 
 
 def _classify(spec: RatingSpec, r_sat: float, n: int, ci: MeanCI, lat: float,
-              lat_ci: MeanCI) -> tuple[str, int, bool]:
+              lat_ci: MeanCI, median_ms: float = math.nan) -> tuple[str, int, bool]:
     """(status, side, confident) of one load for goal r_sat (Algorithm 2 steps 7–10)."""
     if spec.strawman:
         # §3.1 strawman: a fixed number of trials t, then saturated iff the mean response time
@@ -277,7 +279,11 @@ def _classify(spec: RatingSpec, r_sat: float, n: int, ci: MeanCI, lat: float,
             # trials; a load nearer R_sat is cheaper. Classified by its mean (not confident).
             return ("below?", -1, False) if ci.mean < r_sat else ("above?", +1, False)
     if n >= spec.max_trials_per_load:
-        return ("below?", -1, False) if ci.mean < r_sat else ("above?", +1, False)
+        # Not confident: classify by the median trial mean, not the mean. One cold-start outlier
+        # (316 ms among 0.25 ms trials) must not flip the side; with n this small Auto-pilot's
+        # z-score warning (seed 001 §3.3) cannot flag it, since |z| ≤ (n−1)/√n (Shiffler 1988).
+        centre = median_ms if math.isfinite(median_ms) else ci.mean
+        return ("below?", -1, False) if centre < r_sat else ("above?", +1, False)
     return "open", 0, False
 
 
@@ -305,7 +311,8 @@ def summarize(spec: RatingSpec, trials: Sequence[TrialResult],
             lat = lat_ci.mean
         else:
             lat, lat_ci = math.nan, ci
-        status, side, conf = _classify(spec, r_sat, len(valid), ci, lat, lat_ci)
+        median_ms = float(np.median(means)) if means else math.nan
+        status, side, conf = _classify(spec, r_sat, len(valid), ci, lat, lat_ci, median_ms)
         out.append(LoadSummary(
             load=items[0][1].load_ops_s, order=items[0][0], n=len(valid), mean=ci.mean, ci=ci,
             lat=lat, status=status, side=side, confident=conf,
@@ -468,7 +475,6 @@ def _peak_ci(loads: Sequence[LoadSummary], r_sat: float, spec: RatingSpec) -> tu
 def _model_ci(loads: Sequence[LoadSummary], r_sat: float, spec: RatingSpec) -> tuple[float, float]:
     """Local fit of 1/R̄ = a − bλ on the loads nearest λ* (weighted least squares, delta
     method on λ* = (a − 1/R_sat)/b). Reported beside `peak_rate_ci`; not used to stop."""
-    import numpy as np
     from scipy import stats as st
     pts = [s for s in loads if s.n >= 2 and math.isfinite(s.ci.std) and s.mean > 0]
     if len(pts) < 2:

@@ -6,9 +6,11 @@ VENV := .venv
 PY := $(VENV)/bin/python
 GO ?= go
 
-.PHONY: setup system venv fstress test test-go test-py run bench-loadgen bench-overhead bench-search clean lock
+.PHONY: setup system venv fstress minio compose test test-go test-py run ui bench-loadgen bench-overhead bench-search clean lock
 
-setup: system venv fstress
+MINIO_VERSION := v0.0.0-20260212201848-7aac2a2c5b7c
+
+setup: system venv fstress minio compose
 
 system:
 	scripts/install-system.sh
@@ -24,6 +26,23 @@ fstress: bin/fstress
 bin/fstress: $(shell find loadgen -name '*.go' -o -name 'go.mod' -o -name 'go.sum' -o -path '*/workloads/*' 2>/dev/null)
 	cd loadgen && CGO_ENABLED=0 $(GO) build -trimpath -o ../bin/fstress ./cmd/fstress
 
+# MinIO (the results store), built from a pinned module version (~3 min the first time)
+minio: bin/minio
+bin/minio:
+	GOBIN=$(CURDIR)/bin $(GO) install github.com/minio/minio@$(MINIO_VERSION)
+
+# Compose CLI for `docker compose config` in the tests (no engine needed). Built inside the module's
+# own directory: `go install .../cmd@version` rejects go.mod files with exclude directives.
+# (Changing COMPOSE_VERSION: delete bin/docker-compose first.)
+COMPOSE_VERSION := v5.5.1
+COMPOSE_MOD := github.com/docker/compose/v5
+compose: bin/docker-compose
+bin/docker-compose:
+	$(GO) mod download $(COMPOSE_MOD)@$(COMPOSE_VERSION)
+	mkdir -p bin
+	cd "$$($(GO) env GOMODCACHE)/$(COMPOSE_MOD)@$(COMPOSE_VERSION)" && CGO_ENABLED=0 $(GO) build -trimpath \
+	  -ldflags "-w -X $(COMPOSE_MOD)/internal.Version=$(COMPOSE_VERSION)" -o "$(CURDIR)/bin/docker-compose" ./cmd
+
 test: setup test-go test-py
 
 test-go:
@@ -33,10 +52,15 @@ test-go:
 test-py:
 	$(PY) -m pytest -q -ra
 
-# Main job: rate the local default (web_server, slot1, quick profile) end to end with Ansible:
-# provision -> deploy fstress -> peak-rate search -> teardown; prints lambda* with bracket and CI.
+# Main job: the rate_peak DAG, Airflow in-process, on the local default (web_server on slot1's
+# Ganesha, quick profile): provision -> deploy -> decide_k/trial_k -> GX -> report -> MinIO ->
+# teardown; prints lambda* with bracket and CI, the S3 location and the report path.
 run: setup
-	$(VENV)/bin/workbench rate --workload web_server --profile quick
+	scripts/main-job.sh
+
+# The Airflow UI (standalone) with MinIO and the local workbench, for interactive use.
+ui: setup
+	scripts/ui.sh
 
 bench-overhead: setup
 	$(PY) bench/overhead.py --slot slot2 --trials 10
@@ -54,4 +78,4 @@ lock:
 	/tmp/wb-lock-venv/bin/pip freeze --exclude-editable | sort > requirements.lock
 
 clean:
-	rm -rf bin $(VENV) bench/out
+	rm -rf bin $(VENV) bench/out .airflow

@@ -28,9 +28,12 @@ def n_terms(k: int, q: int = 0, degree: int = 2) -> int:
 
 
 def model_matrix(X: np.ndarray, degree: int = 2, dummies: np.ndarray | None = None,
-                 names: Sequence[str] | None = None, dummy_names: Sequence[str] | None = None
-                 ) -> tuple[np.ndarray, list[str]]:
-    """Columns [1, x_i, d_l, x_i x_j (i<j), x_i^2, x_i d_l] (degree 2) or [1, x_i, d_l] (degree 1)."""
+                 names: Sequence[str] | None = None, dummy_names: Sequence[str] | None = None,
+                 squares: Sequence[bool] | None = None) -> tuple[np.ndarray, list[str]]:
+    """Columns [1, x_i, d_l, x_i x_j (i<j), x_i^2, x_i d_l] (degree 2) or [1, x_i, d_l] (degree 1).
+
+    squares: which x_i^2 columns to include (default all). A factor measured at only 2 levels has
+    x_i^2 ≡ 1 in coded units — aliased with the intercept — so its square must be left out."""
     X = np.atleast_2d(np.asarray(X, dtype=float))
     if X.ndim != 2:
         raise ValueError("X must be 2-D (n_samples, n_factors)")
@@ -49,7 +52,8 @@ def model_matrix(X: np.ndarray, degree: int = 2, dummies: np.ndarray | None = No
         for i, j in combinations(range(k), 2):
             cols.append(X[:, i] * X[:, j]); labels.append(f"{xn[i]}*{xn[j]}")
         for i in range(k):
-            cols.append(X[:, i] ** 2); labels.append(f"{xn[i]}^2")
+            if squares is None or squares[i]:
+                cols.append(X[:, i] ** 2); labels.append(f"{xn[i]}^2")
         for i in range(k):
             for l in range(q):
                 cols.append(X[:, i] * D[:, l]); labels.append(f"{xn[i]}*{dn[l]}")
@@ -130,6 +134,7 @@ class QuadraticModel:
     fitted: np.ndarray = field(repr=False)
     factor_names: list[str] | None = None
     dummy_names: list[str] | None = None
+    squares: list[bool] | None = None
 
     def matrix(self, X: np.ndarray, dummies: np.ndarray | None = None) -> np.ndarray:
         X = np.atleast_2d(np.asarray(X, dtype=float))
@@ -137,7 +142,7 @@ class QuadraticModel:
             raise ValueError(f"expected {self.n_factors} factor columns, got {X.shape[1]}")
         if self.n_dummies and dummies is None:
             raise ValueError(f"model has {self.n_dummies} dummy columns: pass dummies=")
-        return model_matrix(X, self.degree, dummies if self.n_dummies else None)[0]
+        return model_matrix(X, self.degree, dummies if self.n_dummies else None, squares=self.squares)[0]
 
     def predict(self, X: np.ndarray, dummies: np.ndarray | None = None) -> np.ndarray:
         """yhat = M(X) beta."""
@@ -162,11 +167,11 @@ class QuadraticModel:
         return 1.0 - (1.0 - self.r2) * (n - 1) / (n - p) if n > p else float("nan")
 
     def hat(self) -> np.ndarray:
-        return hat_diagonal(model_matrix(self.X, self.degree, self.dummies)[0])
+        return hat_diagonal(model_matrix(self.X, self.degree, self.dummies, squares=self.squares)[0])
 
     def loo_residuals(self) -> np.ndarray:
         """e_i / (1 - h_ii) (PRESS residuals)."""
-        return loo_residuals(model_matrix(self.X, self.degree, self.dummies)[0], self.y)
+        return loo_residuals(model_matrix(self.X, self.degree, self.dummies, squares=self.squares)[0], self.y)
 
     @property
     def press(self) -> float:
@@ -193,16 +198,18 @@ class QuadraticModel:
 
 
 def fit_quadratic(X: np.ndarray, y: Sequence[float], degree: int = 2, dummies: np.ndarray | None = None,
-                  names: Sequence[str] | None = None, dummy_names: Sequence[str] | None = None) -> QuadraticModel:
+                  names: Sequence[str] | None = None, dummy_names: Sequence[str] | None = None,
+                  squares: Sequence[bool] | None = None) -> QuadraticModel:
     """Least-squares fit beta = argmin ||y - M beta||² (minimum-norm when M is rank deficient)."""
     X = np.atleast_2d(np.asarray(X, dtype=float))
     y = np.asarray(y, dtype=float)
     if len(y) != X.shape[0]:
         raise ValueError(f"X has {X.shape[0]} rows but y has {len(y)} values")
     D = None if dummies is None else np.atleast_2d(np.asarray(dummies, dtype=float)).reshape(len(y), -1)
-    M, labels = model_matrix(X, degree, D, names, dummy_names)
+    M, labels = model_matrix(X, degree, D, names, dummy_names, squares)
     beta, _, rank, _ = np.linalg.lstsq(M, y, rcond=None)
     return QuadraticModel(coef=beta, names=labels, degree=degree, n_factors=X.shape[1],
                           n_dummies=0 if D is None else D.shape[1], X=X, y=y, dummies=D, rank=int(rank),
                           fitted=M @ beta, factor_names=list(names) if names else None,
-                          dummy_names=list(dummy_names) if dummy_names else None)
+                          dummy_names=list(dummy_names) if dummy_names else None,
+                          squares=list(squares) if squares is not None else None)

@@ -3,7 +3,8 @@
 # mkfs for the file systems the nfs_server role builds on loop devices (ext4, xfs, btrfs),
 # iproute2 (network namespaces). Idempotent: does nothing when everything is installed.
 set -euo pipefail
-packages=(nfs-ganesha nfs-ganesha-vfs rpcbind iproute2 util-linux procps e2fsprogs xfsprogs btrfs-progs)
+packages=(nfs-ganesha nfs-ganesha-vfs rpcbind iproute2 util-linux procps e2fsprogs xfsprogs btrfs-progs
+          curl chromium chromium-driver)   # curl: MinIO health check; chromium: the Airflow UI test
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

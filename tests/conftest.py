@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+pytest_plugins = ["conftest_store"]      # minio_server / store fixtures (real MinIO)
+
 REPO = Path(__file__).resolve().parent.parent
 FSTRESS = REPO / "bin" / "fstress"
 SLOT_SCRIPT = REPO / "scripts" / "ganesha-slot.sh"

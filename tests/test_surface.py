@@ -74,3 +74,15 @@ def test_mape_and_r2_by_hand():
         mape([0, 1], [1, 1])
     # y = [1,2,3], yhat = [1,2,4]: SS_res = 1, SS_tot = 2 -> R² = 0.5
     assert r2([1, 2, 3], [1, 2, 4]) == pytest.approx(0.5)
+
+
+def test_squares_mask_drops_aliased_curvature_of_two_level_factors():
+    # 2 levels of x0 (x0² ≡ 1, aliased with the intercept), 3 levels of x1
+    X = np.array([[a, b] for a in (-1.0, 1.0) for b in (-1.0, 0.0, 1.0)])
+    y = 5 + 2 * X[:, 0] - 3 * X[:, 1] + 4 * X[:, 1] ** 2 + 0.5 * X[:, 0] * X[:, 1]
+    full = fit_quadratic(X, y)
+    assert full.n_params == 6 and full.rank == 5                  # rank-deficient: x0² = 1
+    m = fit_quadratic(X, y, squares=[False, True], names=["x0", "x1"])
+    assert m.names == ["1", "x0", "x1", "x0*x1", "x1^2"] and m.rank == 5
+    assert np.allclose(m.coef, [5, 2, -3, 0.5, 4])
+    assert np.allclose(m.predict(np.array([[0.5, 0.5]])), 5 + 1 - 1.5 + 1 + 0.125)

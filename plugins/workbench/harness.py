@@ -376,14 +376,21 @@ class AnsibleHarness:
         """teardown.yml: stop the server, release the slot's disks (never raises; returns the run)."""
         return self._play("teardown.yml")
 
-    def measure(self, load_ops_s: float, runlength_s: float) -> TrialResult:
-        """One trial at `load_ops_s` (total over the slot's load hosts) for `runlength_s` seconds."""
+    def measure(self, load_ops_s: float, runlength_s: float, *, trial_id: int | None = None,
+                check_server: bool | None = None) -> TrialResult:
+        """One trial at `load_ops_s` (total over the slot's load hosts) for `runlength_s` seconds.
+
+        trial_id: number of the trial's JSON (default: the next of this harness); check_server:
+        make sure the server runs first (default: on the first trial and after an invalid one).
+        A harness re-created per trial (one Airflow task per trial) passes both."""
         if not (isinstance(load_ops_s, (int, float)) and math.isfinite(load_ops_s) and load_ops_s > 0):
             raise ValueError(f"load_ops_s must be a number > 0, got {load_ops_s!r}")
         if not (isinstance(runlength_s, (int, float)) and math.isfinite(runlength_s) and runlength_s > 0):
             raise ValueError(f"runlength_s must be a number > 0, got {runlength_s!r}")
-        n = self.trial_count
-        self.trial_count += 1
+        n = self.trial_count if trial_id is None else int(trial_id)
+        self.trial_count = n + 1
+        if check_server is not None:
+            self._server_suspect = bool(check_server)
         out = (self.results_dir / "trials" / f"{n}.json").resolve()
         out.unlink(missing_ok=True)
         shutil.rmtree(f"{out}.d", ignore_errors=True)

@@ -1,0 +1,359 @@
+"""Matplotlib figures for the rating, surface and nightly reports; every function returns PNG bytes.
+
+Figures are built on ``matplotlib.figure.Figure`` with the Agg canvas (no pyplot, no window, no
+global state), so they are safe inside Airflow workers and threads. Inputs are the plain dicts of
+/tmp/wb5/CONTRACT.md: trial records (``n``, ``load_ops_s``, ``runlength_s``, ``mean_ms``, ``valid``,
+``raw`` ...), the search result (``PeakResult.to_dict()``) and the rating spec.
+HDR histograms from fstress hold latencies in microseconds (loadgen/internal/results/results.go).
+"""
+from __future__ import annotations
+
+import io
+import math
+from datetime import date, datetime
+from typing import Any, Callable, Iterable, Mapping, Sequence
+
+import matplotlib
+
+matplotlib.use("Agg")  # never a GUI backend, even if pyplot gets imported elsewhere
+import numpy as np  # noqa: E402
+from hdrh.histogram import HdrHistogram  # noqa: E402
+from matplotlib.backends.backend_agg import FigureCanvasAgg  # noqa: E402
+from matplotlib.figure import Figure  # noqa: E402
+
+from analysis.stats import mean_ci, region  # noqa: E402
+
+__all__ = [
+    "HDR_UNIT_MS", "rating_spec", "load_summary", "merge_histograms", "latency_cdf", "cdf_trials",
+    "latency_vs_load_png", "search_trace_png", "latency_cdf_png", "surface_png", "history_png",
+]
+
+HDR_UNIT_MS = 1e-3            # fstress HDR histogram values are microseconds
+_DPI = 100
+_SIZE = (8.0, 5.0)            # inches → 800×500 px at _DPI
+_VALID, _INVALID, _ACCENT = "#1f77b4", "#d62728", "#2ca02c"
+
+
+# --------------------------------------------------------------------------- helpers
+
+def _figure(size: tuple[float, float] = _SIZE) -> Figure:
+    fig = Figure(figsize=size, dpi=_DPI)
+    FigureCanvasAgg(fig)
+    return fig
+
+
+def _png(fig: Figure) -> bytes:
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=_DPI)
+    return buf.getvalue()
+
+
+def _finite(*xs: Any) -> bool:
+    try:
+        return all(x is not None and math.isfinite(float(x)) for x in xs)
+    except (TypeError, ValueError):
+        return False
+
+
+def rating_spec(spec: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The RatingSpec dict: ``spec["spec"]`` of a rating's spec.json, or the dict itself."""
+    spec = spec or {}
+    inner = spec.get("spec")
+    return dict(inner) if isinstance(inner, Mapping) else dict(spec)
+
+
+def _ordered(trials: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    ts = list(trials)
+    return sorted(ts, key=lambda t: t.get("n", 0)) if all("n" in t for t in ts) else ts
+
+
+def load_summary(trials: Sequence[Mapping[str, Any]], confidence: float = 0.95) -> list[dict[str, Any]]:
+    """One row per offered load (ascending): load_ops_s, n_valid, n_invalid, mean_ms, ci_lo, ci_hi.
+
+    CI of the mean response time over the valid trials at that load, [CC] Eq. 1
+    (analysis.stats.mean_ci), weighted by runlength when runlengths differ, as the search does.
+    """
+    groups: dict[float, list[Mapping[str, Any]]] = {}
+    for t in trials:
+        if _finite(t.get("load_ops_s")):
+            groups.setdefault(round(float(t["load_ops_s"]), 6), []).append(t)
+    rows = []
+    for load in sorted(groups):
+        ts = groups[load]
+        valid = [t for t in ts if t.get("valid") and _finite(t.get("mean_ms"))]
+        means = [float(t["mean_ms"]) for t in valid]
+        rls = [float(t.get("runlength_s") or 0.0) for t in valid]
+        w = rls if len(set(rls)) > 1 and all(r > 0 for r in rls) else None
+        ci = mean_ci(means, confidence, weights=w)
+        rows.append({"load_ops_s": load, "n_valid": len(valid), "n_invalid": len(ts) - len(valid),
+                     "mean_ms": ci.mean, "ci_lo": ci.low, "ci_hi": ci.high})
+    return rows
+
+
+def merge_histograms(encoded: Iterable[str | HdrHistogram]) -> HdrHistogram | None:
+    """Sum of several HDR histograms (base64 strings as in fstress JSON, or histogram objects)."""
+    merged = None
+    for h in encoded:
+        if not h:
+            continue
+        h = HdrHistogram.decode(h) if isinstance(h, (str, bytes)) else h
+        if merged is None:   # a fresh histogram with the same range: never mutate the inputs
+            merged = HdrHistogram(h.lowest_trackable_value, h.highest_trackable_value, h.significant_figures)
+        merged.add(h)
+    return merged
+
+
+def latency_cdf(encoded: Iterable[str | HdrHistogram], unit_ms: float = HDR_UNIT_MS
+                ) -> tuple[np.ndarray, np.ndarray]:
+    """Empirical CDF of the merged histograms: (latency_ms, fraction ≤ latency), both ascending.
+
+    F(v_k) = Σ_{j≤k} count_j / N over the recorded buckets (value = the bucket's highest
+    equivalent value); F ends at exactly 1. Empty arrays when nothing was recorded.
+    """
+    h = merge_histograms(encoded)
+    if h is None or h.get_total_count() == 0:
+        return np.zeros(0), np.zeros(0)
+    vals, counts = [], []
+    for it in h.get_recorded_iterator():     # the iterator reuses one object: copy fields now
+        vals.append(float(it.value_iterated_to))
+        counts.append(int(it.count_added_in_this_iter_step))
+    c = np.cumsum(np.asarray(counts, dtype=float))
+    return np.asarray(vals) * unit_ms, c / c[-1]
+
+
+def _hist(t: Mapping[str, Any]) -> str | None:
+    raw = t.get("raw")
+    return raw.get("histogram") if isinstance(raw, Mapping) else None
+
+
+def cdf_trials(trials: Sequence[Mapping[str, Any]], peak_rate: float | None
+               ) -> list[tuple[float, list[Mapping[str, Any]]]]:
+    """Groups to draw: [(load, valid trials with a histogram)] for the load nearest λ*, then the
+    lowest load when it differs (the light-load contrast curve)."""
+    by_load: dict[float, list[Mapping[str, Any]]] = {}
+    for t in trials:
+        if t.get("valid") and _hist(t) and _finite(t.get("load_ops_s")):
+            by_load.setdefault(float(t["load_ops_s"]), []).append(t)
+    if not by_load:
+        return []
+    loads = sorted(by_load)
+    near = min(loads, key=lambda x: abs(x - float(peak_rate))) if _finite(peak_rate) else loads[-1]
+    out = [(near, by_load[near])]
+    if loads[0] != near:
+        out.append((loads[0], by_load[loads[0]]))
+    return out
+
+
+def _message(ax: Any, text: str) -> None:
+    ax.text(0.5, 0.5, text, ha="center", va="center", transform=ax.transAxes, color="0.4")
+    ax.set_xticks([]), ax.set_yticks([])
+
+
+# --------------------------------------------------------------------------- rating figures
+
+def latency_vs_load_png(trials: Sequence[Mapping[str, Any]], result: Mapping[str, Any],
+                        spec: Mapping[str, Any] | None = None) -> bytes:
+    """Mean response time per offered load with its CI, each trial, R_sat and its region, λ* ± CI."""
+    rs = rating_spec(spec)
+    conf = float(rs.get("confidence") or 0.95)
+    r_sat = result.get("r_sat_ms", rs.get("r_sat_ms"))
+    width = rs.get("width")
+    rows = load_summary(trials, conf)
+    fig = _figure()
+    ax = fig.add_subplot()
+    ys = [float(t["mean_ms"]) for t in trials if _finite(t.get("mean_ms")) and float(t["mean_ms"]) > 0]
+    if _finite(r_sat):
+        ys.append(float(r_sat))
+    log_y = bool(ys) and max(ys) / min(ys) > 30.0
+    floor = min(ys) / 2.0 if ys else 1e-3
+    valid = [t for t in trials if t.get("valid") and _finite(t.get("load_ops_s"), t.get("mean_ms"))]
+    bad = [t for t in trials if not t.get("valid") and _finite(t.get("load_ops_s"), t.get("mean_ms"))]
+    if valid:
+        ax.scatter([t["load_ops_s"] for t in valid], [t["mean_ms"] for t in valid], s=14,
+                   color=_VALID, alpha=0.35, label="trial (valid)", zorder=2)
+    if bad:
+        ax.scatter([t["load_ops_s"] for t in bad], [max(float(t["mean_ms"]), floor) for t in bad],
+                   s=40, marker="x", color=_INVALID, label="trial (invalid)", zorder=3)
+    pts = [r for r in rows if _finite(r["mean_ms"])]
+    if pts:
+        x = np.array([r["load_ops_s"] for r in pts])
+        m = np.array([r["mean_ms"] for r in pts])
+        lo = np.array([r["ci_lo"] if _finite(r["ci_lo"]) else r["mean_ms"] for r in pts])
+        hi = np.array([r["ci_hi"] if _finite(r["ci_hi"]) else r["mean_ms"] for r in pts])
+        if log_y:
+            lo = np.maximum(lo, floor)
+        ax.errorbar(x, m, yerr=[m - lo, hi - m], fmt="o-", color=_VALID, capsize=4, ms=5,
+                    label=f"mean, {conf:.0%} CI", zorder=4)
+    if _finite(r_sat):
+        ax.axhline(float(r_sat), color="k", lw=1, ls="--", label=f"R_sat = {float(r_sat):g} ms")
+        if _finite(width):
+            lo_r, hi_r = region(float(r_sat), float(width))
+            ax.axhspan(max(lo_r, floor) if log_y else lo_r, hi_r, color="0.5", alpha=0.15,
+                       label=f"peak-rate region ±{float(width):.0%}")
+    peak = result.get("peak_rate")
+    if _finite(peak):
+        ax.axvline(float(peak), color=_ACCENT, lw=1.5, label=f"λ* = {float(peak):.4g} ops/s")
+        ci = result.get("peak_rate_ci") or []
+        if len(ci) == 2 and _finite(*ci) and ci[1] > ci[0]:
+            ax.axvspan(float(ci[0]), float(ci[1]), color=_ACCENT, alpha=0.12, label="λ* CI")
+    if log_y:
+        ax.set_yscale("log")
+    ax.set_xlabel("offered load (ops/s)")
+    ax.set_ylabel("mean response time (ms)")
+    ax.set_title("Response time vs offered load")
+    ax.grid(True, alpha=0.3)
+    if not trials:
+        _message(ax, "no trials")
+    else:
+        ax.legend(fontsize=8, loc="best")
+    fig.tight_layout()
+    return _png(fig)
+
+
+def search_trace_png(trials: Sequence[Mapping[str, Any]], result: Mapping[str, Any]) -> bytes:
+    """Load factor ρ = λ/λ* of each trial against cumulative runlength (seed 000 Figs. 3 and 7)."""
+    ts = [t for t in _ordered(trials) if _finite(t.get("load_ops_s"))]
+    peak = result.get("peak_rate")
+    scale = float(peak) if _finite(peak) and float(peak) > 0 else None
+    cum = np.cumsum([float(t.get("runlength_s") or 0.0) for t in ts]) if ts else np.zeros(0)
+    y = np.array([float(t["load_ops_s"]) for t in ts]) / (scale or 1.0)
+    ok = np.array([bool(t.get("valid")) for t in ts], dtype=bool)
+    fig = _figure()
+    ax = fig.add_subplot()
+    if ts:
+        ax.plot(cum, y, color="0.6", lw=1, drawstyle="steps-pre", zorder=1)
+        ax.scatter(cum[ok], y[ok], color=_VALID, s=22, label="trial (valid)", zorder=3)
+        if (~ok).any():
+            ax.scatter(cum[~ok], y[~ok], color=_INVALID, marker="x", s=40, label="trial (invalid)",
+                       zorder=3)
+        for c, yy, t in zip(cum, y, ts):
+            ax.annotate(str(t.get("n", "")), (c, yy), fontsize=6, xytext=(2, 3),
+                        textcoords="offset points", color="0.35")
+        if scale:
+            ax.axhline(1.0, color=_ACCENT, lw=1, ls="--", label="load factor 1 (λ*)")
+        ax.legend(fontsize=8)
+    else:
+        _message(ax, "no trials")
+    ax.set_xlabel("cumulative time (s of runlength)")
+    ax.set_ylabel("load factor ρ = λ / λ*" if scale else "offered load (ops/s)")
+    ax.set_title("Search trace")
+    ax.grid(True, alpha=0.3)
+    fig.tight_layout()
+    return _png(fig)
+
+
+def latency_cdf_png(trials: Sequence[Mapping[str, Any]], result: Mapping[str, Any]) -> bytes:
+    """CDF of latency at the load nearest λ* (merged over its valid trials) and at the lowest load."""
+    fig = _figure()
+    ax = fig.add_subplot()
+    groups = cdf_trials(trials, result.get("peak_rate"))
+    drawn = False
+    for i, (load, ts) in enumerate(groups):
+        x, f = latency_cdf(_hist(t) for t in ts)
+        if not x.size:
+            continue
+        kw = {"color": _VALID, "lw": 2} if i == 0 else {"color": "0.6", "lw": 1.2, "alpha": 0.8}
+        ax.step(x, f, where="post", label=f"{load:g} ops/s ({len(ts)} trial{'s' * (len(ts) > 1)})", **kw)
+        drawn = True
+    if drawn:
+        ax.set_xscale("log")
+        ax.set_ylim(0, 1.02)
+        ax.legend(fontsize=8, loc="lower right")
+    else:
+        _message(ax, "no latency histogram recorded")
+    ax.set_xlabel("latency (ms, log scale)")
+    ax.set_ylabel("fraction of operations ≤ latency")
+    ax.set_title("Latency CDF")
+    ax.grid(True, alpha=0.3, which="both")
+    fig.tight_layout()
+    return _png(fig)
+
+
+# --------------------------------------------------------------------------- surface, history
+
+def surface_png(points_df: Any, factor_x: str, factor_y: str, fit: Any = None, *,
+                value: str = "peak_rate", code: Callable[[list[dict]], np.ndarray] | None = None,
+                grid_n: int = 60) -> bytes:
+    """λ* over two factors: measured points (labelled) and, with a fitted ``QuadraticModel``
+    (analysis.surface, 2 numeric factors, no dummies), the model surface as filled contours.
+
+    ``code`` maps natural samples [{factor_x: .., factor_y: ..}] to the model's X columns (e.g.
+    ``FactorSpace.coded`` when the model was fitted on coded factors); None = natural values.
+    """
+    for col in (factor_x, factor_y, value):
+        if col not in points_df.columns:
+            raise ValueError(f"surface_png: column {col!r} missing (have {list(points_df.columns)})")
+    px = points_df[factor_x].astype(float).to_numpy()
+    py = points_df[factor_y].astype(float).to_numpy()
+    pz = points_df[value].astype(float).to_numpy()
+    fig = _figure((7.0, 5.5))
+    ax = fig.add_subplot()
+    norm = None
+    if fit is not None:
+        if getattr(fit, "n_factors", None) != 2 or getattr(fit, "n_dummies", 0):
+            raise ValueError("surface_png: fit must be a QuadraticModel over exactly 2 numeric factors")
+        gx, gy = np.meshgrid(np.linspace(px.min(), px.max(), grid_n), np.linspace(py.min(), py.max(), grid_n))
+        nat = np.column_stack([gx.ravel(), gy.ravel()])
+        X = nat if code is None else np.asarray(code([{factor_x: a, factor_y: b} for a, b in nat]), float)
+        gz = fit.predict(X).reshape(gx.shape)
+        cs = ax.contourf(gx, gy, gz, levels=14, cmap="viridis")
+        ax.contour(gx, gy, gz, levels=cs.levels, colors="k", linewidths=0.3, alpha=0.5)
+        fig.colorbar(cs, ax=ax, label=f"model {value}")
+        norm = cs.norm
+    sc = ax.scatter(px, py, c=pz, cmap="viridis", norm=norm, s=90, edgecolors="white", linewidths=1.5,
+                    zorder=3)
+    if fit is None:
+        fig.colorbar(sc, ax=ax, label=value)
+    for a, b, z in zip(px, py, pz):
+        ax.annotate(f"{z:.4g}", (a, b), xytext=(6, 6), textcoords="offset points", fontsize=8,
+                    bbox={"boxstyle": "round,pad=0.2", "fc": "white", "alpha": 0.8})
+    for lim, v in ((ax.set_xlim, px), (ax.set_ylim, py)):   # room for the corner points and labels
+        pad = 0.08 * (v.max() - v.min()) or 0.5
+        lim(v.min() - pad, v.max() + pad)
+    ax.set_xlabel(factor_x)
+    ax.set_ylabel(factor_y)
+    ax.set_title(f"{value} over {factor_x} × {factor_y}" + (" (points: measured)" if fit is not None else ""))
+    fig.tight_layout()
+    return _png(fig)
+
+
+def _label(v: Any) -> str:
+    if isinstance(v, (datetime, date)):
+        return v.strftime("%Y-%m-%d")
+    return str(v)[:16]
+
+
+def _ci(row: Mapping[str, Any]) -> tuple[float, float]:
+    ci = row.get("peak_rate_ci")
+    if isinstance(ci, (list, tuple)) and len(ci) == 2:
+        return float(ci[0]), float(ci[1])
+    return float(row.get("ci_lo", math.nan)), float(row.get("ci_hi", math.nan))
+
+
+def history_png(history_rows: Sequence[Mapping[str, Any]], current: Mapping[str, Any] | None = None,
+                title: str = "λ* history") -> bytes:
+    """λ* per night (rows: ``date``, ``peak_rate`` and ``peak_rate_ci`` or ``ci_lo``/``ci_hi``),
+    with CI bars; ``current`` (same keys) is drawn last and highlighted."""
+    rows = list(history_rows) + ([current] if current else [])
+    fig = _figure()
+    ax = fig.add_subplot()
+    if not rows:
+        _message(ax, "no history")
+    for i, r in enumerate(rows):
+        p = float(r.get("peak_rate", math.nan))
+        if not _finite(p):
+            continue
+        lo, hi = _ci(r)
+        err = [[p - lo], [hi - p]] if _finite(lo, hi) else None
+        is_cur = current is not None and i == len(rows) - 1
+        ax.errorbar([i], [p], yerr=err, fmt="o", capsize=4,
+                    color=(_INVALID if r.get("regression") else _ACCENT) if is_cur else _VALID,
+                    ms=8 if is_cur else 5)
+    ax.set_xticks(range(len(rows)))
+    ax.set_xticklabels([_label(r.get("date", i)) for i, r in enumerate(rows)], rotation=30, ha="right",
+                       fontsize=8)
+    ax.set_ylabel("λ* (ops/s)")
+    ax.set_title(title)
+    ax.grid(True, alpha=0.3)
+    fig.tight_layout()
+    return _png(fig)

@@ -1,0 +1,216 @@
+"""Nightly regression verdict: tonight's peak rate λ* against its history (issue 5, point 4).
+
+`compare_to_history(current, history)` takes ratings as {"result": PeakResult dict, "trials":
+[trial records]} (history oldest first, newest last) and answers: did λ* drop by more than
+`tolerance`, and is the drop statistically significant?
+
+Baseline: the mean λ* of the last ≤ 5 history ratings with a finite λ* (k of them).
+
+CI of d = λ*_cur − λ*_base (normal approximation, independent ratings):
+  * each rating's standard error from its own CI: se_i = half-width(peak_rate_ci) / z_{(1+c)/2};
+  * Var(d) = se_cur² + Σ se_i² / k²  [+ s_b² / k when k ≥ 2, s_b = sample std of the k history
+    λ*: the night-to-night spread of the baseline mean, which the per-rating CIs do not see];
+  * CI = d ± q·√Var(d) with q = z_{(1+c)/2} when k = 1, else t_{(1+c)/2; ν} with the
+    Welch–Satterthwaite effective df ν = Var(d)² / ((s_b²/k)² / (k − 1)) (the se terms are
+    treated as known, ν = ∞). A rating whose CI is infinite makes Var(d) infinite (CI = ±∞).
+
+Welch test: the per-trial mean response times (valid trials) of tonight vs the baseline ratings
+(pooled) within 10 % of L_ref, the baseline's measured load nearest its λ*; one-sided, H1 =
+tonight is slower. Run only when both sides have ≥ 2 such trials.
+
+significant = the CI of d excludes 0, or (d < 0 and Welch p < 1 − c);
+regression = rel_change < −tolerance and significant; improvement = rel_change > +tolerance and
+significant.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+from typing import Any, Mapping, Sequence
+
+from scipy import stats as _st
+
+from analysis.stats import welch
+
+__all__ = ["RegressionVerdict", "compare_to_history", "diff_ci", "peak_se", "BASELINE_RATINGS",
+           "NEAR_LOAD_FRACTION"]
+
+BASELINE_RATINGS = 5          # the baseline is the mean of the last ≤ 5 history ratings
+NEAR_LOAD_FRACTION = 0.10     # Welch uses trials within 10 % of the reference load
+
+
+@dataclass(frozen=True)
+class RegressionVerdict:
+    baseline_peak: float | None       # ops/s, mean λ* of the baseline ratings
+    current_peak: float | None        # ops/s
+    rel_change: float | None          # (current − baseline) / baseline
+    diff: float | None                # current − baseline, ops/s
+    diff_ci: tuple[float, float] | None
+    welch_t: float | None
+    welch_df: float | None
+    welch_p: float | None             # one-sided, H1: tonight's mean response time is higher
+    significant: bool
+    regression: bool
+    improvement: bool
+    reason: str
+    n_baseline: int = 0               # history ratings in the baseline
+    ref_load_ops_s: float | None = None   # load of the Welch comparison
+    welch_n_current: int = 0
+    welch_n_baseline: int = 0
+    mean_ms_current: float | None = None  # at ref_load_ops_s (Welch samples)
+    mean_ms_baseline: float | None = None
+    tolerance: float = 0.10
+    confidence: float = 0.95
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON (strict): NaN and ±∞ become None (an unbounded CI end is None)."""
+        d = asdict(self)
+        d["diff_ci"] = [_finite(v) for v in self.diff_ci] if self.diff_ci is not None else None
+        return {k: (_finite(v) if isinstance(v, float) else v) for k, v in d.items()}
+
+
+# ----------------------------------------------------------------------------- pieces
+
+def _finite(x: Any) -> float | None:
+    if isinstance(x, bool) or not isinstance(x, (int, float)) or not math.isfinite(x):
+        return None
+    return float(x)
+
+
+def _z(confidence: float) -> float:
+    return float(_st.norm.ppf((1.0 + confidence) / 2.0))
+
+
+def peak_se(result: Mapping[str, Any], confidence: float = 0.95) -> float:
+    """Standard error of λ* from its CI: se = (hi − lo)/2 / z_{(1+c)/2} (normal CI; ∞ if unknown)."""
+    ci = result.get("peak_rate_ci") or (None, None)
+    lo, hi = (_finite(v) for v in ci) if len(ci) == 2 else (None, None)
+    if lo is None or hi is None or hi < lo:
+        return math.inf
+    return (hi - lo) / 2.0 / _z(confidence)
+
+
+def diff_ci(current_peak: float, current_se: float, history_peaks: Sequence[float],
+            history_se: Sequence[float], confidence: float = 0.95) -> tuple[float, float, float]:
+    """(d, lo, hi) for d = current − mean(history), see the module docstring.
+
+    Var(d) = se_c² + Σse_i²/k² + s_b²/k (k ≥ 2); q = t_{(1+c)/2; ν}, ν Welch–Satterthwaite
+    (only the s_b²/k term is estimated, with k − 1 df) — Satterthwaite 1946 / Jain 1991 §13.4.
+    """
+    k = len(history_peaks)
+    if k == 0 or len(history_se) != k:
+        raise ValueError("diff_ci needs ≥ 1 history peak and one standard error per peak")
+    base = sum(history_peaks) / k
+    d = current_peak - base
+    var_meas = current_se ** 2 + sum(s ** 2 for s in history_se) / k ** 2
+    var_spread = 0.0
+    if k >= 2:
+        s_b2 = sum((p - base) ** 2 for p in history_peaks) / (k - 1)
+        var_spread = s_b2 / k
+    var = var_meas + var_spread
+    if not math.isfinite(var):
+        return d, -math.inf, math.inf
+    if var_spread > 0:
+        nu = var ** 2 / (var_spread ** 2 / (k - 1))
+        q = float(_st.t.ppf((1.0 + confidence) / 2.0, nu))
+    else:
+        q = _z(confidence)
+    h = q * math.sqrt(var)
+    return d, d - h, d + h
+
+
+def _near_means_ms(trials: Sequence[Mapping[str, Any]], load_ops_s: float) -> list[float]:
+    """mean_ms of the valid trials whose offered load is within 10 % of load_ops_s."""
+    out = []
+    for t in trials:
+        load, mean = _finite(t.get("load_ops_s")), _finite(t.get("mean_ms"))
+        if t.get("valid", True) and load is not None and mean is not None \
+                and abs(load - load_ops_s) <= NEAR_LOAD_FRACTION * load_ops_s:
+            out.append(mean)
+    return out
+
+
+def _ref_load(trials: Sequence[Mapping[str, Any]], peak: float) -> float:
+    """The baseline's measured (valid) load nearest its λ* (λ* itself when it has none)."""
+    loads = [_finite(t.get("load_ops_s")) for t in trials if t.get("valid", True)]
+    loads = [x for x in loads if x is not None and x > 0]
+    return min(loads, key=lambda x: abs(x - peak)) if loads else peak
+
+
+def _pct(x: float) -> str:
+    return f"{100 * x:+.1f} %"
+
+
+# ----------------------------------------------------------------------------- verdict
+
+def compare_to_history(current: Mapping[str, Any], history: Sequence[Mapping[str, Any]], *,
+                       tolerance: float = 0.10, confidence: float = 0.95) -> RegressionVerdict:
+    """Regression verdict for tonight's rating against the history (see the module docstring)."""
+    if not 0.0 < confidence < 1.0:
+        raise ValueError(f"confidence must be in (0, 1), got {confidence!r}")
+    if tolerance < 0:
+        raise ValueError(f"tolerance must be >= 0, got {tolerance!r}")
+    common = dict(tolerance=tolerance, confidence=confidence)
+    cur_res = current.get("result") or {}
+    cur_peak = _finite(cur_res.get("peak_rate"))
+    usable = [h for h in history if _finite((h.get("result") or {}).get("peak_rate")) is not None]
+    base_items = usable[-BASELINE_RATINGS:]
+    if not base_items:
+        return RegressionVerdict(None, cur_peak, None, None, None, None, None, None, False, False,
+                                 False, "no baseline yet", **common)
+    peaks = [float(h["result"]["peak_rate"]) for h in base_items]
+    base = sum(peaks) / len(peaks)
+    k = len(peaks)
+    if cur_peak is None:
+        return RegressionVerdict(base, None, None, None, None, None, None, None, False, False,
+                                 False, "tonight's rating produced no peak rate: nothing to compare "
+                                        f"with the baseline of {base:.0f} ops/s", n_baseline=k,
+                                 **common)
+    d, lo, hi = diff_ci(cur_peak, peak_se(cur_res, confidence), peaks,
+                        [peak_se(h["result"], confidence) for h in base_items], confidence)
+    rel = d / base if base > 0 else math.nan
+
+    base_trials = [t for h in base_items for t in (h.get("trials") or [])]
+    ref = _ref_load(base_trials, base)
+    x = _near_means_ms(current.get("trials") or [], ref)
+    y = _near_means_ms(base_trials, ref)
+    w_t = w_df = w_p = None
+    if len(x) >= 2 and len(y) >= 2:
+        w = welch(x, y, confidence)                  # Welch 1947: t = (x̄−ȳ)/√(sx²/nx + sy²/ny)
+        w_t, w_df = w.t, w.df
+        if math.isfinite(w.df):
+            w_p = float(_st.t.sf(w.t, w.df))         # one-sided: H1 mean_cur > mean_base
+        else:                                        # both samples constant
+            w_p = 0.0 if w.diff > 0 else 1.0
+    alpha = 1.0 - confidence
+    ci_sig = hi < 0 or lo > 0
+    welch_sig = w_p is not None and w_p < alpha and d < 0
+    significant = bool(ci_sig or welch_sig)
+    regression = bool(rel < -tolerance and significant)
+    improvement = bool(rel > tolerance and significant)
+
+    ci_txt = f"{confidence:.0%} CI of the change {lo:+.0f} to {hi:+.0f} ops/s"
+    w_txt = ""
+    if w_p is not None:
+        w_txt = (f"; mean response time near {ref:.0f} ops/s {sum(y) / len(y):.3g} → "
+                 f"{sum(x) / len(x):.3g} ms, Welch one-sided p = {w_p:.3g}")
+    head = (f"λ* {cur_peak:.0f} ops/s vs baseline {base:.0f} ops/s ({k} rating{'s' * (k > 1)}): "
+            f"{_pct(rel)} ({ci_txt}{w_txt})")
+    if regression:
+        tail = f"a drop beyond the {tolerance:.0%} tolerance and statistically significant: REGRESSION."
+    elif improvement:
+        tail = f"a rise beyond the {tolerance:.0%} tolerance and statistically significant: improvement."
+    elif abs(rel) > tolerance:
+        tail = (f"beyond the {tolerance:.0%} tolerance but not statistically significant at "
+                f"{confidence:.0%}: no regression flagged.")
+    elif significant:
+        tail = f"statistically significant but within the {tolerance:.0%} tolerance: no regression."
+    else:
+        tail = f"within the {tolerance:.0%} tolerance: no regression."
+    return RegressionVerdict(
+        baseline_peak=base, current_peak=cur_peak, rel_change=rel, diff=d, diff_ci=(lo, hi),
+        welch_t=w_t, welch_df=w_df, welch_p=w_p, significant=significant, regression=regression,
+        improvement=improvement, reason=f"{head}; {tail}", n_baseline=k, ref_load_ops_s=ref,
+        welch_n_current=len(x), welch_n_baseline=len(y),
+        mean_ms_current=sum(x) / len(x) if x else None, mean_ms_baseline=sum(y) / len(y) if y else None,
+        **common)

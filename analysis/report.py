@@ -1,0 +1,311 @@
+"""Self-contained HTML reports (rating, surface sweep, nightly regression).
+
+Each page is one string: inline CSS, PNGs as base64 data URIs, no external assets or scripts;
+every value that comes from users or measurements goes through ``html.escape``.
+Input shapes: /tmp/wb5/CONTRACT.md (trial records, PeakResult dict, spec, sysinfo).
+"""
+from __future__ import annotations
+
+import base64
+import html
+import json
+import math
+from typing import Any, Iterable, Mapping, Sequence
+
+
+from analysis import plots as _plots
+
+__all__ = ["per_op_rows", "rating_plots", "rating_report_html", "surface_report_html",
+           "nightly_report_html"]
+
+_CSS = """
+body{font-family:system-ui,-apple-system,Segoe UI,Helvetica,Arial,sans-serif;margin:1.5em auto;
+max-width:1100px;color:#222;padding:0 1em}
+h1{font-size:1.5em;margin-bottom:.2em}h2{font-size:1.15em;border-bottom:1px solid #ddd;
+padding-bottom:.2em;margin-top:1.6em}
+table{border-collapse:collapse;font-size:.85em;margin:.5em 0}
+th,td{border:1px solid #ddd;padding:.25em .55em;text-align:right;vertical-align:top}
+th{background:#f3f3f3}td.l,th.l{text-align:left}
+.kv td:first-child{text-align:left;font-weight:600;background:#fafafa}
+.ok{background:#e3f6e3;color:#135e13;font-weight:700}
+.bad{background:#fde2e1;color:#9b1c1c;font-weight:700}
+.na{background:#eee;color:#555;font-weight:700}
+tr.invalid td{color:#9b1c1c}
+.headline{font-size:1.25em;margin:.3em 0}.muted{color:#666;font-size:.85em}
+img{max-width:100%;border:1px solid #eee;margin:.4em 0}
+pre{background:#f7f7f7;padding:.6em;overflow:auto;font-size:.8em;max-height:30em}
+.status{display:inline-block;padding:.2em .7em;border-radius:4px}
+"""
+
+
+class _Raw(str):
+    """Already-safe HTML (built here from escaped parts)."""
+
+
+def _e(x: Any) -> str:
+    return x if isinstance(x, _Raw) else html.escape("" if x is None else str(x), quote=True)
+
+
+def _num(x: Any, fmt: str = ".4g") -> str:
+    try:
+        v = float(x)
+    except (TypeError, ValueError):
+        return "—"
+    return format(v, fmt) if math.isfinite(v) else "—"
+
+
+def _pair(p: Any, fmt: str = ".4g") -> str:
+    if isinstance(p, (list, tuple)) and len(p) == 2:
+        return f"[{_num(p[0], fmt)}, {_num(p[1], fmt)}]"
+    return "—"
+
+
+_L = ' class="l"'
+
+
+def _table(headers: Sequence[str], rows: Iterable[Sequence[Any]], left: Sequence[int] = (0,),
+           row_class: Sequence[str] | None = None) -> str:
+    th = "".join(f"<th{_L if i in left else ''}>{_e(h)}</th>" for i, h in enumerate(headers))
+    body = []
+    for k, r in enumerate(rows):
+        cls = f' class="{row_class[k]}"' if row_class and row_class[k] else ""
+        tds = "".join(f"<td{_L if i in left else ''}>{_e(c)}</td>" for i, c in enumerate(r))
+        body.append(f"<tr{cls}>{tds}</tr>")
+    return f"<table><thead><tr>{th}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+
+
+def _kv(pairs: Iterable[tuple[str, Any]]) -> str:
+    rows = "".join(f"<tr><td>{_e(k)}</td><td class=\"l\">{_e(v)}</td></tr>" for k, v in pairs)
+    return f'<table class="kv"><tbody>{rows}</tbody></table>'
+
+
+def _img(png: bytes, alt: str) -> str:
+    return f'<img alt="{_e(alt)}" src="data:image/png;base64,{base64.b64encode(png).decode("ascii")}">'
+
+
+def _plots_html(plots: Mapping[str, bytes] | None) -> str:
+    return "".join(f"<figure>{_img(b, name)}<figcaption class=\"muted\">{_e(name)}</figcaption></figure>"
+                   for name, b in (plots or {}).items())
+
+
+def _page(title: str, body: str) -> str:
+    return (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+            f"<title>{_e(title)}</title><style>{_CSS}</style></head><body>{body}</body></html>\n")
+
+
+def _status(flag: bool | None, yes: str, no: str, unknown: str = "NO VERDICT") -> str:
+    cls, text = ("na", unknown) if flag is None else (("bad", yes) if flag else ("ok", no))
+    return _Raw(f'<span class="status {cls}">{_e(text)}</span>')
+
+
+def _fmt_dict(d: Any) -> str:
+    if isinstance(d, Mapping):
+        return ", ".join(f"{k}={v}" for k, v in d.items())
+    return "" if d is None else str(d)
+
+
+# --------------------------------------------------------------------------- per-op table
+
+def _percentile_ms(hists: list[str], p: float) -> float:
+    merged = _plots.merge_histograms(hists)
+    if merged is None or merged.get_total_count() == 0:
+        return math.nan
+    return merged.get_value_at_percentile(p) * _plots.HDR_UNIT_MS
+
+
+def per_op_rows(trials: Sequence[Mapping[str, Any]], load: float) -> list[dict[str, Any]]:
+    """Seed 003 Table 4 for the valid trials at ``load``, ops merged over trials.
+
+    count = Σ counts; mean = Σ latency / count (exact ns sums when recorded, else Σ mean·count);
+    actual % = count / Σ all counts; time % = Σ latency of the op / Σ latency of all ops;
+    p50/p95/p99 from the merged per-op HDR histograms (the trial's own values when only one trial;
+    "—" when histograms are missing).
+    """
+    ts = [t for t in trials if t.get("valid") and isinstance(t.get("raw"), Mapping)
+          and _plots._finite(t.get("load_ops_s")) and float(t["load_ops_s"]) == float(load)]
+    agg: dict[str, dict[str, Any]] = {}
+    target: dict[str, float] = {}
+    for t in ts:
+        raw = t["raw"]
+        for op, f in (raw.get("mix_target") or {}).items():
+            target.setdefault(op, float(f))
+        for op, o in (raw.get("ops") or {}).items():
+            a = agg.setdefault(op, {"count": 0, "time_ms": 0.0, "hists": [], "single": o, "n": 0})
+            c = int(o.get("count") or 0)
+            ex = o.get("exact") or {}
+            a["count"] += c
+            a["time_ms"] += float(ex["sum_ns"]) / 1e6 if "sum_ns" in ex else c * float(o.get("mean_ms") or 0.0)
+            a["n"] += 1
+            if o.get("histogram"):
+                a["hists"].append(o["histogram"])
+    total_n = sum(a["count"] for a in agg.values())
+    total_t = sum(a["time_ms"] for a in agg.values())
+    rows = []
+    for op in sorted(agg, key=lambda k: -agg[k]["count"]):
+        a = agg[op]
+        if a["hists"] and len(a["hists"]) == a["n"]:
+            pct = {q: _percentile_ms(a["hists"], q) for q in (50, 95, 99)}
+        elif a["n"] == 1:
+            pct = {q: float(a["single"].get(f"p{q}_ms", math.nan)) for q in (50, 95, 99)}
+        else:
+            pct = {q: math.nan for q in (50, 95, 99)}
+        rows.append({
+            "op": op, "mix_target_pct": 100.0 * target[op] if op in target else math.nan,
+            "actual_pct": 100.0 * a["count"] / total_n if total_n else math.nan,
+            "count": a["count"], "mean_ms": a["time_ms"] / a["count"] if a["count"] else math.nan,
+            "p50_ms": pct[50], "p95_ms": pct[95], "p99_ms": pct[99],
+            "time_pct": 100.0 * a["time_ms"] / total_t if total_t else math.nan,
+        })
+    return rows
+
+
+# --------------------------------------------------------------------------- rating report
+
+def rating_plots(spec: Mapping[str, Any], result: Mapping[str, Any],
+                 trials: Sequence[Mapping[str, Any]]) -> dict[str, bytes]:
+    """The three rating figures as PNG bytes, keyed by file name."""
+    return {
+        "latency_vs_load.png": _plots.latency_vs_load_png(trials, result, spec),
+        "search_trace.png": _plots.search_trace_png(trials, result),
+        "latency_cdf.png": _plots.latency_cdf_png(trials, result),
+    }
+
+
+def _sysinfo_html(sysinfo: Mapping[str, Any] | None) -> str:
+    if not sysinfo:
+        return '<p class="muted">no system information recorded</p>'
+    system = sysinfo.get("system") or {}
+    server = sysinfo.get("server") or {}
+    kernel = system.get("kernel") or {}
+    cpu = system.get("cpu") or {}
+    pairs = [("host", sysinfo.get("host")), ("address", (sysinfo.get("network") or {}).get("address")),
+             ("hostname", system.get("hostname")), ("os", (system.get("os") or {}).get("pretty_name")),
+             ("kernel", " ".join(str(kernel.get(k, "")) for k in ("release", "machine")).strip()),
+             ("cpu", f"{cpu.get('count', '?')} × {cpu.get('model', '?')}" if cpu else None),
+             ("memory", f"{system['memory_kb'] / 1048576:.1f} GiB" if system.get("memory_kb") else None),
+             ("packages", _fmt_dict(system.get("packages")))]
+    out = [_kv((k, v) for k, v in pairs if v)]
+    settings = server.get("settings") or {}
+    if settings:
+        out.append("<h3>Server settings</h3>" + _kv(sorted(settings.items())))
+    if server.get("config"):
+        out.append(f"<details><summary>server config ({_e(server.get('config_file', ''))})</summary>"
+                   f"<pre>{_e(server['config'])}</pre></details>")
+    return "".join(out)
+
+
+def _validation_html(validation: Mapping[str, Any] | None) -> str:
+    if validation is None:
+        return '<p class="muted">no great_expectations result recorded</p>'
+    excluded = validation.get("excluded") or {}
+    ok = validation.get("success")
+    out = [f"<p>great_expectations suite: "
+           f"{_status(None if ok is None else not ok, 'FAILED', 'PASSED', 'UNKNOWN')} "
+           f"— {len(excluded)} trial(s) excluded</p>"]
+    if excluded:
+        items = sorted(excluded.items(), key=lambda kv: int(kv[0]) if str(kv[0]).isdigit() else 0)
+        out.append(_table(["trial n", "reason"], items, left=(1,)))
+    if validation.get("gx"):
+        text = json.dumps(validation["gx"], indent=1, default=str)
+        out.append(f"<details><summary>GX details</summary><pre>{_e(text[:20000])}</pre></details>")
+    return "".join(out)
+
+
+def rating_report_html(spec: Mapping[str, Any], result: Mapping[str, Any],
+                       trials: Sequence[Mapping[str, Any]], sysinfo: Mapping[str, Any] | None = None,
+                       validation: Mapping[str, Any] | None = None,
+                       plots: Mapping[str, bytes] | None = None) -> str:
+    """One rating as a self-contained HTML page (headline, plots, per-op, trials, GX, sysinfo)."""
+    rs = _plots.rating_spec(spec)
+    trials = sorted(trials, key=lambda t: t.get("n", 0))
+    if plots is None:
+        plots = rating_plots(spec, result, trials)
+    workload = spec.get("workload", "?")
+    peak = result.get("peak_rate")
+    head = [
+        f"<h1>Peak rate of {_e(workload)} — {_e(_fmt_dict(spec.get('factors')))}</h1>",
+        f'<p class="headline">λ* = <b>{_num(peak)}</b> ops/s &nbsp; CI {_pair(result.get("peak_rate_ci"))} '
+        f'&nbsp; bracket {_pair(result.get("bracket"))} &nbsp; '
+        f'{_status(not result.get("converged"), "NOT CONVERGED", "CONVERGED")}</p>',
+        _kv([("reason", result.get("reason")), ("profile / slot", f"{spec.get('profile', '')} / {spec.get('slot', '')}"),
+             ("policy", result.get("policy", rs.get("policy"))),
+             ("R_sat / width / confidence", f"{_num(result.get('r_sat_ms', rs.get('r_sat_ms')))} ms / "
+                                            f"{_num(rs.get('width'))} / {_num(rs.get('confidence'))}"),
+             ("mean at λ*", f"{_num(result.get('mean_ms_at_peak'))} ms, CI {_pair(result.get('mean_ms_ci'))}"),
+             ("trials / loads / invalid", f"{result.get('n_trials', len(trials))} / {result.get('n_loads', '?')}"
+                                          f" / {result.get('n_invalid', '?')}"),
+             ("cost", f"{_num(result.get('cost_s'), '.0f')} s")]),
+    ]
+    loads = sorted({float(t["load_ops_s"]) for t in trials if _plots._finite(t.get("load_ops_s"))})
+    near = min(loads, key=lambda x: abs(x - float(peak))) if loads and _plots._finite(peak) else None
+    ops = per_op_rows(trials, near) if near is not None else []
+    op_html = (_table(["op", "mix target %", "actual %", "count", "mean ms", "p50 ms", "p95 ms", "p99 ms",
+                       "time %"],
+                      [[r["op"], _num(r["mix_target_pct"], ".1f"), _num(r["actual_pct"], ".1f"), r["count"],
+                        _num(r["mean_ms"], ".3g"), _num(r["p50_ms"], ".3g"), _num(r["p95_ms"], ".3g"),
+                        _num(r["p99_ms"], ".3g"), _num(r["time_pct"], ".1f")] for r in ops])
+               if ops else '<p class="muted">no valid trial with per-op data</p>')
+    trial_rows = [[t.get("n"), _num(t.get("load_ops_s")), _num(t.get("runlength_s")), _num(t.get("mean_ms")),
+                   _num(t.get("p95_ms")), _num(t.get("achieved_rate")), "yes" if t.get("valid") else "NO",
+                   t.get("reason") or "", t.get("decision") or ""] for t in trials]
+    body = "".join([
+        *head,
+        "<h2>Plots</h2>", _plots_html(plots),
+        f"<h2>Per-operation breakdown at {_num(near)} ops/s (load nearest λ*)</h2>", op_html,
+        "<h2>Trials</h2>",
+        _table(["n", "load ops/s", "runlength s", "mean ms", "p95 ms", "achieved ops/s", "valid", "reason",
+                "decision"], trial_rows, left=(7, 8),
+               row_class=["" if t.get("valid") else "invalid" for t in trials]),
+        "<h2>Data validation</h2>", _validation_html(validation),
+        "<h2>System</h2>", _sysinfo_html(sysinfo),
+    ])
+    return _page(f"Rating {workload}: λ* = {_num(peak)} ops/s", body)
+
+
+# --------------------------------------------------------------------------- surface report
+
+def surface_report_html(sweep: Mapping[str, Any], samples: Sequence[Mapping[str, Any]],
+                        fit_summary: Mapping[str, Any] | None, plots: Mapping[str, bytes] | None = None) -> str:
+    """A response-surface sweep: design, the samples' λ*, the RSM fit quality and the plots."""
+    factors = list(sweep.get("factors") or [])
+    head = _kv([("sweep", sweep.get("sweep_id")), ("design", sweep.get("design")),
+                ("factors", ", ".join(map(str, factors))), ("levels", _fmt_dict(sweep.get("levels"))),
+                ("samples", len(samples))])
+    cols = factors + ["peak_rate", "n_trials", "seed_load", "rating_id"]
+    rows = [[s.get(c) if c not in ("peak_rate", "seed_load") else _num(s.get(c)) for c in cols] for s in samples]
+    fit_html = '<p class="muted">no model fitted</p>'
+    if fit_summary:
+        coefs = fit_summary.get("coefficients") or fit_summary.get("terms") or {}
+        scalars = [(k, _num(v) if isinstance(v, (int, float)) else v) for k, v in fit_summary.items()
+                   if k not in ("coefficients", "terms")]
+        fit_html = _kv(scalars) + (_table(["term", "coefficient"], [[k, _num(v)] for k, v in coefs.items()])
+                                   if coefs else "")
+    body = "".join([f"<h1>Response surface {_e(sweep.get('sweep_id', ''))}</h1>", head,
+                    "<h2>Plots</h2>", _plots_html(plots),
+                    "<h2>Samples</h2>", _table(cols, rows, left=(len(cols) - 1,)),
+                    "<h2>Quadratic model</h2>", fit_html])
+    return _page(f"Surface {sweep.get('sweep_id', '')}", body)
+
+
+# --------------------------------------------------------------------------- nightly report
+
+def nightly_report_html(date_str: str, verdicts: Sequence[Mapping[str, Any]],
+                        plots: Mapping[str, bytes] | None = None) -> str:
+    """Nightly regression status: one red (REGRESSION) / green (OK) row per baseline."""
+    flags = [v.get("regression") for v in verdicts]
+    overall = True if any(f is True for f in flags) else (False if flags and all(f is False for f in flags)
+                                                         else None)
+    rows = [[_status(v.get("regression"), "REGRESSION", "OK"), v.get("name"), _fmt_dict(v.get("config")),
+             _num(v.get("current_peak")), _num(v.get("baseline_peak")),
+             f"{_num(100.0 * v['rel_change'], '+.1f')} %" if _plots._finite(v.get("rel_change")) else "—",
+             _pair(v.get("diff_ci")), _num(v.get("welch_p"), ".3g"), v.get("reason") or "",
+             v.get("report_url") or ""] for v in verdicts]
+    body = "".join([
+        f"<h1>Nightly regression {_e(date_str)}</h1>",
+        f'<p class="headline">{_status(overall, "REGRESSION", "ALL OK")} &nbsp; '
+        f"{sum(f is True for f in flags)} of {len(verdicts)} baseline(s) regressed</p>",
+        _table(["status", "baseline", "config", "λ* now", "λ* baseline", "change", "diff CI", "Welch p",
+                "reason", "report"], rows, left=(0, 1, 2, 8, 9)),
+        "<h2>Plots</h2>" if plots else "", _plots_html(plots),
+    ])
+    return _page(f"Nightly {date_str}", body)

@@ -1,0 +1,117 @@
+"""nightly_regression — rate the baselines of config/nightly.yml and compare each with its history.
+
+    load_config → rate_baseline[b] (mapped; pool workbench_sut) → compare → report → verdict
+
+Each baseline's λ* is compared with the λ* of its earlier nights in the store (CI of the
+difference and Welch's test on the trials at the baseline's peak, analysis.regression); a drop
+that is significant and beyond the tolerance is a regression and turns the run red. Schedule:
+$WB_NIGHTLY_CRON (default 03:00 every day), no catch-up.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import os
+
+from airflow.exceptions import AirflowFailException
+from airflow.sdk import DAG, Param, task
+
+from workbench import pipeline, sweep
+
+POOL = "workbench_sut"
+
+
+
+def _night(dag_run) -> str:
+    when = dag_run.logical_date or dag_run.run_after
+    return when.strftime("%Y-%m-%d")
+
+
+with DAG(
+    dag_id="nightly_regression",
+    description="Nightly regression ratings of baseline configurations against their history",
+    schedule=os.environ.get("WB_NIGHTLY_CRON", "0 3 * * *"),
+    start_date=dt.datetime(2026, 11, 1, tzinfo=dt.timezone.utc),
+    catchup=False,
+    max_active_runs=1,
+    params={
+        "config_path": Param("config/nightly.yml", type="string",
+                             description="baseline list (relative to the repository)"),
+        "only": Param(None, type=["null", "array"], description="rate only these baseline names"),
+    },
+    tags=["workbench"],
+    doc_md=__doc__,
+) as dag:
+
+    @task
+    def load_config(params=None, dag_run=None):
+        try:
+            cfg = sweep.load_nightly_config(params["config_path"])
+        except pipeline.ParamError as e:
+            raise AirflowFailException(str(e)) from None
+        only = params.get("only")
+        base = [b for b in cfg["baselines"] if not only or b["name"] in only]
+        if not base:
+            raise AirflowFailException(f"no baseline selected (only={only})")
+        night = _night(dag_run)
+        pipeline.open_store().put_json(f"nightly/{night}/config.json", cfg)
+        return [{"night": night, "baseline": b} for b in base]
+
+    @task(pool=POOL, max_active_tis_per_dagrun=len(pipeline.SLOTS), retries=1,
+          retry_delay=dt.timedelta(seconds=10))
+    def rate_baseline(job):
+        store = pipeline.open_store()
+        night, b = job["night"], job["baseline"]
+        key = f"nightly/{night}/{b['name']}.json"
+        if store.exists(key):
+            return store.get_json(key)
+        plan = pipeline.plan_from_params(b.get("params") or {}, f"nightly__{night}__{b['name']}")
+        res = pipeline.run_rating(plan, store)
+        rec = {"name": b["name"], "night": night, "params": b.get("params") or {}, "rating_id": plan.rating_id,
+               "result": {k: v for k, v in res.items() if k != "trace"}}
+        store.put_json(key, rec)
+        return rec
+
+    @task
+    def compare(records, dag_run=None):
+        from analysis.regression import compare_to_history
+        store = pipeline.open_store()
+        night = _night(dag_run)
+        cfg = store.get_json(f"nightly/{night}/config.json")
+        verdicts = []
+        for rec in sorted(records, key=lambda r: r["name"]):
+            history = []
+            for key in store.list_keys("nightly/"):
+                parts = key.split("/")
+                if len(parts) == 3 and parts[2] == f"{rec['name']}.json" and parts[1] < night:
+                    old = store.get_json(key)
+                    history.append({"result": old["result"], "trials": store.trials(old["rating_id"]),
+                                    "night": parts[1]})
+            current = {"result": rec["result"], "trials": store.trials(rec["rating_id"])}
+            v = compare_to_history(current, history, tolerance=cfg["tolerance"],
+                                   confidence=cfg["confidence"]).to_dict()
+            v.update(name=rec["name"], config=rec["params"], rating_id=rec["rating_id"],
+                     history_nights=[h["night"] for h in history],
+                     report_url=store.url(store.rating_key(rec["rating_id"], "report.html")))
+            print(f"{rec['name']}: {'REGRESSION' if v['regression'] else 'ok'} — {v['reason']}")
+            verdicts.append(v)
+        store.put_json(f"nightly/{night}/verdicts.json", verdicts)
+        return verdicts
+
+    @task
+    def report(verdicts, dag_run=None):
+        from analysis.report import nightly_report_html
+        store = pipeline.open_store()
+        night = _night(dag_run)
+        html = nightly_report_html(night, verdicts, {})
+        store.put_bytes(f"nightly/{night}/report.html", html.encode(), "text/html; charset=utf-8")
+        print(f"report: {store.url(f'nightly/{night}/report.html')}")
+        return verdicts
+
+    @task
+    def verdict(verdicts):
+        bad = [v for v in verdicts if v["regression"]]
+        if bad:
+            raise AirflowFailException("regression: " + "; ".join(f"{v['name']}: {v['reason']}" for v in bad))
+        print(f"no regression in {len(verdicts)} baseline(s)")
+
+    verdict(report(compare(rate_baseline.expand(job=load_config()))))

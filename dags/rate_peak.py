@@ -1,0 +1,158 @@
+"""rate_peak — find λ* of one NFS server configuration, one Airflow task per trial.
+
+    validate → lease_slot → provision → deploy → decide_0 ─┬→ trial_0 → decide_1 ─┬→ trial_1 → …
+                                                           └→ done_0 ─┐           └→ done_1 ─┐
+    … → trial_39 → done_40 ─────────────────────────────────────────────┴─────────────────────┴→
+    gx_check → summarise → report → publish → teardown (always) → verdict
+
+decide_k is a branch operator: it reads the trial log from the results store and asks the
+controller (`decide(spec, trials)`); it follows trial_k or stops at done_k, which skips every later
+trial. trial_k records trials/<k>.json and is idempotent, so a retried task or a restarted
+scheduler neither loses nor repeats a trial.
+"""
+from __future__ import annotations
+
+import datetime as dt
+
+from airflow.exceptions import AirflowFailException
+from airflow.providers.standard.operators.empty import EmptyOperator
+from airflow.providers.standard.operators.python import BranchPythonOperator, PythonOperator
+from airflow.sdk import DAG, Param
+
+from workbench import pipeline
+from workbench.search import NextTrial
+
+POOL = "workbench_sut"
+
+
+
+def _plan(ti) -> pipeline.RatingPlan:
+    return pipeline.RatingPlan.from_dict(ti.xcom_pull(task_ids="lease_slot"))
+
+
+def validate(params, dag_run, ti, **_):
+    rating_id = pipeline.rating_id_for(dag_run.dag_id, dag_run.run_id)
+    try:
+        plan = pipeline.plan_from_params(dict(params), rating_id)
+    except pipeline.ParamError as e:
+        raise AirflowFailException(f"bad parameters: {e}") from None
+    store = pipeline.open_store()                       # MinIO reachable before anything is provisioned
+    if plan.seed_source == "history":
+        seed = pipeline.history_seed(store, plan)
+        print(f"seed from history: {seed}")
+        plan = pipeline.seeded(plan, seed)
+    print(f"rating {rating_id}: {plan.workload}, factors {plan.factors}, spec {plan.spec}")
+    return plan.to_dict()
+
+
+def lease_slot(ti, **_):
+    plan = pipeline.RatingPlan.from_dict(ti.xcom_pull(task_ids="validate"))
+    slot = pipeline.lease_slot(plan)
+    print(f"leased {slot}")
+    return plan.with_slot(slot).to_dict()
+
+
+def provision(ti, **_):
+    info = pipeline.provision(_plan(ti), pipeline.open_store())
+    print(f"provisioned {info.get('host')}: {info.get('server')}")
+
+
+def deploy(ti, **_):
+    pipeline.deploy(_plan(ti))
+
+
+def decide(k: int):
+    def fn(ti, **_):
+        d = pipeline.decide_step(_plan(ti), pipeline.open_store(), k)
+        if isinstance(d, NextTrial):
+            print(f"trial {k}: {d.load_ops_s:g} ops/s × {d.runlength_s:g} s ({d.reason})")
+            return f"trial_{k}"
+        print(f"stop after {k} trials: {d.result.reason}; λ* ≈ {d.result.peak_rate:.1f} ops/s")
+        return f"done_{k}"
+    return fn
+
+
+def trial(k: int):
+    def fn(ti, **_):
+        r = pipeline.trial_step(_plan(ti), pipeline.open_store(), k)
+        print(f"trial {k}: {r['load_ops_s']:g} ops/s × {r['runlength_s']:g} s → mean {r['mean_ms']:.3f} ms, "
+              f"p95 {r['p95_ms']:.3f} ms, achieved {r['achieved_rate']:.1f}, "
+              f"{'valid' if r['valid'] else 'INVALID: ' + r['reason']}")
+    return fn
+
+
+def gx_check(ti, **_):
+    res = pipeline.validate_step(_plan(ti), pipeline.open_store())
+    print(f"great_expectations: success={res['success']}, excluded={res['excluded']}")
+    return res
+
+
+def summarise(ti, **_):
+    res = pipeline.summarise_step(_plan(ti), pipeline.open_store(), ti.xcom_pull(task_ids="gx_check"))
+    print(f"λ* = {res['peak_rate']:.1f} ops/s, bracket {res['bracket']}, CI {res['peak_rate_ci']}: {res['reason']}")
+
+
+def report(ti, **_):
+    print(pipeline.report_step(_plan(ti), pipeline.open_store()))
+
+
+def publish(ti, **_):
+    urls = pipeline.publish_step(_plan(ti), pipeline.open_store())
+    for k, v in urls.items():
+        print(f"{k}: {v}")
+    return urls
+
+
+def teardown(ti, **_):
+    raw = ti.xcom_pull(task_ids="lease_slot")
+    if raw is None:
+        print("no slot was leased: nothing to tear down")
+        return
+    print(pipeline.teardown(pipeline.RatingPlan.from_dict(raw)))
+
+
+def verdict(ti, **_):
+    plan = _plan(ti)
+    store = pipeline.open_store()
+    res = store.get_json(store.rating_key(plan.rating_id, "result.json"))
+    print(f"λ* = {res['peak_rate']:.1f} ops/s ({'converged' if res['converged'] else 'NOT converged'}: "
+          f"{res['reason']}); results {store.url(store.rating_key(plan.rating_id, ''))}")
+
+
+with DAG(
+    dag_id="rate_peak",
+    description="Peak rate λ* of one NFS server configuration (Cutting Corners, Algorithm 2)",
+    schedule=None,
+    start_date=dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc),
+    catchup=False,
+    max_active_runs=len(pipeline.SLOTS),
+    default_args={"retries": 0},
+    params={name: Param(**schema) for name, schema in pipeline.PARAMS.items()},
+    tags=["workbench"],
+    doc_md=__doc__,
+) as dag:
+    t_validate = PythonOperator(task_id="validate", python_callable=validate)
+    t_lease = PythonOperator(task_id="lease_slot", python_callable=lease_slot)
+    t_prov = PythonOperator(task_id="provision", python_callable=provision, pool=POOL)
+    t_deploy = PythonOperator(task_id="deploy", python_callable=deploy, pool=POOL)
+    t_gx = PythonOperator(task_id="gx_check", python_callable=gx_check,
+                          trigger_rule="none_failed_min_one_success")
+    t_validate >> t_lease >> t_prov >> t_deploy
+    prev = t_deploy
+    for k in range(pipeline.MAX_TRIAL_TASKS):
+        d = BranchPythonOperator(task_id=f"decide_{k}", python_callable=decide(k))
+        t = PythonOperator(task_id=f"trial_{k}", python_callable=trial(k), pool=POOL, retries=2,
+                           retry_delay=dt.timedelta(seconds=5))
+        stop = EmptyOperator(task_id=f"done_{k}")
+        prev >> d >> [t, stop]
+        stop >> t_gx
+        prev = t
+    prev >> EmptyOperator(task_id=f"done_{pipeline.MAX_TRIAL_TASKS}") >> t_gx
+    t_sum = PythonOperator(task_id="summarise", python_callable=summarise)
+    t_rep = PythonOperator(task_id="report", python_callable=report)
+    t_pub = PythonOperator(task_id="publish", python_callable=publish)
+    t_down = PythonOperator(task_id="teardown", python_callable=teardown, pool=POOL, trigger_rule="all_done")
+    t_verdict = PythonOperator(task_id="verdict", python_callable=verdict)
+    t_gx >> t_sum >> t_rep >> t_pub >> t_down
+    [t_pub, t_down] >> t_verdict
+    t_lease >> t_down

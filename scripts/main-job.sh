@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# The main job: rate the embedded default (web_server on slot1's local Ganesha, quick profile)
+# through the rate_peak DAG, Airflow in-process (dag.test), results in the local MinIO.
+# Extra arguments go to `python -m workbench.dagrun rate_peak`, e.g. --conf '{"memory_mb": 256}'.
+set -euo pipefail
+source "$(dirname "$0")/airflow-env.sh"
+airflow_db_ready
+echo "rate_peak: Airflow home $AIRFLOW_HOME, results s3://$WB_S3_BUCKET on $WB_S3_ENDPOINT" >&2
+exec "$REPO/.venv/bin/python" -m workbench.dagrun rate_peak "$@"

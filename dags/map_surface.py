@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import datetime as dt
 
-from airflow.exceptions import AirflowFailException
 from airflow.sdk import DAG, Param, task
+from airflow.sdk.exceptions import AirflowFailException
 
 from workbench import pipeline, sweep
 

@@ -14,15 +14,33 @@ from __future__ import annotations
 
 import datetime as dt
 
-from airflow.exceptions import AirflowFailException
+from airflow.providers.common.compat.sdk import DownstreamTasksSkipped
 from airflow.providers.standard.operators.empty import EmptyOperator
 from airflow.providers.standard.operators.python import BranchPythonOperator, PythonOperator
+from airflow.providers.standard.utils.skipmixin import XCOM_SKIPMIXIN_FOLLOWED, XCOM_SKIPMIXIN_KEY
 from airflow.sdk import DAG, Param
+from airflow.sdk.exceptions import AirflowFailException
 
 from workbench import pipeline
 from workbench.search import NextTrial
 
 POOL = "workbench_sut"
+K = pipeline.MAX_TRIAL_TASKS
+
+
+class DecideOperator(BranchPythonOperator):
+    """decide_k. On stop (done_k) it skips the whole rest of the unrolled chain at once; the plain
+    branch skips only trial_k, and the skip then cascades one level per scheduler loop (~1 s each,
+    up to 3·K levels)."""
+
+    def skip_all_except(self, ti, branch_task_ids):
+        k = int(self.task_id.rsplit("_", 1)[1])
+        if branch_task_ids != f"done_{k}":
+            return super().skip_all_except(ti, branch_task_ids)
+        rest = ([f"trial_{j}" for j in range(k, K)] + [f"decide_{j}" for j in range(k + 1, K)]
+                + [f"done_{j}" for j in range(k + 1, K + 1)])
+        ti.xcom_push(key=XCOM_SKIPMIXIN_KEY, value={XCOM_SKIPMIXIN_FOLLOWED: [f"done_{k}"]})
+        raise DownstreamTasksSkipped(tasks=[(t, ti.map_index) for t in rest])
 
 
 
@@ -139,15 +157,15 @@ with DAG(
                           trigger_rule="none_failed_min_one_success")
     t_validate >> t_lease >> t_prov >> t_deploy
     prev = t_deploy
-    for k in range(pipeline.MAX_TRIAL_TASKS):
-        d = BranchPythonOperator(task_id=f"decide_{k}", python_callable=decide(k))
+    for k in range(K):
+        d = DecideOperator(task_id=f"decide_{k}", python_callable=decide(k))
         t = PythonOperator(task_id=f"trial_{k}", python_callable=trial(k), pool=POOL, retries=2,
                            retry_delay=dt.timedelta(seconds=5))
         stop = EmptyOperator(task_id=f"done_{k}")
         prev >> d >> [t, stop]
         stop >> t_gx
         prev = t
-    prev >> EmptyOperator(task_id=f"done_{pipeline.MAX_TRIAL_TASKS}") >> t_gx
+    prev >> EmptyOperator(task_id=f"done_{K}") >> t_gx
     t_sum = PythonOperator(task_id="summarise", python_callable=summarise)
     t_rep = PythonOperator(task_id="report", python_callable=report)
     t_pub = PythonOperator(task_id="publish", python_callable=publish)

@@ -97,7 +97,10 @@ class LiveAirflow:
             "CORE__PLUGINS_FOLDER": str(self.home / "plugins"),
             "CORE__EXECUTOR": "LocalExecutor",
             "CORE__LOAD_EXAMPLES": "False",
-            "CORE__DAGS_ARE_PAUSED_AT_CREATION": "False",
+            # Every DAG of the folder starts paused; wait_ready(dag_id) unpauses only the DAG under
+            # test (else the scheduler would start e.g. nightly_regression's cron run right away
+            # and occupy the workbench slots).
+            "CORE__DAGS_ARE_PAUSED_AT_CREATION": "True",
             "CORE__PARALLELISM": str(parallelism),
             "CORE__DAGBAG_IMPORT_TIMEOUT": "120",
             "CORE__SIMPLE_AUTH_MANAGER_ALL_ADMINS": "True",
@@ -293,7 +296,7 @@ class LiveAirflow:
 
     def wait_ready(self, dag_id: str | None = None, timeout_s: float = 180) -> None:
         """Wait for the api-server, a healthy scheduler and triggerer, and (if given) the DAG
-        parsed without import errors."""
+        parsed without import errors; then unpause that DAG (only that one)."""
         t0 = time.monotonic()
         deadline = t0 + timeout_s
         last = "api-server not answering"
@@ -310,6 +313,7 @@ class LiveAirflow:
                         raise AirflowError(f"DAG import errors: {errors['import_errors']}")
                     try:
                         self.api("GET", f"/dags/{dag_id}", timeout_s=5)
+                        self.set_paused(dag_id, False)
                         break
                     except AirflowError as e:
                         last = f"DAG {dag_id} not parsed yet ({e})"
@@ -322,6 +326,9 @@ class LiveAirflow:
             raise AirflowError(f"Airflow not ready after {timeout_s:.0f} s: {last}; "
                                f"dag-processor log:\n{self.tail('dag-processor')}")
         self.timings_s["ready"] = time.monotonic() - t0
+
+    def set_paused(self, dag_id: str, paused: bool) -> None:
+        self.api("PATCH", f"/dags/{dag_id}", {"is_paused": paused})
 
     def trigger(self, dag_id: str, conf: dict | None = None) -> str:
         run = self.api("POST", f"/dags/{dag_id}/dagRuns",

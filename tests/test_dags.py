@@ -151,15 +151,21 @@ def test_rate_peak_bad_params_fail_at_validate_before_provisioning(airflow_env):
     _root()
     store = airflow_env
     dag = _dag("rate_peak")
-    from airflow.sdk.definitions.param import ParamValidationError
-    try:
-        dr = dag.test(run_conf={"workload": "nosuch", "slot": "slot1"})
-    except ParamValidationError as e:           # Airflow's own schema check, before the run starts
-        assert "workload" in str(e)
-        return
+    # memory_mb 50 passes the form's JSON schema (0..16384) but not the role's 96 MiB floor: the
+    # validate task names it and nothing downstream runs
+    dr = dag.test(run_conf={"memory_mb": 50, "slot": "slot1"})
     states = _states(dr)
-    assert states["validate"].endswith("failed"), states
-    assert not states["provision"].endswith("success") and not states["trial_0"].endswith("success")
+    assert str(dr.state).endswith("failed") and states["validate"].endswith("failed"), states
+    assert states["provision"].endswith("upstream_failed") and states["trial_0"].endswith("upstream_failed")
+    assert not [k for k in store.list_keys("ratings/") if "spec.json" in k]
+    # wrong type / unknown workload: Airflow's own Param schema check refuses the run, naming the field
+    for conf, field in (({"workload": "nosuch"}, "workload"), ({"disks": "two"}, "disks")):
+        try:
+            dr = dag.test(run_conf=conf)
+        except ValueError as e:                 # ParamValidationError, before any task runs
+            assert field in str(e)
+        else:
+            assert _states(dr)["validate"].endswith("failed")
     assert not [k for k in store.list_keys("ratings/") if "spec.json" in k]
 
 
@@ -188,7 +194,7 @@ def test_map_surface_2x2_with_seeding(airflow_env):
 def test_nightly_flags_a_worse_configuration_but_not_the_same(airflow_env, tmp_path):
     _root()
     store = airflow_env
-    good = {"workload": "web_server", "profile": "smoke", "slot": "slot1", "read_iops": 100}
+    good = {"workload": "web_server", "profile": "smoke", "slot": "slot2", "read_iops": 100}
     worse = {**good, "read_iops": 40}
     cfg = tmp_path / "nightly.yml"
 

@@ -121,6 +121,7 @@ class TriggerForm:
         """The whole dialog (the window is made tall enough for all the Params first)."""
         from selenium.webdriver.common.by import By
         dialog = self.d.find_element(By.CSS_SELECTOR, "[data-scope=dialog][data-part=content]")
+        self.d.execute_script("document.activeElement && document.activeElement.blur()")
         size = self.d.get_window_size()
         self.d.set_window_size(size["width"], dialog.size["height"] + 200)
         time.sleep(0.5)
@@ -201,6 +202,7 @@ def test_trigger_rate_peak_from_the_params_form(airflow, browser, tmp_path):
         new = set(runs) - before
         assert new == {run_id}, f"expected exactly the UI's run {run_id}, new runs: {new}"
         conf = runs[run_id]["conf"]
+        print(f"run {run_id} conf from the form: {conf}")
         assert {k: conf.get(k) for k in FORM} == FORM, f"run conf {conf} lacks the form's values"
         assert conf["workload"] == "web_server"          # untouched fields keep their defaults
         assert runs[run_id]["run_type"] == "manual"

@@ -67,7 +67,7 @@ with DAG(
         plan = pipeline.plan_from_params(b.get("params") or {}, f"nightly__{night}__{b['name']}")
         res = pipeline.run_rating(plan, store)
         rec = {"name": b["name"], "night": night, "params": b.get("params") or {}, "rating_id": plan.rating_id,
-               "result": {k: v for k, v in res.items() if k != "trace"}}
+               "result": pipeline.strict_json({k: v for k, v in res.items() if k != "trace"})}
         store.put_json(key, rec)
         return rec
 

@@ -76,7 +76,7 @@ def provision(ti, **_):
 
 
 def deploy(ti, **_):
-    pipeline.deploy(_plan(ti))
+    print(pipeline.deploy(_plan(ti)))
 
 
 def decide(k: int):

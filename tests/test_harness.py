@@ -281,7 +281,9 @@ def test_cli_rate_with_fake_harness_writes_results(tmp_path, capsys):
     names = [c[0] for c in fake.calls]
     assert names[:2] == ["provision_sut.yml", "deploy_loadgen.yml"] and names[-1] == "teardown.yml"
     lines = (tmp_path / "trials.jsonl").read_text().splitlines()
-    assert len(lines) == names.count("run_trial.yml")
+    # one discarded warm-up trial after deploy (not in the log), then one run per logged trial
+    assert len(lines) == names.count("run_trial.yml") - 1
+    assert fake.calls[2][0] == "run_trial.yml" and fake.calls[2][1]["trial_id"] == "warmup"
     res = json.loads((tmp_path / "result.json").read_text())
     assert res["converged"] and 700 < res["peak_rate"] < 800
     assert json.loads((tmp_path / "spec.json").read_text())["profile"] == "quick"
@@ -292,7 +294,7 @@ def test_cli_teardown_runs_when_the_search_fails(tmp_path):
 
     def factory(**kw):
         h = AnsibleHarness(runner=fake, **kw)
-        h.measure = lambda load, rl: (_ for _ in ()).throw(RuntimeError("boom"))
+        h.measure = lambda load, rl, **kw: (_ for _ in ()).throw(RuntimeError("boom"))
         return h
 
     args = cli._parser().parse_args(["rate", "--out", str(tmp_path), "--quiet"])

@@ -15,8 +15,10 @@ from __future__ import annotations
 import dataclasses
 import os
 import re
+import subprocess
 import time
 import uuid
+from pathlib import Path
 
 import pytest
 
@@ -47,8 +49,25 @@ def _wait_slot_free(slot: str, timeout_s: float = 900) -> None:
         time.sleep(5)
 
 
-def _running_trial(states: dict[str, str | None]) -> str | None:
-    return next((t for t, s in states.items() if t.startswith("trial_") and s == "running"), None)
+def _load_host_fstress(slot: str) -> list[str]:
+    """fstress processes still running in the slot's load-host namespace (wb-loadK)."""
+    ns = f"wb-load{slot.removeprefix('slot')}"
+    out = subprocess.run(["ip", "netns", "pids", ns], capture_output=True, text=True, timeout=10)
+    found = []
+    for pid in out.stdout.split():
+        try:
+            cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if "fstress" in cmd:
+            found.append(f"{pid}: {cmd.strip()}")
+    return found
+
+
+def _measuring(states: dict[str, str | None], recorded: list[int]) -> str | None:
+    """The trial_k that is running and has not recorded trial k yet (mid-measurement)."""
+    k = len(recorded)
+    return f"trial_{k}" if states.get(f"trial_{k}") == "running" else None
 
 
 @pytest.mark.timeout(1800)
@@ -70,13 +89,17 @@ def test_scheduler_crash_mid_rating_loses_and_repeats_no_trial(minio_server, tmp
         rid = pipeline.rating_id_for(DAG_ID, run_id)
         plan = pipeline.plan_from_params(CONF, rid)
         try:
-            # 1. Wait for ≥ 2 recorded trials and a trial task in flight.
+            # 1. Wait for ≥ 2 recorded trials and the next trial task in the middle of measuring.
             deadline = time.monotonic() + 600
             while True:
                 states = af.task_states(DAG_ID, run_id)
-                victim = _running_trial(states)
-                if len(_trial_numbers(store, rid)) >= 2 and victim:
-                    break
+                recorded = _trial_numbers(store, rid)
+                victim = _measuring(states, recorded)
+                if len(recorded) >= 2 and victim:
+                    time.sleep(1.0)               # well inside the trial (≈ 10 s: setup + 3 s run)
+                    if _trial_numbers(store, rid) == recorded:
+                        break
+                    continue
                 run_state = af.run_state(DAG_ID, run_id)
                 assert run_state not in ("success", "failed"), \
                     f"run ended ({run_state}) before the crash could be staged: {states}"
@@ -90,7 +113,10 @@ def test_scheduler_crash_mid_rating_loses_and_repeats_no_trial(minio_server, tmp
             killed = af.kill_scheduler()
             print(f"killed scheduler tree ({len(killed)} processes) while {victim} ran; "
                   f"trials recorded: {before}")
-            time.sleep(5)
+            time.sleep(2)
+            orphans = _load_host_fstress(CONF["slot"])
+            assert not orphans, f"fstress of the killed trial survived the crash: {orphans}"
+            time.sleep(3)
             af.start_scheduler()
 
             # 3. The restarted scheduler notices the dead task, retries it and finishes the rating.
@@ -113,6 +139,7 @@ def test_scheduler_crash_mid_rating_loses_and_repeats_no_trial(minio_server, tmp
     # 4. The store: result, trials 0..n−1 once each, parquet without duplicates.
     result = store.get_json(store.rating_key(rid, "result.json"))
     n = result["n_trials"]
+    print(f"rating {rid}: {n} trials, λ* = {result['peak_rate']:.1f} ops/s ({result['reason']})")
     numbers = _trial_numbers(store, rid)
     assert numbers == list(range(n)), f"trial objects {numbers}, result says n_trials={n}"
     assert set(before) <= set(numbers)

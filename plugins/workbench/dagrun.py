@@ -37,6 +37,14 @@ def run(dag_id: str, conf: dict[str, Any] | None = None, logical_date: dt.dateti
     return dag.test(**kw)
 
 
+def _f(x: Any, fmt: str = ".1f") -> str:
+    return "—" if x is None else format(x, fmt)           # results hold None for NaN / ±inf
+
+
+def _pair(p: Any) -> str:
+    return f"[{_f(p[0])}, {_f(p[1])}]" if p else "—"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m workbench.dagrun", description=__doc__.split("\n\n")[0])
     ap.add_argument("dag_id", choices=["rate_peak", "map_surface", "nightly_regression"])
@@ -60,11 +68,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if a.dag_id == "rate_peak":
         res = store.get_json(store.rating_key(rid, "result.json"), None)
         if res is not None:
-            lo, hi = res["bracket"]
-            cl, ch = res["peak_rate_ci"]
-            print(f"  peak rate λ*  {res['peak_rate']:.1f} ops/s ({'converged' if res['converged'] else 'NOT converged'}:"
-                  f" {res['reason']})\n  bracket       [{lo:.1f}, {hi:.1f}] ops/s\n  λ* CI         [{cl:.1f}, {ch:.1f}] ops/s"
-                  f"\n  trials        {res['n_trials']} ({res['n_invalid']} invalid), cost {res['cost_s']:.0f} s")
+            print(f"  peak rate λ*  {_f(res['peak_rate'])} ops/s ({'converged' if res['converged'] else 'NOT converged'}:"
+                  f" {res['reason']})\n  bracket       {_pair(res['bracket'])} ops/s\n  λ* CI         "
+                  f"{_pair(res['peak_rate_ci'])} ops/s\n  trials        {res['n_trials']} ({res['n_invalid']} invalid),"
+                  f" cost {_f(res['cost_s'], '.0f')} s")
         print(f"  results       {store.url(store.rating_key(rid, ''))}")
         print(f"  report        {store.url(store.rating_key(rid, 'report.html'))}")
         from workbench.pipeline import local_dir

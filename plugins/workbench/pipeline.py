@@ -99,6 +99,17 @@ def rating_id_for(dag_id: str, run_id: str) -> str:
     return rid[:128]
 
 
+def strict_json(obj: Any) -> Any:
+    """obj with NaN/±inf replaced by None: XCom and strict JSON readers refuse them."""
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if isinstance(obj, dict):
+        return {k: strict_json(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [strict_json(v) for v in obj]
+    return obj
+
+
 def open_store() -> Any:
     """The results store: Airflow connection `workbench_s3`, else WB_S3_*, else the local MinIO."""
     from workbench.store import ResultsStore, S3Config
@@ -121,6 +132,7 @@ class RatingPlan:
     spec: dict[str, Any]           # RatingSpec fields
     warmup_s: float
     fileset_rate: float
+    warmup_trial_s: float = 0.0    # a discarded trial after deploy (0 = none)
     extravars: dict[str, Any] = field(default_factory=dict)
     seed_source: str = "none"
     inventory: str = field(default_factory=lambda: os.environ.get(
@@ -210,6 +222,7 @@ def plan_from_params(params: Mapping[str, Any], rating_id: str) -> RatingPlan:
         raise ParamError(f"rating_id {rating_id!r}: only letters, digits, '.', '_' and '-'")
     return RatingPlan(rating_id=rating_id, workload=p["workload"], profile=p["profile"], slot=p["slot"],
                       factors=factors, spec=spec, warmup_s=float(prof["warmup_s"]),
+                      warmup_trial_s=float(prof.get("warmup_trial_s", 0.0)),
                       fileset_rate=float(prof["fileset_rate"]), extravars=dict(prof.get("extravars", {})),
                       seed_source=p["seed_source"])
 
@@ -315,8 +328,16 @@ def provision(plan: RatingPlan, store: Any) -> dict[str, Any]:
     return info
 
 
-def deploy(plan: RatingPlan) -> None:
-    harness_for(plan).deploy()
+def deploy(plan: RatingPlan) -> str:
+    """fstress and the file set on the load hosts, then the discarded warm-up trial."""
+    h = harness_for(plan)
+    h.deploy()
+    if plan.warmup_trial_s <= 0:
+        return "no warm-up trial"
+    spec = plan.rating_spec()
+    w = h.warm_up(spec.seed_load or spec.first_load, plan.warmup_trial_s)
+    return (f"warm-up trial (discarded): {w.load_ops_s:g} ops/s × {w.runlength_s:g} s → mean {w.mean_ms:.2f} ms"
+            + ("" if w.valid else f" ({w.reason})"))
 
 
 def teardown(plan: RatingPlan) -> str:
@@ -394,6 +415,7 @@ def summarise_step(plan: RatingPlan, store: Any, validation: Mapping[str, Any] |
     out.update(rating_id=plan.rating_id, workload=plan.workload, slot=plan.slot,
                factors=plan.factors, profile=plan.profile, n_excluded_gx=len(excluded),
                finished_unix=time.time())
+    out = strict_json(out)
     store.put_json(store.rating_key(plan.rating_id, "result.json"), out)
     return out
 
@@ -446,7 +468,7 @@ def run_rating(plan: RatingPlan, store: Any, log: Callable[[str], None] = print)
     log(f"rating {plan.rating_id}: {plan.workload} on {plan.slot}, factors {plan.factors}")
     try:
         provision(plan, store)
-        deploy(plan)
+        log(f"  {deploy(plan)}")
         for k in range(MAX_TRIAL_TASKS + 1):
             d = decide_step(plan, store, k)
             if isinstance(d, Done) or k == MAX_TRIAL_TASKS:

@@ -103,10 +103,10 @@ def rate_sample(store: Any, sweep: Mapping[str, Any], item: Mapping[str, Any], l
         plan = pipeline.seeded(plan, seed)
     log(f"sample {item['i']}: {item['sample']} seed_load={seed}")
     res = pipeline.run_rating(plan, store, log=log)
-    row = {"i": item["i"], "sample": item["sample"], "rating_id": plan.rating_id, "seed_load": seed,
+    row = pipeline.strict_json({"i": item["i"], "sample": item["sample"], "rating_id": plan.rating_id, "seed_load": seed,
            "peak_rate": res["peak_rate"], "converged": res["converged"], "n_trials": res["n_trials"],
            "cost_s": res["cost_s"], "bracket": res["bracket"], "peak_rate_ci": res["peak_rate_ci"],
-           "reason": res["reason"]}
+           "reason": res["reason"]})
     store.put_json(key, row)
     return row
 

@@ -18,7 +18,12 @@ Welch test: the per-trial mean response times (valid trials) of tonight vs the b
 (pooled) within 10 % of L_ref, the baseline's measured load nearest its λ*; one-sided, H1 =
 tonight is slower. Run only when both sides have ≥ 2 such trials.
 
-significant = the CI of d excludes 0, or (d < 0 and Welch p < 1 − c);
+CI separation: tonight's λ* CI lies wholly below (above) every baseline rating's λ* CI. λ* CIs here
+are bracket-like and asymmetric (a bound may be ∞), so the normal approximation above can be
+uninformative where separation is plain; two disjoint level-c CIs imply a significant difference
+at level ≥ c (conservative: Schenker & Gentleman 2001).
+
+significant = the CI of d excludes 0, or the CIs are separated, or (d < 0 and Welch p < 1 − c);
 regression = rel_change < −tolerance and significant; improvement = rel_change > +tolerance and
 significant.
 """
@@ -143,6 +148,13 @@ def _pct(x: float) -> str:
 
 # ----------------------------------------------------------------------------- verdict
 
+def _ci_bounds(result: Mapping[str, Any]) -> tuple[float, float]:
+    """(low, high) of a rating's λ* CI; an unknown bound is −∞ / +∞ (never separates)."""
+    ci = result.get("peak_rate_ci") or (None, None)
+    lo, hi = (_finite(v) for v in ci) if len(ci) == 2 else (None, None)
+    return (-math.inf if lo is None else lo, math.inf if hi is None else hi)
+
+
 def compare_to_history(current: Mapping[str, Any], history: Sequence[Mapping[str, Any]], *,
                        tolerance: float = 0.10, confidence: float = 0.95) -> RegressionVerdict:
     """Regression verdict for tonight's rating against the history (see the module docstring)."""
@@ -184,12 +196,18 @@ def compare_to_history(current: Mapping[str, Any], history: Sequence[Mapping[str
             w_p = 0.0 if w.diff > 0 else 1.0
     alpha = 1.0 - confidence
     ci_sig = hi < 0 or lo > 0
+    cur_lo, cur_hi = _ci_bounds(cur_res)
+    base_bounds = [_ci_bounds(h["result"]) for h in base_items]
+    sep_sig = (cur_hi < min(b[0] for b in base_bounds)) or (cur_lo > max(b[1] for b in base_bounds))
     welch_sig = w_p is not None and w_p < alpha and d < 0
-    significant = bool(ci_sig or welch_sig)
+    significant = bool(ci_sig or sep_sig or welch_sig)
     regression = bool(rel < -tolerance and significant)
     improvement = bool(rel > tolerance and significant)
 
     ci_txt = f"{confidence:.0%} CI of the change {lo:+.0f} to {hi:+.0f} ops/s"
+    if sep_sig:
+        ci_txt += (f"; λ* CI [{cur_lo:.0f}, {cur_hi:.0f}] disjoint from the baseline's "
+                   f"[{min(b[0] for b in base_bounds):.0f}, {max(b[1] for b in base_bounds):.0f}]")
     w_txt = ""
     if w_p is not None:
         w_txt = (f"; mean response time near {ref:.0f} ops/s {sum(y) / len(y):.3g} → "

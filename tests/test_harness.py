@@ -283,7 +283,7 @@ def test_cli_rate_with_fake_harness_writes_results(tmp_path, capsys):
     lines = (tmp_path / "trials.jsonl").read_text().splitlines()
     # one discarded warm-up trial after deploy (not in the log), then one run per logged trial
     assert len(lines) == names.count("run_trial.yml") - 1
-    assert fake.calls[2][0] == "run_trial.yml" and fake.calls[2][1]["trial_id"] == "warmup"
+    assert fake.calls[2][0] == "run_trial.yml" and fake.calls[2][1]["trial_out"].endswith("trials/warmup.json")
     res = json.loads((tmp_path / "result.json").read_text())
     assert res["converged"] and 700 < res["peak_rate"] < 800
     assert json.loads((tmp_path / "spec.json").read_text())["profile"] == "quick"

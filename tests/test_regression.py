@@ -132,7 +132,8 @@ def test_diff_ci_two_history_ratings_by_hand():
 def test_infinite_history_ci_gives_unbounded_diff_ci():
     v = compare_to_history(rating(400), [{"result": {"peak_rate": 900, "peak_rate_ci": [800, math.inf]}}])
     assert v.diff_ci == (-math.inf, math.inf)
-    assert not v.significant and not v.regression
+    # the normal CI of the difference says nothing, but tonight's CI lies wholly below [800, ∞)
+    assert v.significant and v.regression and "disjoint" in v.reason
     assert json.loads(json.dumps(v.to_dict(), allow_nan=False))["diff_ci"] == [None, None]
 
 
@@ -197,3 +198,17 @@ def test_bad_arguments():
         compare_to_history(rating(900), [rating(900)], confidence=1.5)
     with pytest.raises(ValueError, match="tolerance"):
         compare_to_history(rating(900), [rating(900)], tolerance=-0.1)
+
+
+def test_disjoint_peak_rate_cis_are_significant_even_when_the_normal_ci_is_wide():
+    # bracket CIs: tonight [300, 400] (400 confidently saturated), baseline [800, 3000]
+    cur = {"result": {"peak_rate": 330.0, "peak_rate_ci": [300.0, 400.0]}, "trials": []}
+    hist = [{"result": {"peak_rate": 900.0, "peak_rate_ci": [800.0, 3000.0]}, "trials": []}]
+    v = compare_to_history(cur, hist, tolerance=0.25, confidence=0.95)
+    assert v.diff_ci[1] > 0                      # the normal approximation alone is inconclusive
+    assert v.significant and v.regression and "disjoint" in v.reason
+    # overlapping CIs: no separation; an unbounded CI never separates
+    cur2 = {"result": {"peak_rate": 700.0, "peak_rate_ci": [600.0, 850.0]}, "trials": []}
+    assert not compare_to_history(cur2, hist, tolerance=0.25).significant
+    cur3 = {"result": {"peak_rate": 330.0, "peak_rate_ci": [300.0, None]}, "trials": []}
+    assert not compare_to_history(cur3, hist, tolerance=0.25).significant

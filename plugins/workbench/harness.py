@@ -403,7 +403,8 @@ class AnsibleHarness:
         shutil.rmtree(f"{out}.d", ignore_errors=True)
         t0 = time.monotonic()
         try:
-            run = self._play("run_trial.yml", trial_id=n, load_ops_s=float(load_ops_s),
+            run = self._play("run_trial.yml", trial_id=n if isinstance(n, int) else 0,   # seeds fstress
+                             load_ops_s=float(load_ops_s),
                              runlength_s=float(runlength_s), warmup_s=self.warmup_s,
                              trial_out=str(out), start_margin_s=self.start_margin_s,
                              ensure_server=self._server_suspect)

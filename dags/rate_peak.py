@@ -144,13 +144,17 @@ with DAG(
     start_date=dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc),
     catchup=False,
     max_active_runs=len(pipeline.SLOTS),
-    default_args={"retries": 0},
+    # every step is idempotent (keys derive from the run), so a task lost to a crash is retried;
+    # validate's AirflowFailException is never retried
+    default_args={"retries": 2, "retry_delay": dt.timedelta(seconds=5)},
     params={name: Param(**schema) for name, schema in pipeline.PARAMS.items()},
     tags=["workbench"],
     doc_md=__doc__,
 ) as dag:
     t_validate = PythonOperator(task_id="validate", python_callable=validate)
-    t_lease = PythonOperator(task_id="lease_slot", python_callable=lease_slot)
+    # both slots busy: wait for one (up to ~20 min) rather than fail
+    t_lease = PythonOperator(task_id="lease_slot", python_callable=lease_slot, retries=40,
+                             retry_delay=dt.timedelta(seconds=30))
     t_prov = PythonOperator(task_id="provision", python_callable=provision, pool=POOL)
     t_deploy = PythonOperator(task_id="deploy", python_callable=deploy, pool=POOL)
     t_gx = PythonOperator(task_id="gx_check", python_callable=gx_check,
@@ -159,8 +163,7 @@ with DAG(
     prev = t_deploy
     for k in range(K):
         d = DecideOperator(task_id=f"decide_{k}", python_callable=decide(k))
-        t = PythonOperator(task_id=f"trial_{k}", python_callable=trial(k), pool=POOL, retries=2,
-                           retry_delay=dt.timedelta(seconds=5))
+        t = PythonOperator(task_id=f"trial_{k}", python_callable=trial(k), pool=POOL)
         stop = EmptyOperator(task_id=f"done_{k}")
         prev >> d >> [t, stop]
         stop >> t_gx
@@ -169,7 +172,8 @@ with DAG(
     t_sum = PythonOperator(task_id="summarise", python_callable=summarise)
     t_rep = PythonOperator(task_id="report", python_callable=report)
     t_pub = PythonOperator(task_id="publish", python_callable=publish)
-    t_down = PythonOperator(task_id="teardown", python_callable=teardown, pool=POOL, trigger_rule="all_done")
+    # not in the pool: a failed run must release its slot even when the pool is full
+    t_down = PythonOperator(task_id="teardown", python_callable=teardown, trigger_rule="all_done")
     t_verdict = PythonOperator(task_id="verdict", python_callable=verdict)
     t_gx >> t_sum >> t_rep >> t_pub >> t_down
     [t_pub, t_down] >> t_verdict

@@ -352,8 +352,10 @@ class AnsibleHarness:
 
     def _play(self, name: str, **more: Any) -> PlaybookRun:
         playbook = self.playbook_dir / name
+        # one private_data_dir per playbook: a teardown may start while a killed provision's
+        # ansible-runner still rotates its artifacts
         run = self.runner(playbook, self._vars(**more), inventory=self.inventory,
-                          private_data_dir=self.results_dir / ".runner", log_path=self.log_path)
+                          private_data_dir=self.results_dir / ".runner" / playbook.stem, log_path=self.log_path)
         self.last_run = run
         return run
 

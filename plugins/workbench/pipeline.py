@@ -345,8 +345,10 @@ def teardown(plan: RatingPlan) -> str:
     if plan.slot == "auto" or not (LEASES / plan.slot).is_file() or \
             (LEASES / plan.slot).read_text().strip() != plan.rating_id:
         return f"slot {plan.slot} not held by {plan.rating_id}: nothing to tear down"
-    run = harness_for(plan).teardown()
-    release_slot(plan)
+    try:
+        run = harness_for(plan).teardown()
+    finally:
+        release_slot(plan)       # a slot left dirty is reset (or refused, naming why) by the next provision
     return "torn down" if run.ok else f"teardown failed: {run.message()}"
 
 

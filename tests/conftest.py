@@ -3,12 +3,20 @@ from __future__ import annotations
 
 import os
 import subprocess
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 pytest_plugins = ["conftest_store"]      # minio_server / store fixtures (real MinIO)
+
+# Airflow reads AIRFLOW_HOME once, at its first import: fix it for the whole session before any
+# test imports airflow (the DAG tests run dag.test() in-process on this home's SQLite database).
+_AIRFLOW_HOME = Path(tempfile.mkdtemp(prefix="wb-test-airflow-"))
+os.environ["AIRFLOW_HOME"] = str(_AIRFLOW_HOME)
+os.environ["AIRFLOW__CORE__LOAD_EXAMPLES"] = "False"
+os.environ["AIRFLOW__CORE__DAGS_FOLDER"] = str(Path(__file__).resolve().parent.parent / "dags")
 
 REPO = Path(__file__).resolve().parent.parent
 FSTRESS = REPO / "bin" / "fstress"

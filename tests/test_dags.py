@@ -91,22 +91,24 @@ def _states(dr) -> dict[str, str]:
             for ti in dr.get_task_instances()}
 
 
-@pytest.fixture
-def airflow_env(tmp_path_factory, store, monkeypatch):
-    """A migrated Airflow home (SQLite) and the store's credentials in the environment."""
-    home = tmp_path_factory.mktemp("airflow")
-    cfg = store.config
-    env = {"AIRFLOW_HOME": str(home), "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
-           "AIRFLOW__CORE__DAGS_FOLDER": str(REPO / "dags"), "WB_S3_ENDPOINT": cfg.endpoint,
-           "WB_S3_ACCESS_KEY": cfg.access_key, "WB_S3_SECRET_KEY": cfg.secret_key, "WB_S3_BUCKET": cfg.bucket,
-           "WB_S3_SECURE": "false"}
-    for k, v in env.items():
-        monkeypatch.setenv(k, v)
+@pytest.fixture(scope="session")
+def airflow_db():
+    """`airflow db migrate` once for the session's AIRFLOW_HOME (set in conftest.py)."""
     import subprocess
     import sys
-    out = subprocess.run([str(Path(sys.executable).parent / "airflow"), "db", "migrate"], env={**os.environ, **env},
+    out = subprocess.run([str(Path(sys.executable).parent / "airflow"), "db", "migrate"], env=dict(os.environ),
                          capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
+    return os.environ["AIRFLOW_HOME"]
+
+
+@pytest.fixture
+def airflow_env(airflow_db, store, monkeypatch):
+    """The migrated Airflow home and this test's store (fresh bucket) in the tasks' environment."""
+    cfg = store.config
+    for k, v in {"WB_S3_ENDPOINT": cfg.endpoint, "WB_S3_ACCESS_KEY": cfg.access_key,
+                 "WB_S3_SECRET_KEY": cfg.secret_key, "WB_S3_BUCKET": cfg.bucket, "WB_S3_SECURE": "false"}.items():
+        monkeypatch.setenv(k, v)
     return store
 
 

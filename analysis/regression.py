@@ -14,16 +14,26 @@ CI of d = λ*_cur − λ*_base (normal approximation, independent ratings):
     Welch–Satterthwaite effective df ν = Var(d)² / ((s_b²/k)² / (k − 1)) (the se terms are
     treated as known, ν = ∞). A rating whose CI is infinite makes Var(d) infinite (CI = ±∞).
 
-Welch test: the per-trial mean response times (valid trials) of tonight vs the baseline ratings
-(pooled) within 10 % of L_ref, the baseline's measured load nearest its λ*; one-sided, H1 =
-tonight is slower. Run only when both sides have ≥ 2 such trials.
+Welch test (the primary test): the per-trial mean response times (valid trials) of tonight vs the
+baseline ratings (pooled) within 10 % of L_ref (`reference_load`: the baseline's measured load
+nearest its λ*); H1 = tonight is slower (regression) or faster (improvement), one-sided each. It is
+used whenever both sides have ≥ 2 such trials: the nightly DAG seeds each rating at L_ref with a
+fixed number of trials there (RatingSpec.seed_trials), so it normally does. Raw scale, as the
+paper's saturation criterion is the mean response time; a warm-cache trial of 0.2 ms among
+overloaded ones of seconds barely moves a raw mean but would dominate a mean of logarithms.
 
-CI separation: tonight's λ* CI lies wholly below (above) every baseline rating's λ* CI. λ* CIs here
-are bracket-like and asymmetric (a bound may be ∞), so the normal approximation above can be
-uninformative where separation is plain; two disjoint level-c CIs imply a significant difference
-at level ≥ c (conservative: Schenker & Gentleman 2001).
+Fallback, only when Welch's test has no sample: the λ* CIs, read two ways, Bonferroni over the two
+(each at α/2, α = 1 − c): the CI of d at level 1 − α/2 excludes 0, or CI separation: tonight's λ* CI
+lies wholly below (above) every baseline rating's λ* CI. λ* CIs are bracket-like and asymmetric (a
+bound may be ∞), so the normal approximation can be uninformative where separation is plain. The
+baselines rate one configuration (one true λ*_b), so "tonight's CI lies below baseline j's"
+misleads only if tonight's λ* is above its CI or λ*_b below baseline j's CI: error ≤ (1 − c_t)/2 +
+(1 − c_j)/2 (two one-sided misses; Schenker & Gentleman 2001 for the normal case), taken with the
+widest baseline level; it counts only when that bound is ≤ α/2. c_i is a rating's `ci_level`.
 
-significant = the CI of d excludes 0, or the CIs are separated, or (d < 0 and Welch p < 1 − c);
+One test decides, never the first of several to succeed: an "or" over three tests at level α each
+would raise the false-alarm rate to up to 3α.
+
 regression = rel_change < −tolerance and significant; improvement = rel_change > +tolerance and
 significant.
 """
@@ -37,8 +47,8 @@ from scipy import stats as _st
 
 from analysis.stats import welch
 
-__all__ = ["RegressionVerdict", "compare_to_history", "diff_ci", "peak_se", "BASELINE_RATINGS",
-           "NEAR_LOAD_FRACTION"]
+__all__ = ["RegressionVerdict", "compare_to_history", "diff_ci", "peak_se", "reference_load",
+           "separation_error", "BASELINE_RATINGS", "NEAR_LOAD_FRACTION"]
 
 BASELINE_RATINGS = 5          # the baseline is the mean of the last ≤ 5 history ratings
 NEAR_LOAD_FRACTION = 0.10     # Welch uses trials within 10 % of the reference load
@@ -64,6 +74,8 @@ class RegressionVerdict:
     welch_n_baseline: int = 0
     mean_ms_current: float | None = None  # at ref_load_ops_s (Welch samples)
     mean_ms_baseline: float | None = None
+    separation_error: float | None = None  # bound on the error of the CI-separation claim
+    test: str = ""                        # what decided significance: welch | ci (fallback) | none
     tolerance: float = 0.10
     confidence: float = 0.95
 
@@ -135,6 +147,28 @@ def _near_means_ms(trials: Sequence[Mapping[str, Any]], load_ops_s: float) -> li
     return out
 
 
+def _baseline(history: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """The last ≤ BASELINE_RATINGS history ratings with a finite λ*."""
+    usable = [h for h in history if _finite((h.get("result") or {}).get("peak_rate")) is not None]
+    return usable[-BASELINE_RATINGS:]
+
+
+def reference_load(history: Sequence[Mapping[str, Any]]) -> float | None:
+    """L_ref: the baseline's measured load nearest its mean λ* (None without a baseline). The
+    nightly DAG seeds tonight's rating here, so Welch's test has trials on both sides."""
+    base_items = _baseline(history)
+    if not base_items:
+        return None
+    base = sum(float(h["result"]["peak_rate"]) for h in base_items) / len(base_items)
+    return _ref_load([t for h in base_items for t in (h.get("trials") or [])], base)
+
+
+def separation_error(current_level: float, baseline_levels: Sequence[float]) -> float:
+    """Bound on the error of "tonight's λ* CI is disjoint from the baseline's ⇒ ordered λ*": two
+    one-sided misses, (1 − c_t)/2 + (1 − c_b)/2, with the widest baseline level c_b."""
+    return (1.0 - current_level) / 2.0 + max((1.0 - c) / 2.0 for c in baseline_levels)
+
+
 def _ref_load(trials: Sequence[Mapping[str, Any]], peak: float) -> float:
     """The baseline's measured (valid) load nearest its λ* (λ* itself when it has none)."""
     loads = [_finite(t.get("load_ops_s")) for t in trials if t.get("valid", True)]
@@ -165,8 +199,7 @@ def compare_to_history(current: Mapping[str, Any], history: Sequence[Mapping[str
     common = dict(tolerance=tolerance, confidence=confidence)
     cur_res = current.get("result") or {}
     cur_peak = _finite(cur_res.get("peak_rate"))
-    usable = [h for h in history if _finite((h.get("result") or {}).get("peak_rate")) is not None]
-    base_items = usable[-BASELINE_RATINGS:]
+    base_items = _baseline(history)
     if not base_items:
         return RegressionVerdict(None, cur_peak, None, None, None, None, None, None, False, False,
                                  False, "no baseline yet", **common)
@@ -178,40 +211,49 @@ def compare_to_history(current: Mapping[str, Any], history: Sequence[Mapping[str
                                  False, "tonight's rating produced no peak rate: nothing to compare "
                                         f"with the baseline of {base:.0f} ops/s", n_baseline=k,
                                  **common)
-    d, lo, hi = diff_ci(cur_peak, peak_se(cur_res, confidence), peaks,
-                        [peak_se(h["result"], confidence) for h in base_items], confidence)
-    rel = d / base if base > 0 else math.nan
-
+    alpha = 1.0 - confidence
     base_trials = [t for h in base_items for t in (h.get("trials") or [])]
     ref = _ref_load(base_trials, base)
     x = _near_means_ms(current.get("trials") or [], ref)
     y = _near_means_ms(base_trials, ref)
+    use_welch = len(x) >= 2 and len(y) >= 2
+    # the reported CI of d is the one that decides: level c beside Welch, 1 − α/2 in the fallback
+    ci_level = confidence if use_welch else 1.0 - alpha / 2.0
+    d, lo, hi = diff_ci(cur_peak, peak_se(cur_res, confidence), peaks,
+                        [peak_se(h["result"], confidence) for h in base_items], ci_level)
+    rel = d / base if base > 0 else math.nan
+
     w_t = w_df = w_p = None
-    if len(x) >= 2 and len(y) >= 2:
+    if use_welch:
         w = welch(x, y, confidence)                  # Welch 1947: t = (x̄−ȳ)/√(sx²/nx + sy²/ny)
         w_t, w_df = w.t, w.df
         if math.isfinite(w.df):
             w_p = float(_st.t.sf(w.t, w.df))         # one-sided: H1 mean_cur > mean_base
         else:                                        # both samples constant
             w_p = 0.0 if w.diff > 0 else 1.0
-    alpha = 1.0 - confidence
-    ci_sig = hi < 0 or lo > 0
     cur_lo, cur_hi = _ci_bounds(cur_res)
     base_bounds = [_ci_bounds(h["result"]) for h in base_items]
-    sep_sig = (cur_hi < min(b[0] for b in base_bounds)) or (cur_lo > max(b[1] for b in base_bounds))
-    welch_sig = w_p is not None and w_p < alpha and d < 0
-    significant = bool(ci_sig or sep_sig or welch_sig)
+    sep_err = separation_error(_level(current, confidence), [_level(h, confidence) for h in base_items])
+    separated = (cur_hi < min(b[0] for b in base_bounds)) or (cur_lo > max(b[1] for b in base_bounds))
+    if use_welch:
+        test = "welch"
+        significant = bool(w_p < alpha if d < 0 else 1.0 - w_p < alpha)
+        sep_sig = False
+    else:
+        test = "ci"
+        sep_sig = separated and sep_err <= alpha / 2.0 + 1e-12
+        significant = bool(hi < 0 or lo > 0 or sep_sig)
     regression = bool(rel < -tolerance and significant)
     improvement = bool(rel > tolerance and significant)
 
-    ci_txt = f"{confidence:.0%} CI of the change {lo:+.0f} to {hi:+.0f} ops/s"
+    ci_txt = f"{ci_level:.1%} CI of the change {lo:+.0f} to {hi:+.0f} ops/s"
     if sep_sig:
         ci_txt += (f"; λ* CI [{cur_lo:.0f}, {cur_hi:.0f}] disjoint from the baseline's "
                    f"[{min(b[0] for b in base_bounds):.0f}, {max(b[1] for b in base_bounds):.0f}]")
     w_txt = ""
     if w_p is not None:
         w_txt = (f"; mean response time near {ref:.0f} ops/s {sum(y) / len(y):.3g} → "
-                 f"{sum(x) / len(x):.3g} ms, Welch one-sided p = {w_p:.3g}")
+                 f"{sum(x) / len(x):.3g} ms ({len(y)} → {len(x)} trials), Welch one-sided p = {w_p:.3g}")
     head = (f"λ* {cur_peak:.0f} ops/s vs baseline {base:.0f} ops/s ({k} rating{'s' * (k > 1)}): "
             f"{_pct(rel)} ({ci_txt}{w_txt})")
     if regression:
@@ -220,7 +262,7 @@ def compare_to_history(current: Mapping[str, Any], history: Sequence[Mapping[str
         tail = f"a rise beyond the {tolerance:.0%} tolerance and statistically significant: improvement."
     elif abs(rel) > tolerance:
         tail = (f"beyond the {tolerance:.0%} tolerance but not statistically significant at "
-                f"{confidence:.0%}: no regression flagged.")
+                f"{confidence:.0%} ({'Welch' if use_welch else 'λ* CIs'}): no regression flagged.")
     elif significant:
         tail = f"statistically significant but within the {tolerance:.0%} tolerance: no regression."
     else:
@@ -231,4 +273,9 @@ def compare_to_history(current: Mapping[str, Any], history: Sequence[Mapping[str
         improvement=improvement, reason=f"{head}; {tail}", n_baseline=k, ref_load_ops_s=ref,
         welch_n_current=len(x), welch_n_baseline=len(y),
         mean_ms_current=sum(x) / len(x) if x else None, mean_ms_baseline=sum(y) / len(y) if y else None,
-        **common)
+        separation_error=sep_err, test=test, **common)
+
+
+def _level(rating: Mapping[str, Any], default: float) -> float:
+    """The confidence of a rating's λ* CI (`ci_level`), else `default`."""
+    return float(rating.get("ci_level") or default)

@@ -298,14 +298,15 @@ def nightly_report_html(date_str: str, verdicts: Sequence[Mapping[str, Any]],
     rows = [[_status(v.get("regression"), "REGRESSION", "OK"), v.get("name"), _fmt_dict(v.get("config")),
              _num(v.get("current_peak")), _num(v.get("baseline_peak")),
              f"{_num(100.0 * v['rel_change'], '+.1f')} %" if _plots._finite(v.get("rel_change")) else "—",
-             _pair(v.get("diff_ci")), _num(v.get("welch_p"), ".3g"), v.get("reason") or "",
+             _pair(v.get("diff_ci")), _num(v.get("welch_p"), ".3g"),
+             {"welch": "Welch", "ci": "λ* CIs"}.get(v.get("test") or "", "—"), v.get("reason") or "",
              v.get("report_url") or ""] for v in verdicts]
     body = "".join([
         f"<h1>Nightly regression {_e(date_str)}</h1>",
         f'<p class="headline">{_status(overall, "REGRESSION", "ALL OK")} &nbsp; '
         f"{sum(f is True for f in flags)} of {len(verdicts)} baseline(s) regressed</p>",
         _table(["status", "baseline", "config", "λ* now", "λ* baseline", "change", "diff CI", "Welch p",
-                "reason", "report"], rows, left=(0, 1, 2, 8, 9)),
+                "decided by", "reason", "report"], rows, left=(0, 1, 2, 8, 9, 10)),
         "<h2>Plots</h2>" if plots else "", _plots_html(plots),
     ])
     return _page(f"Nightly {date_str}", body)

@@ -4,7 +4,9 @@
 
 Each baseline's λ* is compared with the λ* of its earlier nights in the store (CI of the
 difference and Welch's test on the trials at the baseline's peak, analysis.regression); a drop
-that is significant and beyond the tolerance is a regression and turns the run red. Schedule:
+that is significant and beyond the tolerance is a regression and turns the run red. Each rating
+is seeded at its baseline's reference load (the measured load nearest the baseline λ*) with
+`seed_trials` trials there (default 6), so both sides of Welch's test have a sample. Schedule:
 $WB_NIGHTLY_CRON (default 03:00 every day), no catch-up.
 """
 from __future__ import annotations
@@ -18,7 +20,6 @@ from airflow.sdk.exceptions import AirflowFailException
 from workbench import pipeline, sweep
 
 POOL = "workbench_sut"
-
 
 
 def _night(dag_run) -> str:
@@ -59,14 +60,23 @@ with DAG(
     @task(pool=POOL, max_active_tis_per_dagrun=len(pipeline.SLOTS), retries=1,
           retry_delay=dt.timedelta(seconds=10))
     def rate_baseline(job):
+        from analysis.regression import reference_load
         store = pipeline.open_store()
         night, b = job["night"], job["baseline"]
         key = f"nightly/{night}/{b['name']}.json"
         if store.exists(key):
             return store.get_json(key)
         plan = pipeline.plan_from_params(b.get("params") or {}, f"nightly__{night}__{b['name']}")
+        # seeded at the baseline's reference load with a fixed number of trials there: cheaper
+        # (seed 000 §5.4), and tonight then has a sample where the history has one, for the Welch
+        # test in `compare`
+        ref = reference_load(sweep.nightly_history(store, b["name"], night))
+        cfg = store.get_json(f"nightly/{night}/config.json")
+        plan = pipeline.seeded(plan, ref, cfg.get("seed_trials", sweep.NIGHTLY_SEED_TRIALS))
+        print(f"{b['name']}: seed load {plan.spec.get('seed_load')} (baseline reference load {ref})")
         res = pipeline.run_rating(plan, store)
         rec = {"name": b["name"], "night": night, "params": b.get("params") or {}, "rating_id": plan.rating_id,
+               "seed_load": plan.spec.get("seed_load"),
                "result": pipeline.strict_json({k: v for k, v in res.items() if k != "trace"})}
         store.put_json(key, rec)
         return rec
@@ -79,14 +89,8 @@ with DAG(
         cfg = store.get_json(f"nightly/{night}/config.json")
         verdicts = []
         for rec in sorted(records, key=lambda r: r["name"]):
-            history = []
-            for key in store.list_keys("nightly/"):
-                parts = key.split("/")
-                if len(parts) == 3 and parts[2] == f"{rec['name']}.json" and parts[1] < night:
-                    old = store.get_json(key)
-                    history.append({"result": old["result"], "trials": store.trials(old["rating_id"]),
-                                    "night": parts[1]})
-            current = {"result": rec["result"], "trials": store.trials(rec["rating_id"])}
+            history = sweep.nightly_history(store, rec["name"], night)
+            current = sweep.nightly_rating(store, rec["rating_id"], rec["result"])
             v = compare_to_history(current, history, tolerance=cfg["tolerance"],
                                    confidence=cfg["confidence"]).to_dict()
             v.update(name=rec["name"], config=rec["params"], rating_id=rec["rating_id"],

@@ -141,7 +141,7 @@ def test_rate_peak_end_to_end(airflow_env):
     gx = store.get_json(store.rating_key(rid, "gx.json"))
     assert gx["n_checked"] == n and "gx" in gx
     html = store.get_bytes(store.rating_key(rid, "report.html")).decode()
-    assert f"{res['peak_rate']:.1f}" in html and "data:image/png;base64," in html
+    assert f"λ* = <b>{res['peak_rate']:.4g}</b> ops/s" in html and "data:image/png;base64," in html
     info = store.get_json(store.rating_key(rid, "sysinfo.json"))
     assert info["host"] == "sut1"
     assert not (pipeline.LEASES / "slot1").exists()          # lease released by teardown

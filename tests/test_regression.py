@@ -10,13 +10,15 @@ import json
 import math
 from pathlib import Path
 
+import numpy as np
 import pytest
 from scipy import stats
 
-from analysis.regression import compare_to_history, diff_ci, peak_se
+from analysis.regression import compare_to_history, diff_ci, peak_se, reference_load, separation_error
 
 DATA = Path(__file__).resolve().parent / "data"
 Z975 = 1.959963984540054                       # z_{0.975}
+Z9875 = 2.241402727604947                      # z_{0.9875}: the fallback's CI at 1 − α/2, α = 0.05
 
 
 def rating(peak: float, halfwidth: float = 20.0, trials: list | None = None) -> dict:
@@ -107,11 +109,18 @@ def test_peak_se_from_ci():
 
 
 def test_diff_ci_one_history_rating_by_hand():
-    # k = 1: d ± z·√(se_c² + se_b²) with se = hw/z  ⇒  half-width = √(30² + 20²) = 36.0555 ops/s
+    # k = 1: d ± z·√(se_c² + se_b²) with se = hw/z_{0.975}  ⇒  at 95 %: half-width √(30² + 20²) = 36.0555
+    d, lo, hi = diff_ci(900, 30 / Z975, [1000], [20 / Z975], 0.95)
+    assert d == -100
+    assert lo == pytest.approx(-100 - math.sqrt(1300), rel=1e-12)
+    assert hi == pytest.approx(-100 + math.sqrt(1300), rel=1e-12)
+    # the verdict without trials falls back to the CIs, the CI of d at 1 − α/2 = 97.5 % (Bonferroni
+    # with separation): half-width z_{0.9875}/z_{0.975} · 36.0555 = 41.23 ops/s
     v = compare_to_history(rating(900, 30), [rating(1000, 20)])
-    assert v.diff == -100
-    assert v.diff_ci[0] == pytest.approx(-100 - math.sqrt(1300), rel=1e-12)
-    assert v.diff_ci[1] == pytest.approx(-100 + math.sqrt(1300), rel=1e-12)
+    assert v.test == "ci" and v.diff == -100
+    assert v.diff_ci[0] == pytest.approx(-100 - Z9875 / Z975 * math.sqrt(1300), rel=1e-12)
+    assert v.diff_ci[1] == pytest.approx(-100 + Z9875 / Z975 * math.sqrt(1300), rel=1e-12)
+    assert v.significant and "97.5% CI of the change" in v.reason
 
 
 def test_diff_ci_two_history_ratings_by_hand():
@@ -126,13 +135,19 @@ def test_diff_ci_two_history_ratings_by_hand():
     assert d == 0 and lo == pytest.approx(-h, rel=1e-12) and hi == pytest.approx(h, rel=1e-12)
     assert h == pytest.approx(3.058 * 26.812, abs=0.01)   # 81.99 ops/s, vs z·√Var = 52.6
     v = compare_to_history(rating(900, 30), [rating(880, 20), rating(920, 30)])
-    assert v.diff_ci == (pytest.approx(-h, rel=1e-12), pytest.approx(h, rel=1e-12))
+    h975 = stats.t.ppf(0.9875, nu) * math.sqrt(var)          # the fallback's level, 1 − α/2
+    assert v.diff_ci == (pytest.approx(-h975, rel=1e-12), pytest.approx(h975, rel=1e-12))
 
 
 def test_infinite_history_ci_gives_unbounded_diff_ci():
     v = compare_to_history(rating(400), [{"result": {"peak_rate": 900, "peak_rate_ci": [800, math.inf]}}])
     assert v.diff_ci == (-math.inf, math.inf)
-    # the normal CI of the difference says nothing, but tonight's CI lies wholly below [800, ∞)
+    # the normal CI of the difference says nothing, and tonight's CI lies wholly below [800, ∞); but
+    # two 95 % CIs bound the separation error by 2.5 % + 2.5 % = 5 % > α/2: not enough alone
+    assert v.separation_error == pytest.approx(0.05) and not v.significant
+    # two 97.5 % CIs: 1.25 % + 1.25 % = 2.5 % ≤ α/2
+    v = compare_to_history({**rating(400), "ci_level": 0.975},
+                           [{"result": {"peak_rate": 900, "peak_rate_ci": [800, math.inf]}, "ci_level": 0.975}])
     assert v.significant and v.regression and "disjoint" in v.reason
     assert json.loads(json.dumps(v.to_dict(), allow_nan=False))["diff_ci"] == [None, None]
 
@@ -159,7 +174,8 @@ def test_welch_on_real_trials_matches_scipy(sample):
     assert v.welch_df == pytest.approx(ref.df, rel=1e-10)
     assert v.welch_p == pytest.approx(ref.pvalue, rel=1e-10)
     assert v.welch_t > 0 and v.welch_p < 0.5      # slower, though the real trials at 900 vary a lot
-    assert v.mean_ms_current == pytest.approx(sum(x) / len(x))
+    assert v.test == "welch" and v.mean_ms_current == pytest.approx(sum(x) / len(x))
+    assert v.significant == (v.welch_p < 0.05)
 
 
 def test_welch_alone_can_make_a_drop_significant():
@@ -173,7 +189,7 @@ def test_welch_alone_can_make_a_drop_significant():
                           alternative="greater")
     assert v.welch_n_current == 3                 # the invalid trial is left out
     assert v.welch_p == pytest.approx(ref.pvalue, rel=1e-10)
-    assert v.significant and v.regression
+    assert v.significant and v.regression and v.test == "welch"
     assert "Welch" in v.reason
 
 
@@ -182,7 +198,7 @@ def test_welch_needs_two_trials_per_side_near_the_load():
     cur_trials = [trial(0, 450, 5.0), trial(1, 450, 6.0), trial(2, 880, 90.0)]   # one near 900
     v = compare_to_history(rating(450, trials=cur_trials), [rating(900, trials=base_trials)])
     assert v.welch_n_current == 1 and v.welch_p is None and v.welch_t is None
-    assert v.regression                          # decided by the CI of the difference alone
+    assert v.regression and v.test == "ci"       # decided by the CI of the difference alone
 
 
 def test_to_dict_is_strict_json(sample):
@@ -204,11 +220,75 @@ def test_disjoint_peak_rate_cis_are_significant_even_when_the_normal_ci_is_wide(
     # bracket CIs: tonight [300, 400] (400 confidently saturated), baseline [800, 3000]
     cur = {"result": {"peak_rate": 330.0, "peak_rate_ci": [300.0, 400.0]}, "trials": []}
     hist = [{"result": {"peak_rate": 900.0, "peak_rate_ci": [800.0, 3000.0]}, "trials": []}]
-    v = compare_to_history(cur, hist, tolerance=0.25, confidence=0.95)
+    v = compare_to_history({**cur, "ci_level": 0.95}, [{**hist[0], "ci_level": 0.95}], tolerance=0.25,
+                           confidence=0.90)
     assert v.diff_ci[1] > 0                      # the normal approximation alone is inconclusive
+    # 90 %: separation counts when its error bound (2.5 % + 2.5 % from two 95 % CIs) is ≤ α/2 = 5 %
+    assert v.separation_error == pytest.approx(0.05)
     assert v.significant and v.regression and "disjoint" in v.reason
     # overlapping CIs: no separation; an unbounded CI never separates
     cur2 = {"result": {"peak_rate": 700.0, "peak_rate_ci": [600.0, 850.0]}, "trials": []}
     assert not compare_to_history(cur2, hist, tolerance=0.25).significant
     cur3 = {"result": {"peak_rate": 330.0, "peak_rate_ci": [300.0, None]}, "trials": []}
     assert not compare_to_history(cur3, hist, tolerance=0.25).significant
+
+
+def test_one_warm_trial_among_overloaded_ones_keeps_the_drop_significant():
+    # the nightly test's shape, measured on real Ganesha (read_iops 100 → 40): tonight's 6 seeded
+    # trials at the baseline's reference load, one of them served from a warm cache (0.16 ms) and
+    # five overloaded (seconds); the baseline's trials there at the knee (0.3–250 ms)
+    base_trials = [trial(i, 900, m) for i, m in enumerate([16.0, 0.36, 37.0, 252.0, 0.26, 3.1])]
+    x = [0.16, 5459.0, 2595.0, 2527.0, 2921.0, 1224.0]
+    cur_trials = [trial(i, 900, m) for i, m in enumerate(x)] + [trial(6, 300, 8.0)]
+    hist = [{"result": {"peak_rate": 899.0, "peak_rate_ci": [850.0, math.inf]}, "trials": base_trials[:3]},
+            {"result": {"peak_rate": 897.0, "peak_rate_ci": [850.0, math.inf]}, "trials": base_trials[3:]}]
+    cur = {"result": {"peak_rate": 346.0, "peak_rate_ci": [300.0, math.inf]}, "trials": cur_trials}
+    v = compare_to_history(cur, hist, tolerance=0.25, confidence=0.95)
+    y = [16.0, 0.36, 37.0, 252.0, 0.26, 3.1]
+    ref = stats.ttest_ind(x, y, equal_var=False, alternative="greater")
+    assert v.welch_p == pytest.approx(ref.pvalue, rel=1e-10) and v.welch_p < 0.05
+    assert v.regression and v.test == "welch" and v.ref_load_ops_s == 900.0
+    # with only the first 4 of tonight's trials the same drop is borderline (p ≈ 0.051): hence 6
+    four = stats.ttest_ind(x[:4], y, equal_var=False, alternative="greater")
+    assert 0.04 < four.pvalue < 0.06
+
+
+def test_welch_decides_alone_when_it_has_a_sample():
+    # disjoint λ* CIs at high levels but an insignificant Welch test: one pre-specified test decides
+    # (an "or" over several tests at α each would raise the false-alarm rate)
+    base_trials = [trial(i, 900, m) for i, m in enumerate([20.0, 35.0, 24.0])]
+    cur_trials = [trial(i, 900, m) for i, m in enumerate([22.0, 30.0, 27.0])]
+    hist = [{"result": {"peak_rate": 900.0, "peak_rate_ci": [850.0, 950.0]}, "trials": base_trials,
+             "ci_level": 0.999}]
+    cur = {"result": {"peak_rate": 600.0, "peak_rate_ci": [550.0, 650.0]}, "trials": cur_trials,
+           "ci_level": 0.999}
+    v = compare_to_history(cur, hist, tolerance=0.25)
+    assert v.test == "welch" and v.welch_p > 0.05
+    assert not v.significant and not v.regression and "not statistically significant" in v.reason
+
+
+def test_reference_load_is_the_measured_load_nearest_the_baseline_mean():
+    h1 = {"result": {"peak_rate": 850.0}, "trials": [trial(0, 400, 3.0), trial(1, 800, 20.0)]}
+    h2 = {"result": {"peak_rate": 950.0}, "trials": [trial(0, 400, 3.0), trial(1, 920, 30.0),
+                                                     trial(2, 1000, 5.0, valid=False)]}
+    assert reference_load([h1, h2]) == 920.0      # mean λ* 900; the invalid 1000 does not count
+    assert reference_load([]) is None
+    assert reference_load([{"result": {"peak_rate": None}, "trials": []}]) is None
+
+
+def test_separation_error_is_two_one_sided_misses():
+    # (1 − c_t)/2 + (1 − c_b)/2 with the widest baseline level
+    assert separation_error(0.95, [0.95]) == pytest.approx(0.05)
+    assert separation_error(0.99, [0.99, 0.95, 0.98]) == pytest.approx(0.005 + 0.025)
+    cur = {"result": {"peak_rate": 330.0, "peak_rate_ci": [300.0, 400.0]}, "trials": []}
+    hist = [{"result": {"peak_rate": p, "peak_rate_ci": [800.0, 3000.0]}, "trials": []} for p in (900.0, 950.0)]
+    # 95 % CIs: 5 % > α/2 = 2.5 %: separation alone proves nothing at c = 0.95
+    v = compare_to_history(cur, hist, tolerance=0.25, confidence=0.95)
+    assert v.separation_error == pytest.approx(0.05) and not v.significant
+    # 99 % CIs: 1 % ≤ 2.5 %
+    lv = [dict(h, ci_level=0.99) for h in hist]
+    v = compare_to_history(dict(cur, ci_level=0.99), lv, tolerance=0.25, confidence=0.95)
+    assert v.separation_error == pytest.approx(0.01) and v.significant and v.regression
+    # one baseline at 80 % among 99 % ones: the widest level counts, 0.5 % + 10 %
+    v = compare_to_history(dict(cur, ci_level=0.99), [lv[0], dict(hist[1], ci_level=0.8)], tolerance=0.25)
+    assert not v.significant and v.separation_error == pytest.approx(0.105)

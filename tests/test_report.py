@@ -216,7 +216,7 @@ def test_nightly_report_shows_regression():
     verdicts = [
         {"name": "web-mem128", "config": {"memory_mb": 96}, "current_peak": 600.0, "baseline_peak": 900.0,
          "rel_change": -1 / 3, "diff_ci": [-350.0, -250.0], "welch_p": 0.001, "regression": True,
-         "reason": "λ* down 33% (significant, beyond 10% tolerance)", "report_url": "s3://workbench/ratings/x/report.html"},
+         "test": "welch", "reason": "λ* down 33% (significant, beyond 10% tolerance)", "report_url": "s3://workbench/ratings/x/report.html"},
         {"name": "db-tp", "config": {"disks": 2}, "current_peak": 505.0, "baseline_peak": 500.0, "rel_change": 0.01,
          "diff_ci": [-20.0, 30.0], "welch_p": 0.6, "regression": False, "reason": "within tolerance",
          "report_url": None},
@@ -225,6 +225,7 @@ def test_nightly_report_shows_regression():
     assert '<span class="status bad">REGRESSION</span>' in page
     assert '<span class="status ok">OK</span>' in page
     assert "1 of 2 baseline(s) regressed" in page and "-33.3 %" in page
+    assert ">decided by</th>" in page and ">Welch</td>" in page
     ok_page = report.nightly_report_html("2026-11-22", verdicts[1:], None)
     assert "REGRESSION" not in ok_page and "ALL OK" in ok_page
     assert not _EXTERNAL.search(page)

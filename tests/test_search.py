@@ -276,3 +276,21 @@ def test_adaptive_runlength_search_converges_on_a_noisy_server():
     assert r.converged
     assert len({t.runlength_s for t in r.trials}) > 1
     assert r.cost_s == pytest.approx(sum(t.runlength_s for t in r.trials) + 30 * r.n_trials)
+
+
+def test_seed_trials_fix_the_sample_at_the_seed_load_only():
+    # the nightly comparison sample: 6 valid trials at the seed load although a load is otherwise
+    # classified after at most 2 (max_trials_per_load); other loads keep the cap
+    srv = SimulatedServer(capacity_ops_s=1000, seed=7)
+    spec = RatingSpec(r_sat_ms=40, width=0.5, confidence=0.8, accuracy=0.6, runlength_s=2.0,
+                      max_trials_per_load=2, resolution=0.15, seed_load=900.0, seed_trials=6)
+    r = find_peak(spec, srv.measure)
+    loads = [t.load_ops_s for t in r.trials]
+    assert loads[:6] == [900.0] * 6 and loads.count(900.0) == 6
+    assert all(loads.count(x) <= 2 for x in set(loads) - {900.0})
+    base = find_peak(dataclasses.replace(spec, seed_trials=None), SimulatedServer(capacity_ops_s=1000, seed=7).measure)
+    assert [t.load_ops_s for t in base.trials].count(900.0) <= 2
+    with pytest.raises(ValueError, match="seed_trials"):
+        RatingSpec(seed_trials=4)                       # no seed load
+    with pytest.raises(ValueError, match="seed_trials"):
+        RatingSpec(seed_load=900.0, seed_trials=1)

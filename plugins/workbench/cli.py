@@ -48,10 +48,6 @@ PROFILES: dict[str, dict[str, Any]] = {
         "extravars": {"fstress_lag_bound": "10ms"},
         "factors": dict(fs="ext4", disks=1, memory_mb=128, read_iops=100),
     },
-    # smoke: a real but short rating (≈ 1½ min) for the pipeline tests: quick's server and file set
-    # (λ* I/O-bound near 900 ops/s; a file set that fits the 128 MiB cache makes the box CPU-bound
-    # past 30k ops/s instead), 2 s trials, at most 2 per load (then classified by their median), a
-    # wide region (s = 0.5) and a coarse bracket (15 %). λ* is coarse; the mechanics are the same.
     "standard": {
         "spec": dict(r_sat_ms=40.0, width=0.10, confidence=0.95, accuracy=0.90, policy="binsearch",
                      first_load=100.0, runlength_s=60.0, runlength_policy="adaptive",

@@ -227,11 +227,13 @@ def plan_from_params(params: Mapping[str, Any], rating_id: str) -> RatingPlan:
                       seed_source=p["seed_source"])
 
 
-def seeded(plan: RatingPlan, seed_load: float | None) -> RatingPlan:
-    """The plan with a seed load (seed 000 §5.4) unless it already has one."""
+def seeded(plan: RatingPlan, seed_load: float | None, seed_trials: int | None = None) -> RatingPlan:
+    """The plan with a seed load (seed 000 §5.4) unless it already has one; `seed_trials`: a fixed
+    number of valid trials there before the load is classified (RatingSpec.seed_trials)."""
     if seed_load is None or not math.isfinite(seed_load) or seed_load <= 0 or plan.spec.get("seed_load"):
         return plan
-    return dataclasses.replace(plan, spec={**plan.spec, "seed_load": float(seed_load)})
+    extra = {"seed_trials": int(seed_trials)} if seed_trials else {}
+    return dataclasses.replace(plan, spec={**plan.spec, "seed_load": float(seed_load), **extra})
 
 
 def history_seed(store: Any, plan: RatingPlan) -> float | None:

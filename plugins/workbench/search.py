@@ -58,6 +58,8 @@ class RatingSpec:
     accuracy: float = 0.90                 # a (Eq. 2)
     policy: str = "binsearch"              # linear | binsearch | model | safeguarded
     seed_load: float | None = None         # §3.7 seeding: start here and bracket around it
+    seed_trials: int | None = None         # valid trials at the seed load before it is classified
+                                           # (a fixed sample there, e.g. for the nightly comparison)
     first_load: float = 50.0               # Algorithm 3 step 1 (ops/s)
     runlength_s: float = 180.0             # fixed runlength / first trials with adaptive (3 min, §4.3)
     runlength_policy: str = "fixed"        # fixed | adaptive
@@ -117,6 +119,10 @@ class RatingSpec:
             raise bad("policy", "one of " + ", ".join(POLICIES))
         if self.seed_load is not None:
             pos("seed_load")
+        if self.seed_trials is not None:
+            integer("seed_trials", 2, 1000)
+            if self.seed_load is None:
+                raise bad("seed_trials", "set only with seed_load")
         pos("first_load")
         pos("runlength_s")
         if self.runlength_policy not in ("fixed", "adaptive"):
@@ -312,7 +318,12 @@ def summarize(spec: RatingSpec, trials: Sequence[TrialResult],
         else:
             lat, lat_ci = math.nan, ci
         median_ms = float(np.median(means)) if means else math.nan
-        status, side, conf = _classify(spec, r_sat, len(valid), ci, lat, lat_ci, median_ms)
+        lspec = spec
+        if spec.seed_trials and spec.seed_load is not None and key == _key(spec.seed_load):
+            n_seed = max(spec.min_trials, spec.seed_trials)
+            lspec = dataclasses.replace(spec, min_trials=n_seed,
+                                        max_trials_per_load=max(n_seed, spec.max_trials_per_load))
+        status, side, conf = _classify(lspec, r_sat, len(valid), ci, lat, lat_ci, median_ms)
         out.append(LoadSummary(
             load=items[0][1].load_ops_s, order=items[0][0], n=len(valid), mean=ci.mean, ci=ci,
             lat=lat, status=status, side=side, confident=conf,

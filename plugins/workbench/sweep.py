@@ -151,6 +151,12 @@ def _finite(x: float) -> float | None:
     return float(x) if x is not None and math.isfinite(x) else None
 
 
+# trials tonight's rating runs at its baseline's reference load: the sample of the nightly Welch test
+# (analysis.regression); with 2 (a smoke rating's cap per load) one warm-cache trial among overloaded
+# ones decides it, with 4 the drop of tests/test_dags.py's nightly test stays near p = 0.05
+NIGHTLY_SEED_TRIALS = 6
+
+
 def load_nightly_config(path: str | Path) -> dict[str, Any]:
     """config/nightly.yml: tolerance, confidence and the baselines (name + rate_peak params)."""
     import yaml
@@ -176,4 +182,32 @@ def load_nightly_config(path: str | Path) -> dict[str, Any]:
     conf = cfg.get("confidence", 0.95)
     if not (isinstance(tol, (int, float)) and 0 <= tol < 1 and isinstance(conf, (int, float)) and 0.5 <= conf < 1):
         raise pipeline.ParamError(f"nightly config {p}: tolerance in [0, 1) and confidence in [0.5, 1) required")
-    return {"path": str(p), "tolerance": float(tol), "confidence": float(conf), "baselines": base}
+    seed_trials = cfg.get("seed_trials", NIGHTLY_SEED_TRIALS)
+    if not isinstance(seed_trials, int) or isinstance(seed_trials, bool) or not 2 <= seed_trials <= 20:
+        raise pipeline.ParamError(f"nightly config {p}: seed_trials must be an integer in [2, 20], "
+                                  f"got {seed_trials!r}")
+    return {"path": str(p), "tolerance": float(tol), "confidence": float(conf), "seed_trials": seed_trials,
+            "baselines": base}
+
+
+def ci_level(spec: Mapping[str, Any]) -> float:
+    """The confidence of a rating's λ* CI (search._peak_ci): bound_confidence, else confidence."""
+    return float(spec.get("bound_confidence") or spec.get("confidence") or 0.95)
+
+
+def nightly_rating(store: Any, rating_id: str, result: Mapping[str, Any]) -> dict[str, Any]:
+    """One rating as analysis.regression wants it: result, trial records and the CI level."""
+    plan = store.get_json(store.rating_key(rating_id, "spec.json"), default={}) or {}
+    return {"result": dict(result), "trials": store.trials(rating_id),
+            "ci_level": ci_level(plan.get("spec") or {})}
+
+
+def nightly_history(store: Any, name: str, before_night: str) -> list[dict[str, Any]]:
+    """The earlier nights of baseline `name` (oldest first), each as `nightly_rating` + its night."""
+    out = []
+    for key in sorted(store.list_keys("nightly/")):
+        parts = key.split("/")
+        if len(parts) == 3 and parts[2] == f"{name}.json" and parts[1] < before_night:
+            old = store.get_json(key)
+            out.append({**nightly_rating(store, old["rating_id"], old["result"]), "night": parts[1]})
+    return out

@@ -363,9 +363,14 @@ def _decide_goal(spec: RatingSpec, r_sat: float, trials: Sequence[TrialResult]
     if open_in:
         last = {(_key(t.load_ops_s)): i for i, t in enumerate(trials)}
         cur = max(open_in, key=lambda s: last[_key(s.load)])
-        why = ("first trials" if cur.n < spec.min_trials else
-               f"potential peak: CI [{cur.ci.low:.4g}, {cur.ci.high:.4g}] ms, accuracy "
-               f"{cur.ci.accuracy:.3f}")
+        if cur.n < spec.min_trials:
+            why = "first trials"
+        elif spec.seed_trials and spec.seed_load is not None and _key(cur.load) == _key(spec.seed_load) \
+                and cur.n < spec.seed_trials:
+            why = f"seed sample: trial {cur.n + 1} of {spec.seed_trials} at the seed load"
+        else:
+            why = (f"potential peak: CI [{cur.ci.low:.4g}, {cur.ci.high:.4g}] ms, accuracy "
+                   f"{cur.ci.accuracy:.3f}")
         return "next", (cur.load, why)
     if spec.strawman and lo is not None and hi is not None:
         step = spec.linear_step

@@ -222,6 +222,11 @@ def rating_report_html(spec: Mapping[str, Any], result: Mapping[str, Any],
         plots = rating_plots(spec, result, trials)
     workload = spec.get("workload", "?")
     peak = result.get("peak_rate")
+    loads = sorted({float(t["load_ops_s"]) for t in trials if _plots._finite(t.get("load_ops_s"))})
+    near = min(loads, key=lambda x: abs(x - float(peak))) if loads and _plots._finite(peak) else None
+    mci = result.get("mean_ms_ci") or [None, None]
+    # a mean response time is > 0: the t-interval's negative part holds no possible value
+    mci = [max(0.0, mci[0]) if _plots._finite(mci[0]) else None, mci[1]]
     head = [
         f"<h1>Peak rate of {_e(workload)} — {_e(_fmt_dict(spec.get('factors')))}</h1>",
         f'<p class="headline">λ* = <b>{_num(peak)}</b> ops/s &nbsp; CI {_pair(result.get("peak_rate_ci"))} '
@@ -231,13 +236,12 @@ def rating_report_html(spec: Mapping[str, Any], result: Mapping[str, Any],
              ("policy", result.get("policy", rs.get("policy"))),
              ("R_sat / width / confidence", f"{_num(result.get('r_sat_ms', rs.get('r_sat_ms')))} ms / "
                                             f"{_num(rs.get('width'))} / {_num(rs.get('confidence'))}"),
-             ("mean at λ*", f"{_num(result.get('mean_ms_at_peak'))} ms, CI {_pair(result.get('mean_ms_ci'))}"),
+             (f"mean at {_num(near)} ops/s (tested load nearest λ*)" if near is not None else "mean at λ*",
+              f"{_num(result.get('mean_ms_at_peak'))} ms, CI {_pair(mci)}"),
              ("trials / loads / invalid", f"{result.get('n_trials', len(trials))} / {result.get('n_loads', '?')}"
                                           f" / {result.get('n_invalid', '?')}"),
              ("cost", f"{_num(result.get('cost_s'), '.0f')} s")]),
     ]
-    loads = sorted({float(t["load_ops_s"]) for t in trials if _plots._finite(t.get("load_ops_s"))})
-    near = min(loads, key=lambda x: abs(x - float(peak))) if loads and _plots._finite(peak) else None
     ops = per_op_rows(trials, near) if near is not None else []
     op_html = (_table(["op", "mix target %", "actual %", "count", "mean ms", "p50 ms", "p95 ms", "p99 ms",
                        "time %"],

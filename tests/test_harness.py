@@ -287,6 +287,9 @@ def test_cli_rate_with_fake_harness_writes_results(tmp_path, capsys):
     res = json.loads((tmp_path / "result.json").read_text())
     assert res["converged"] and 700 < res["peak_rate"] < 800
     assert json.loads((tmp_path / "spec.json").read_text())["profile"] == "quick"
+    tested = {json.loads(x)["load_ops_s"] for x in lines}
+    nearest = min(tested, key=lambda x: abs(x - res["peak_rate"]))
+    assert f"R̄ at {nearest:g} ops/s " in out and "the tested load nearest λ*" in out
 
 
 def test_cli_teardown_runs_when_the_search_fails(tmp_path):

@@ -240,3 +240,11 @@ def test_rating_report_on_40_trials(rating):
         trials.append(t)
     page = report.rating_report_html(rating["spec"], rating["result"], trials)
     assert all(f"<tr><td>{n}</td>" in page for n in range(40))
+
+
+def test_mean_at_peak_names_its_load_and_has_no_negative_bound(rating):
+    # the real rating: λ* 898.9 interpolated, the tested load nearest it 900 ops/s; the t-interval
+    # of its 4 trial means is [−62.4, 215.9] ms, of which only [0, 215.9] holds a response time
+    page = report.rating_report_html(rating["spec"], rating["result"], rating["trials"])
+    assert "mean at 900 ops/s (tested load nearest λ*)" in page
+    assert "76.75 ms, CI [0, 215.9]" in page and "-62.39" not in page

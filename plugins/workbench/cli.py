@@ -244,13 +244,17 @@ class Progress:
 def format_result(res, wall_s: float) -> str:
     lo, hi = res.bracket
     ci = res.peak_rate_ci
+    loads = [t.load_ops_s for t in res.trials if t.load_ops_s]
+    near = min(loads, key=lambda x: abs(x - res.peak_rate)) if loads and math.isfinite(res.peak_rate) else None
     rows = [
         ("peak rate λ*", f"{res.peak_rate:.1f} ops/s"),
         ("converged", f"{res.converged} ({res.reason})"),
         ("bracket", f"[{lo:.1f}, {hi:.1f}] ops/s"),
         ("λ* CI", f"[{ci[0]:.1f}, {ci[1]:.1f}] ops/s"),
-        ("R̄ at peak", f"{res.mean_ms_at_peak:.2f} ms, CI [{res.mean_ms_ci[0]:.2f}, {res.mean_ms_ci[1]:.2f}]"
-                       f" (R_sat {res.r_sat_ms:g} ms, accuracy {res.accuracy:.3f})"),
+        (f"R̄ at {near:g} ops/s" if near is not None else "R̄ at peak",
+         # a mean response time is > 0: the t-interval's negative part holds no possible value
+         f"{res.mean_ms_at_peak:.2f} ms, CI [{max(0.0, res.mean_ms_ci[0]):.2f}, {res.mean_ms_ci[1]:.2f}]"
+         f" (R_sat {res.r_sat_ms:g} ms, accuracy {res.accuracy:.3f}; the tested load nearest λ*)"),
         ("trials", f"{res.n_trials} ({res.n_invalid} invalid) at {res.n_loads} loads"),
         ("cost", f"{res.cost_s:.0f} s (spec units), wall {wall_s:.0f} s"),
     ]

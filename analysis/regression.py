@@ -246,7 +246,9 @@ def compare_to_history(current: Mapping[str, Any], history: Sequence[Mapping[str
     regression = bool(rel < -tolerance and significant)
     improvement = bool(rel > tolerance and significant)
 
-    ci_txt = f"{ci_level:.1%} CI of the change {lo:+.0f} to {hi:+.0f} ops/s"
+    ci_txt = (f"{ci_level:.1%} CI of the change {lo:+.0f} to {hi:+.0f} ops/s"
+              if math.isfinite(lo) and math.isfinite(hi) else
+              "CI of the change unbounded: a λ* CI is open-ended")
     if sep_sig:
         ci_txt += (f"; λ* CI [{cur_lo:.0f}, {cur_hi:.0f}] disjoint from the baseline's "
                    f"[{min(b[0] for b in base_bounds):.0f}, {max(b[1] for b in base_bounds):.0f}]")

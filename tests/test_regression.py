@@ -141,7 +141,7 @@ def test_diff_ci_two_history_ratings_by_hand():
 
 def test_infinite_history_ci_gives_unbounded_diff_ci():
     v = compare_to_history(rating(400), [{"result": {"peak_rate": 900, "peak_rate_ci": [800, math.inf]}}])
-    assert v.diff_ci == (-math.inf, math.inf)
+    assert v.diff_ci == (-math.inf, math.inf) and "CI of the change unbounded" in v.reason
     # the normal CI of the difference says nothing, and tonight's CI lies wholly below [800, ∞); but
     # two 95 % CIs bound the separation error by 2.5 % + 2.5 % = 5 % > α/2: not enough alone
     assert v.separation_error == pytest.approx(0.05) and not v.significant

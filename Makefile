@@ -50,7 +50,7 @@ test-go:
 	cd loadgen && $(GO) vet ./... && $(GO) test -count=1 -p 1 ./...
 
 test-py:
-	$(PY) -m pytest -q -ra
+	$(PY) -m pytest -q -ra --durations=15
 
 # Main job: the rate_peak DAG, Airflow in-process, on the local default (web_server on slot1's
 # Ganesha, quick profile): provision -> deploy -> decide_k/trial_k -> GX -> report -> MinIO ->

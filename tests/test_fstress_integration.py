@@ -19,6 +19,12 @@ DURATION_S = 10
 # Mix tolerance for a 10 s run (4000 ops): the scheduler is stratified (deterministic blocks),
 # so |actual - target| <= 1/n per op; 0.1 percentage point is the >=100k-ops goal and holds here too.
 MIX_TOL_PP = 0.1
+# Send-lag bound (fstress --lag-bound) for these functional runs: the one the product uses on this
+# shared 2-core box (profile quick, plugins/workbench/cli.py). fstress's 2 ms default flagged the
+# write/commit mixes saturated at 400 ops/s in one CI run (p99 2.9–5.6 ms, everything else exact)
+# while Ganesha fsynced to the root disk beside it. Pacing precision is measured where it can be,
+# on an isolated core: bench/loadgen.py (p99 ≈ 120 µs at 50 % of capacity, docs/performance.md).
+LAG_BOUND = "10ms"
 
 
 def run_json(slot, tmp_path: Path, workload: str, *extra: str, rate=RATE_OPS_S, duration=DURATION_S):
@@ -27,7 +33,7 @@ def run_json(slot, tmp_path: Path, workload: str, *extra: str, rate=RATE_OPS_S, 
     assert fs.returncode == 0, fs.stderr
     proc = slot.fstress(
         "run", *slot.connect_args(), "--workload", workload, "--rate", str(rate),
-        "--duration", str(duration), "--warmup", "2", "--json", str(out), *extra,
+        "--duration", str(duration), "--warmup", "2", "--lag-bound", LAG_BOUND, "--json", str(out), *extra,
     )
     return proc, out
 
@@ -140,7 +146,8 @@ def test_two_clients_start_together_and_merge_exactly(ganesha, tmp_path, fstress
         procs.append(subprocess.Popen(
             ganesha.exec_argv(str(fstress_bin), "run", *ganesha.connect_args(), "--workload",
                               "web_server", "--rate", "200", "--duration", "4", "--warmup", "1",
-                              "--start-at", start_at, "--seed", str(i + 1), "--json", str(out)),
+                              "--start-at", start_at, "--seed", str(i + 1), "--lag-bound", LAG_BOUND,
+                              "--json", str(out)),
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
     for p in procs:
         _, err = p.communicate(timeout=60)

@@ -77,6 +77,11 @@ def test_nightly_config_in_the_repo_is_valid(tmp_path):
     bad.write_text("baselines:\n  - name: x\n    params: {disks: 0}\n")
     with pytest.raises(pipeline.ParamError, match="disks"):
         sweep.load_nightly_config(bad)
+    assert cfg["seed_trials"] == 6 == sweep.NIGHTLY_SEED_TRIALS
+    for v in ("1", "true", "2.5", "21"):
+        bad.write_text(f"seed_trials: {v}\nbaselines:\n  - name: x\n    params: {{}}\n")
+        with pytest.raises(pipeline.ParamError, match="seed_trials must be an integer in"):
+            sweep.load_nightly_config(bad)
 
 
 # ----------------------------------------------------------------------------- dag.test on real components

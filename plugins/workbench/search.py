@@ -159,6 +159,13 @@ class RatingSpec:
         if self.bound_confidence is not None:
             frac("bound_confidence")
 
+    def min_trials_at(self, load: float) -> int:
+        """Valid trials a load needs before it is classified: min_trials, or seed_trials at the seed
+        load."""
+        if self.seed_trials and self.seed_load is not None and _key(load) == _key(self.seed_load):
+            return max(self.min_trials, self.seed_trials)
+        return self.min_trials
+
     @property
     def strawman(self) -> bool:
         """policy "linear" with fixed `linear_trials`: the §3.1 strawman."""
@@ -318,11 +325,10 @@ def summarize(spec: RatingSpec, trials: Sequence[TrialResult],
         else:
             lat, lat_ci = math.nan, ci
         median_ms = float(np.median(means)) if means else math.nan
-        lspec = spec
-        if spec.seed_trials and spec.seed_load is not None and key == _key(spec.seed_load):
-            n_seed = max(spec.min_trials, spec.seed_trials)
-            lspec = dataclasses.replace(spec, min_trials=n_seed,
-                                        max_trials_per_load=max(n_seed, spec.max_trials_per_load))
+        lspec, n_min = spec, spec.min_trials_at(key)
+        if n_min > spec.min_trials:             # the seed sample: n_min trials, even past the cap
+            lspec = dataclasses.replace(spec, min_trials=n_min,
+                                        max_trials_per_load=max(n_min, spec.max_trials_per_load))
         status, side, conf = _classify(lspec, r_sat, len(valid), ci, lat, lat_ci, median_ms)
         out.append(LoadSummary(
             load=items[0][1].load_ops_s, order=items[0][0], n=len(valid), mean=ci.mean, ci=ci,
@@ -365,8 +371,7 @@ def _decide_goal(spec: RatingSpec, r_sat: float, trials: Sequence[TrialResult]
         cur = max(open_in, key=lambda s: last[_key(s.load)])
         if cur.n < spec.min_trials:
             why = "first trials"
-        elif spec.seed_trials and spec.seed_load is not None and _key(cur.load) == _key(spec.seed_load) \
-                and cur.n < spec.seed_trials:
+        elif cur.n < spec.min_trials_at(cur.load):
             why = f"seed sample: trial {cur.n + 1} of {spec.seed_trials} at the seed load"
         else:
             why = (f"potential peak: CI [{cur.ci.low:.4g}, {cur.ci.high:.4g}] ms, accuracy "

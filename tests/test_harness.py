@@ -464,7 +464,11 @@ def test_deploy_is_idempotent_and_run_trial_checks_its_input(tmp_path):
 def test_two_slots_rate_concurrently(tmp_path):
     """`workbench rate --profile quick` on slot1 and slot2 at the same time: both converge, each
     SUT's sysinfo names its own host and address, and the two λ* agree within 1.3× (same
-    configuration on the same machine; the other slot is only a neighbour, not a client)."""
+    configuration on the same machine; the other slot is only a neighbour, not a client).
+    The disk is throttled to 40 read IOPS (λ* ≈ 340 ops/s): both fstress share core 1 and both
+    Ganesha core 0, and at quick's own 100 IOPS (λ* ≈ 950) the search offers 800 ops/s per slot,
+    where two generators on one core miss the 10 ms send-lag bound (CI: p99 12.7 ms, 3 invalid
+    trials in a row, rating unconverged). Isolation is what is tested here, not the box's ceiling."""
     if os.geteuid() != 0:
         pytest.skip("needs root (network namespaces, loop devices, cgroups)")
     exe = str(Path(sys.executable).parent / "workbench")
@@ -472,7 +476,7 @@ def test_two_slots_rate_concurrently(tmp_path):
     for k in (1, 2):
         out = tmp_path / f"slot{k}"
         cmd = [exe, "rate", "--workload", "web_server", "--profile", "quick", "--slot", f"slot{k}",
-               "--quiet", "--out", str(out)]
+               "--read-iops", "40", "--quiet", "--out", str(out)]
         procs[k] = (out, subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.PIPE,
                                           stderr=subprocess.STDOUT, text=True))
     peaks = {}

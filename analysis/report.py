@@ -222,8 +222,8 @@ def rating_report_html(spec: Mapping[str, Any], result: Mapping[str, Any],
         plots = rating_plots(spec, result, trials)
     workload = spec.get("workload", "?")
     peak = result.get("peak_rate")
-    loads = sorted({float(t["load_ops_s"]) for t in trials if _plots._finite(t.get("load_ops_s"))})
-    near = min(loads, key=lambda x: abs(x - float(peak))) if loads and _plots._finite(peak) else None
+    near = result.get("mean_load_ops_s")       # the tested load whose trials give the mean at λ*
+    near = float(near) if _plots._finite(near) else None
     mci = result.get("mean_ms_ci") or [None, None]
     # a mean response time is > 0: the t-interval's negative part holds no possible value
     mci = [max(0.0, mci[0]) if _plots._finite(mci[0]) else None, mci[1]]

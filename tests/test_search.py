@@ -180,9 +180,14 @@ def test_find_peak_contract_fields():
     assert all(t.load_ops_s is not None and t.runlength_s == 180 for t in r.trials)
     assert r.trace[-1][0] == r.cost_s and r.trace[-1][1] == pytest.approx(1.0)
     assert r.mean_ms_at_peak == pytest.approx(40) and r.accuracy == pytest.approx(1.0)
+    # the mean at λ* is the mean of the valid trials at one named tested load
+    at = [t.mean_ms for t in r.trials if t.valid and t.load_ops_s == r.mean_load_ops_s]
+    assert len(at) == r.n_trials_at_peak > 0 and r.mean_ms_at_peak == pytest.approx(sum(at) / len(at))
+    assert abs(r.mean_load_ops_s - r.peak_rate) <= min(abs(t.load_ops_s - r.peak_rate) for t in r.trials)
     assert r.per_goal[40.0].peak_rate == r.peak_rate
     d = r.to_dict()
     assert d["peak_rate"] == r.peak_rate and len(d["trials"]) == r.n_trials
+    assert d["mean_load_ops_s"] == r.mean_load_ops_s
 
 
 def test_find_peak_resumes_from_a_partial_log():

@@ -244,8 +244,7 @@ class Progress:
 def format_result(res, wall_s: float) -> str:
     lo, hi = res.bracket
     ci = res.peak_rate_ci
-    loads = [t.load_ops_s for t in res.trials if t.load_ops_s]
-    near = min(loads, key=lambda x: abs(x - res.peak_rate)) if loads and math.isfinite(res.peak_rate) else None
+    near = res.mean_load_ops_s if math.isfinite(res.mean_load_ops_s) else None
     rows = [
         ("peak rate λ*", f"{res.peak_rate:.1f} ops/s"),
         ("converged", f"{res.converged} ({res.reason})"),

@@ -195,7 +195,7 @@ class PeakResult:
     reason: str
     bracket: tuple[float, float]           # (highest unsaturated load, lowest saturated load)
     peak_rate_ci: tuple[float, float]      # CI for λ* at confidence c
-    mean_ms_at_peak: float
+    mean_ms_at_peak: float                 # mean response time at mean_load_ops_s
     mean_ms_ci: tuple[float, float]
     accuracy: float                        # Eq. 2 accuracy of mean_ms_ci
     n_loads: int
@@ -210,12 +210,14 @@ class PeakResult:
     peak_rate_ci_model: tuple[float, float] = (math.nan, math.nan)
     stop_rule: str = "inside"
     policy: str = "binsearch"
+    mean_load_ops_s: float = math.nan      # the tested load whose trials give mean_ms_at_peak
 
     def to_dict(self) -> dict[str, Any]:
         d = {k: getattr(self, k) for k in (
             "peak_rate", "converged", "reason", "bracket", "peak_rate_ci", "mean_ms_at_peak",
             "mean_ms_ci", "accuracy", "n_loads", "n_trials", "cost_s", "trace", "r_sat_ms",
-            "n_invalid", "n_trials_at_peak", "peak_rate_ci_model", "stop_rule", "policy")}
+            "n_invalid", "n_trials_at_peak", "peak_rate_ci_model", "stop_rule", "policy",
+            "mean_load_ops_s")}
         d["per_goal"] = {str(k): v.to_dict() for k, v in self.per_goal.items() if v is not self}
         d["trials"] = [t.to_dict() for t in self.trials]
         return d
@@ -563,7 +565,7 @@ def _goal_result(spec: RatingSpec, r_sat: float, trials: Sequence[TrialResult], 
         n_invalid=sum(1 for t in trials if not t.valid),
         n_trials_at_peak=near.n if near is not None else 0,
         peak_rate_ci_model=_model_ci(loads, r_sat, spec), stop_rule=spec.stop_rule,
-        policy=spec.policy)
+        policy=spec.policy, mean_load_ops_s=near.load if near is not None else math.nan)
 
 
 def _result(spec: RatingSpec, trials: Sequence[TrialResult], done: dict[float, tuple],

@@ -438,7 +438,8 @@ def test_quick_rating_end_to_end_with_faults(tmp_path, capsys):
 @pytest.mark.timeout(300)
 def test_deploy_is_idempotent_and_run_trial_checks_its_input(tmp_path):
     """deploy_loadgen.yml a second time reports changed=0 (file set reused); run_trial.yml without
-    trial_out fails with a message naming it; a trial on tmpfs is valid."""
+    trial_out, or a SCHED_FIFO priority out of range, fails with a message naming it; a trial on
+    tmpfs (the local inventory runs fstress SCHED_FIFO) is valid."""
     if os.geteuid() != 0:
         pytest.skip("needs root (network namespaces, loop devices, cgroups)")
     slot = INTEGRATION_SLOT
@@ -452,6 +453,8 @@ def test_deploy_is_idempotent_and_run_trial_checks_its_input(tmp_path):
         assert again.ok and sum(again.stats.get("changed", {}).values()) == 0, again.stats
         bad = h._play("run_trial.yml", trial_id=0, load_ops_s=100.0, runlength_s=1.0)
         assert not bad.ok and "trial_out" in bad.message(), bad.message()
+        bad = h._play("deploy_loadgen.yml", fstress_rt_priority=100)
+        assert not bad.ok and "fstress_rt_priority=100 (0-99)" in bad.message(), bad.message()
         t = h.measure(200, 2)
         assert t.valid, t.reason
         assert t.raw["offered_rate"] == 200 and t.ops_total == 400

@@ -4,7 +4,12 @@
 [trial records]} (history oldest first, newest last) and answers: did λ* drop by more than
 `tolerance`, and is the drop statistically significant?
 
-Baseline: the mean λ* of the last ≤ 5 history ratings with a finite λ* (k of them).
+Baseline: the mean λ* of the last ≤ 5 converged history ratings with a finite λ* (k of them).
+
+A rating that did not converge (`converged` false) has no estimate of λ*: its `peak_rate` may be a
+bound on either side (a bracket end; "λ* ≥ lo" below a generator's ceiling). It never joins the
+baseline, and tonight's unconverged rating gives no verdict (`inconclusive`), never a regression
+or an improvement; the nightly DAG turns red on it as on a regression.
 
 CI of d = λ*_cur − λ*_base (normal approximation, independent ratings):
   * each rating's standard error from its own CI: se_i = half-width(peak_rate_ci) / z_{(1+c)/2};
@@ -78,6 +83,7 @@ class RegressionVerdict:
     test: str = ""                        # what decided significance: welch | ci (fallback) | none
     tolerance: float = 0.10
     confidence: float = 0.95
+    inconclusive: bool = False            # tonight's rating did not converge: no verdict
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON (strict): NaN and ±∞ become None (an unbounded CI end is None)."""
@@ -148,8 +154,9 @@ def _near_means_ms(trials: Sequence[Mapping[str, Any]], load_ops_s: float) -> li
 
 
 def _baseline(history: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
-    """The last ≤ BASELINE_RATINGS history ratings with a finite λ*."""
-    usable = [h for h in history if _finite((h.get("result") or {}).get("peak_rate")) is not None]
+    """The last ≤ BASELINE_RATINGS converged history ratings with a finite λ*."""
+    usable = [h for h in history if _finite((h.get("result") or {}).get("peak_rate")) is not None
+              and (h.get("result") or {}).get("converged") is not False]
     return usable[-BASELINE_RATINGS:]
 
 
@@ -196,13 +203,16 @@ def compare_to_history(current: Mapping[str, Any], history: Sequence[Mapping[str
         raise ValueError(f"confidence must be in (0, 1), got {confidence!r}")
     if tolerance < 0:
         raise ValueError(f"tolerance must be >= 0, got {tolerance!r}")
-    common = dict(tolerance=tolerance, confidence=confidence)
     cur_res = current.get("result") or {}
     cur_peak = _finite(cur_res.get("peak_rate"))
+    unconverged = cur_res.get("converged") is False
+    common = dict(tolerance=tolerance, confidence=confidence, inconclusive=unconverged)
+    no_verdict = (f"tonight's rating did not converge ({cur_res.get('reason') or 'no reason given'}): "
+                  f"its λ* is no estimate, NO VERDICT" if unconverged else "")
     base_items = _baseline(history)
     if not base_items:
         return RegressionVerdict(None, cur_peak, None, None, None, None, None, None, False, False,
-                                 False, "no baseline yet", **common)
+                                 False, "; ".join(filter(None, ("no baseline yet", no_verdict))), **common)
     peaks = [float(h["result"]["peak_rate"]) for h in base_items]
     base = sum(peaks) / len(peaks)
     k = len(peaks)
@@ -243,8 +253,8 @@ def compare_to_history(current: Mapping[str, Any], history: Sequence[Mapping[str
         test = "ci"
         sep_sig = separated and sep_err <= alpha / 2.0 + 1e-12
         significant = bool(hi < 0 or lo > 0 or sep_sig)
-    regression = bool(rel < -tolerance and significant)
-    improvement = bool(rel > tolerance and significant)
+    regression = bool(rel < -tolerance and significant and not unconverged)
+    improvement = bool(rel > tolerance and significant and not unconverged)
 
     ci_txt = (f"{ci_level:.1%} CI of the change {lo:+.0f} to {hi:+.0f} ops/s"
               if math.isfinite(lo) and math.isfinite(hi) else
@@ -258,7 +268,9 @@ def compare_to_history(current: Mapping[str, Any], history: Sequence[Mapping[str
                  f"{sum(x) / len(x):.3g} ms ({len(y)} → {len(x)} trials), Welch one-sided p = {w_p:.3g}")
     head = (f"λ* {cur_peak:.0f} ops/s vs baseline {base:.0f} ops/s ({k} rating{'s' * (k > 1)}): "
             f"{_pct(rel)} ({ci_txt}{w_txt})")
-    if regression:
+    if unconverged:
+        tail = no_verdict + "."
+    elif regression:
         tail = f"a drop beyond the {tolerance:.0%} tolerance and statistically significant: REGRESSION."
     elif improvement:
         tail = f"a rise beyond the {tolerance:.0%} tolerance and statistically significant: improvement."

@@ -295,16 +295,18 @@ def surface_report_html(sweep: Mapping[str, Any], samples: Sequence[Mapping[str,
 
 def nightly_report_html(date_str: str, verdicts: Sequence[Mapping[str, Any]],
                         plots: Mapping[str, bytes] | None = None) -> str:
-    """Nightly regression status: one red (REGRESSION) / green (OK) row per baseline."""
-    flags = [v.get("regression") for v in verdicts]
+    """Nightly regression status: one red (REGRESSION) / green (OK) / grey (NO VERDICT: the rating did
+    not converge) row per baseline."""
+    flags = [None if v.get("inconclusive") and not v.get("regression") else v.get("regression")
+             for v in verdicts]
     overall = True if any(f is True for f in flags) else (False if flags and all(f is False for f in flags)
                                                          else None)
-    rows = [[_status(v.get("regression"), "REGRESSION", "OK"), v.get("name"), _fmt_dict(v.get("config")),
+    rows = [[_status(f, "REGRESSION", "OK"), v.get("name"), _fmt_dict(v.get("config")),
              _num(v.get("current_peak")), _num(v.get("baseline_peak")),
              f"{_num(100.0 * v['rel_change'], '+.1f')} %" if _plots._finite(v.get("rel_change")) else "—",
              _pair(v.get("diff_ci")), _num(v.get("welch_p"), ".3g"),
              {"welch": "Welch", "ci": "λ* CIs"}.get(v.get("test") or "", "—"), v.get("reason") or "",
-             v.get("report_url") or ""] for v in verdicts]
+             v.get("report_url") or ""] for f, v in zip(flags, verdicts)]
     body = "".join([
         f"<h1>Nightly regression {_e(date_str)}</h1>",
         f'<p class="headline">{_status(overall, "REGRESSION", "ALL OK")} &nbsp; '

@@ -96,7 +96,8 @@ with DAG(
             v.update(name=rec["name"], config=rec["params"], rating_id=rec["rating_id"],
                      history_nights=[h["night"] for h in history],
                      report_url=store.url(store.rating_key(rec["rating_id"], "report.html")))
-            print(f"{rec['name']}: {'REGRESSION' if v['regression'] else 'ok'} — {v['reason']}")
+            status = "REGRESSION" if v["regression"] else "NO VERDICT" if v["inconclusive"] else "ok"
+            print(f"{rec['name']}: {status} — {v['reason']}")
             verdicts.append(v)
         store.put_json(f"nightly/{night}/verdicts.json", verdicts)
         return verdicts
@@ -113,9 +114,10 @@ with DAG(
 
     @task
     def verdict(verdicts):
-        bad = [v for v in verdicts if v["regression"]]
-        if bad:
-            raise AirflowFailException("regression: " + "; ".join(f"{v['name']}: {v['reason']}" for v in bad))
+        bad = [v for v in verdicts if v["regression"] or v.get("inconclusive")]
+        if bad:   # an unconverged rating turns the night red too: nobody knows whether it regressed
+            raise AirflowFailException("; ".join(
+                f"{'regression' if v['regression'] else 'no verdict'}: {v['name']}: {v['reason']}" for v in bad))
         print(f"no regression in {len(verdicts)} baseline(s)")
 
     verdict(report(compare(rate_baseline.expand(job=load_config()))))

@@ -95,6 +95,18 @@ def test_history_without_peak_is_skipped():
     assert v.n_baseline == 1 and v.baseline_peak == 900
 
 
+def test_an_unconverged_rating_gives_no_verdict_and_is_no_baseline():
+    stuck = {"result": {**rating(818)["result"], "converged": False,
+                        "reason": "3 consecutive invalid trials at 750 ops/s"}, "trials": []}
+    v = compare_to_history(stuck, [rating(900), rating(910)], tolerance=0.05)
+    assert v.rel_change < -0.05 and v.significant         # as if converged it would be a regression
+    assert v.inconclusive and not v.regression and not v.improvement
+    assert "did not converge (3 consecutive invalid trials at 750 ops/s)" in v.reason and "NO VERDICT" in v.reason
+    assert compare_to_history(stuck, []).inconclusive
+    v = compare_to_history(rating(905), [rating(900), stuck, rating(910)])
+    assert v.n_baseline == 2 and v.baseline_peak == 905 and not v.inconclusive
+
+
 def test_current_without_peak():
     v = compare_to_history({"result": {"peak_rate": None}, "trials": []}, [rating(900)])
     assert not v.regression and "no peak rate" in v.reason

@@ -228,6 +228,9 @@ def test_nightly_report_shows_regression():
     assert ">decided by</th>" in page and ">Welch</td>" in page
     ok_page = report.nightly_report_html("2026-11-22", verdicts[1:], None)
     assert "REGRESSION" not in ok_page and "ALL OK" in ok_page
+    stuck = {**verdicts[1], "inconclusive": True, "reason": "tonight's rating did not converge (...)"}
+    grey = report.nightly_report_html("2026-11-22", [stuck], None)
+    assert grey.count('<span class="status na">NO VERDICT</span>') == 2 and "ALL OK" not in grey
     assert not _EXTERNAL.search(page)
 
 

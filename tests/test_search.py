@@ -124,6 +124,53 @@ def test_repeated_invalid_trials_give_up():
     assert d.result.n_invalid == 3 and d.result.n_trials == 4
 
 
+SEND_LAG = "generator saturated: send-lag p99 52.7 ms > bound 10.000 ms"
+
+
+def test_an_unmeasurable_load_below_an_overloaded_one_sends_the_search_lower():
+    """The CI failure of a seeded nightly: 6 trials at 900 ops/s of seconds each, then 3 invalid at
+    the next step down. The search goes on below that load instead of ending unconverged."""
+    spec = RatingSpec(first_load=900)
+    log = [T(3000, 900), T(3100, 900)]
+    step = decide(spec, log).load_ops_s
+    assert step < 900
+    log += [T(2700, step, valid=False, reason=SEND_LAG) for _ in range(3)]
+    d = decide(spec, log)
+    assert isinstance(d, NextTrial) and d.load_ops_s == pytest.approx(step / 2), d.reason
+    assert f"{step:g} ops/s cannot be measured (generator saturated" in d.reason
+    # measured below: the bracket is [step/2, 900], but nothing at or above `step` is offered again
+    d = decide(spec, log + [T(5, step / 2), T(5.2, step / 2)])
+    assert isinstance(d, NextTrial) and step / 2 < d.load_ops_s < step, d
+    # the next load failing right after the first: the harness is suspect, the search ends
+    d = decide(spec, log + [T(0, step / 2, valid=False, reason="3 errors, 0 timeouts") for _ in range(3)])
+    assert isinstance(d, Done) and not d.result.converged
+    assert d.result.reason.startswith(f"6 consecutive invalid trials, the last 3 at {step / 2:g} ops/s (3 errors")
+
+
+def test_a_generator_ceiling_below_the_peak_ends_with_a_lower_bound():
+    """No valid trial at ≥ 700 ops/s (the generator's ceiling); λ* of the server is 1900 ops/s."""
+    ceiling = 700.0
+    server = mm1(capacity=2000.0)
+    offered = []
+
+    def measure(load, r):
+        offered.append(load)
+        if load >= ceiling:
+            return TrialResult(mean_ms=1.0, p95_ms=2.0, achieved_rate=load, valid=False, reason=SEND_LAG)
+        return server(load, r)
+
+    res = find_peak(RatingSpec(), measure)
+    assert not res.converged
+    assert res.reason.startswith("λ* ≥ ") and "cannot be measured (generator saturated" in res.reason
+    lower = float(res.reason.split("≥ ")[1].split(" ops/s")[0])
+    assert ceiling * (1 - 2 * RatingSpec().resolution) <= lower < ceiling
+    failed = [x for x in offered if x >= ceiling]
+    # each load at or above the ceiling was tried max_invalid_per_load times and never again
+    assert sorted(set(failed), reverse=True) == list(dict.fromkeys(failed))
+    assert all(failed.count(x) == RatingSpec().max_invalid_per_load for x in set(failed))
+    assert all(max(offered[i:]) == x for i, x in enumerate(offered) if x >= ceiling)
+
+
 def test_budget_exhausted():
     d = decide(RatingSpec(budget_s=400), [T(5, 50), T(5, 50)])
     assert isinstance(d, Done) and not d.result.converged and "budget" in d.result.reason

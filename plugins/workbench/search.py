@@ -24,9 +24,10 @@ every call: no hidden state, deterministic, resumable after a crash.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import math
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -353,10 +354,27 @@ def _state(spec: RatingSpec, r_sat: float, loads: list[LoadSummary]) -> SearchSt
     return SearchState(r_sat, tuple(loads), lo, hi, start, spec.seed_load is not None)
 
 
-def _decide_goal(spec: RatingSpec, r_sat: float, trials: Sequence[TrialResult]
-                 ) -> tuple[str, Any]:
-    """("next", (load, reason)) or ("done", (converged, reason, peak_summary|None, loads))."""
-    loads = summarize(spec, trials, r_sat)
+def _unmeasurable(spec: RatingSpec, trials: Sequence[TrialResult]) -> dict[float, TrialResult]:
+    """Loads with a run of ≥ max_invalid_per_load consecutive invalid trials → the run's last trial."""
+    out: dict[float, TrialResult] = {}
+    run = 0
+    for i, t in enumerate(trials):
+        same = i > 0 and _key(trials[i - 1].load_ops_s) == _key(t.load_ops_s)
+        run = (run + 1 if same else 1) if not t.valid else 0
+        if run >= spec.max_invalid_per_load:
+            out[_key(t.load_ops_s)] = t
+    return out
+
+
+def _decide_goal(spec: RatingSpec, r_sat: float, trials: Sequence[TrialResult],
+                 unmeasurable: Mapping[float, TrialResult] | None = None) -> tuple[str, Any]:
+    """("next", (load, reason)) or ("done", (converged, reason, peak_summary|None, loads)).
+
+    unmeasurable: loads never to nominate again (see decide); nominations at or above the lowest
+    one above the bracket's low end are moved halfway between that low end (or 0) and it."""
+    unmeasurable = unmeasurable or {}
+    loads = [s for s in summarize(spec, trials, r_sat)
+             if not (s.status == "open" and _key(s.load) in unmeasurable)]
     peaks = [s for s in loads if s.status == "peak"]
     if peaks:
         best = min(peaks, key=lambda s: (abs(s.mean - r_sat), s.order))
@@ -397,6 +415,21 @@ def _decide_goal(spec: RatingSpec, r_sat: float, trials: Sequence[TrialResult]
     load, why = picker.next_load(st)
     if not (math.isfinite(load) and load > 0):
         return "done", (False, f"picker proposed an invalid load {load!r}: {why}", None, loads)
+    caps = [t for t in unmeasurable.values() if lo is None or t.load_ops_s > lo.load]
+    if caps:
+        cap = min(caps, key=lambda t: t.load_ops_s)
+        floor = lo.load if lo is not None else 0.0
+        if load >= cap.load_ops_s * (1 - 1e-9):
+            if cap.load_ops_s - floor <= spec.resolution * cap.load_ops_s:
+                return "done", (False, f"λ* ≥ {floor:g} ops/s: {cap.load_ops_s:g} ops/s cannot be measured "
+                                       f"({cap.reason or 'invalid'}) and lies within the resolution of it",
+                                None, loads)
+            load, why = ((floor + cap.load_ops_s) / 2.0,
+                         f"{cap.load_ops_s:g} ops/s cannot be measured ({cap.reason or 'invalid'}) → "
+                         f"halfway below it")
+    if _key(load) in unmeasurable:
+        return "done", (False, f"{load:g} ops/s cannot be measured ({unmeasurable[_key(load)].reason})",
+                        None, loads)
     same = [s for s in loads if _key(s.load) == _key(load)]
     if same and same[0].status != "open":
         if lo is not None and hi is not None:
@@ -419,23 +452,29 @@ def decide(spec: RatingSpec, trials: Sequence[TrialResult]) -> NextTrial | Done:
     done: dict[float, tuple] = {}
     nxt: tuple[float, str] | None = None
     stop_reason: str | None = None
-    # invalid trials never count and are re-run at the same load and runlength
+    # Invalid trials never count and are re-run at the same load and runlength. After
+    # max_invalid_per_load in a row the load is unmeasurable (a generator at its ceiling; a server so
+    # far past λ* that its backlog delays the generator's sends): once another load has a valid
+    # trial the search goes on below it (_decide_goal); it ends at twice that many invalid trials
+    # in a row, or when no other load was ever measured (the harness itself is suspect).
+    unmeasurable = _unmeasurable(spec, trials)
     if trials and not trials[-1].valid:
         last = trials[-1]
-        streak = 0
-        for t in reversed(trials):
-            if t.valid or _key(t.load_ops_s) != _key(last.load_ops_s):
-                break
-            streak += 1
-        if streak >= spec.max_invalid_per_load:
-            stop_reason = (f"{streak} consecutive invalid trials at {last.load_ops_s:g} ops/s "
-                           f"({last.reason or 'no reason given'})")
-        else:
+        tail = list(itertools.takewhile(lambda t: not t.valid, reversed(trials)))   # invalid, newest first
+        run = len(tail)
+        streak = len(list(itertools.takewhile(lambda t: _key(t.load_ops_s) == _key(last.load_ops_s), tail)))
+        measured_elsewhere = any(t.valid and _key(t.load_ops_s) != _key(last.load_ops_s) for t in trials)
+        if streak < spec.max_invalid_per_load:
             nxt = (last.load_ops_s, f"re-run invalid trial ({last.reason or 'invalid'})")
             rl = float(last.runlength_s)
+        elif run >= 2 * spec.max_invalid_per_load or not measured_elsewhere:
+            stop_reason = (f"{run} consecutive invalid trials"
+                           + (f" at {last.load_ops_s:g} ops/s" if run == streak else
+                              f", the last {streak} at {last.load_ops_s:g} ops/s")
+                           + f" ({last.reason or 'no reason given'})")
     if nxt is None and stop_reason is None:
         for g in goals:
-            kind, payload = _decide_goal(spec, g, trials)
+            kind, payload = _decide_goal(spec, g, trials, unmeasurable)
             if kind == "done":
                 done[g] = payload
                 continue

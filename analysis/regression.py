@@ -8,8 +8,10 @@ Baseline: the mean λ* of the last ≤ 5 converged history ratings with a finite
 
 A rating that did not converge (`converged` false) has no estimate of λ*: its `peak_rate` may be a
 bound on either side (a bracket end; "λ* ≥ lo" below a generator's ceiling). It never joins the
-baseline, and tonight's unconverged rating gives no verdict (`inconclusive`), never a regression
-or an improvement; the nightly DAG turns red on it as on a regression.
+baseline. Tonight's unconverged rating still has its bracket [lo, hi] (hi: the lowest load
+classified above λ*, so λ* < hi): it is a regression when significant and hi < (1 − tolerance)·
+baseline, an improvement when significant and lo > (1 + tolerance)·baseline, and otherwise gives
+no verdict (`inconclusive`); the nightly DAG turns red on that as on a regression.
 
 CI of d = λ*_cur − λ*_base (normal approximation, independent ratings):
   * each rating's standard error from its own CI: se_i = half-width(peak_rate_ci) / z_{(1+c)/2};
@@ -206,13 +208,16 @@ def compare_to_history(current: Mapping[str, Any], history: Sequence[Mapping[str
     cur_res = current.get("result") or {}
     cur_peak = _finite(cur_res.get("peak_rate"))
     unconverged = cur_res.get("converged") is False
-    common = dict(tolerance=tolerance, confidence=confidence, inconclusive=unconverged)
-    no_verdict = (f"tonight's rating did not converge ({cur_res.get('reason') or 'no reason given'}): "
-                  f"its λ* is no estimate, NO VERDICT" if unconverged else "")
+    common = dict(tolerance=tolerance, confidence=confidence)
+    b_lo, b_hi = (list(cur_res.get("bracket") or []) + [None, None])[:2]
+    b_lo, b_hi = _finite(b_lo) or 0.0, _finite(b_hi) or math.inf
+    unconverged_txt = (f"tonight's rating did not converge ({cur_res.get('reason') or 'no reason given'}; "
+                       f"bracket [{b_lo:.0f}, {b_hi:.0f}] ops/s)")
     base_items = _baseline(history)
     if not base_items:
-        return RegressionVerdict(None, cur_peak, None, None, None, None, None, None, False, False,
-                                 False, "; ".join(filter(None, ("no baseline yet", no_verdict))), **common)
+        return RegressionVerdict(None, cur_peak, None, None, None, None, None, None, False, False, False,
+                                 f"no baseline yet; {unconverged_txt}: NO VERDICT" if unconverged else
+                                 "no baseline yet", inconclusive=unconverged, **common)
     peaks = [float(h["result"]["peak_rate"]) for h in base_items]
     base = sum(peaks) / len(peaks)
     k = len(peaks)
@@ -220,7 +225,7 @@ def compare_to_history(current: Mapping[str, Any], history: Sequence[Mapping[str
         return RegressionVerdict(base, None, None, None, None, None, None, None, False, False,
                                  False, "tonight's rating produced no peak rate: nothing to compare "
                                         f"with the baseline of {base:.0f} ops/s", n_baseline=k,
-                                 **common)
+                                 inconclusive=unconverged, **common)
     alpha = 1.0 - confidence
     base_trials = [t for h in base_items for t in (h.get("trials") or [])]
     ref = _ref_load(base_trials, base)
@@ -253,8 +258,13 @@ def compare_to_history(current: Mapping[str, Any], history: Sequence[Mapping[str
         test = "ci"
         sep_sig = separated and sep_err <= alpha / 2.0 + 1e-12
         significant = bool(hi < 0 or lo > 0 or sep_sig)
-    regression = bool(rel < -tolerance and significant and not unconverged)
-    improvement = bool(rel > tolerance and significant and not unconverged)
+    if unconverged:   # the bracket, not peak_rate, says how far λ* moved (module docstring)
+        regression = bool(significant and b_hi < (1.0 - tolerance) * base)
+        improvement = bool(significant and b_lo > (1.0 + tolerance) * base)
+    else:
+        regression = bool(rel < -tolerance and significant)
+        improvement = bool(rel > tolerance and significant)
+    inconclusive = unconverged and not (regression or improvement)
 
     ci_txt = (f"{ci_level:.1%} CI of the change {lo:+.0f} to {hi:+.0f} ops/s"
               if math.isfinite(lo) and math.isfinite(hi) else
@@ -268,8 +278,15 @@ def compare_to_history(current: Mapping[str, Any], history: Sequence[Mapping[str
                  f"{sum(x) / len(x):.3g} ms ({len(y)} → {len(x)} trials), Welch one-sided p = {w_p:.3g}")
     head = (f"λ* {cur_peak:.0f} ops/s vs baseline {base:.0f} ops/s ({k} rating{'s' * (k > 1)}): "
             f"{_pct(rel)} ({ci_txt}{w_txt})")
-    if unconverged:
-        tail = no_verdict + "."
+    if inconclusive:
+        tail = (f"{unconverged_txt}: λ* is not known to have moved beyond the {tolerance:.0%} tolerance, "
+                f"NO VERDICT.")
+    elif regression and unconverged:
+        tail = (f"{unconverged_txt}, but its top lies below the baseline less the {tolerance:.0%} tolerance "
+                f"({(1.0 - tolerance) * base:.0f} ops/s) and the drop is statistically significant: REGRESSION.")
+    elif improvement and unconverged:
+        tail = (f"{unconverged_txt}, but its bottom lies above the baseline plus the {tolerance:.0%} tolerance "
+                f"({(1.0 + tolerance) * base:.0f} ops/s) and the rise is statistically significant: improvement.")
     elif regression:
         tail = f"a drop beyond the {tolerance:.0%} tolerance and statistically significant: REGRESSION."
     elif improvement:
@@ -287,7 +304,7 @@ def compare_to_history(current: Mapping[str, Any], history: Sequence[Mapping[str
         improvement=improvement, reason=f"{head}; {tail}", n_baseline=k, ref_load_ops_s=ref,
         welch_n_current=len(x), welch_n_baseline=len(y),
         mean_ms_current=sum(x) / len(x) if x else None, mean_ms_baseline=sum(y) / len(y) if y else None,
-        separation_error=sep_err, test=test, **common)
+        separation_error=sep_err, test=test, inconclusive=inconclusive, **common)
 
 
 def _level(rating: Mapping[str, Any], default: float) -> float:

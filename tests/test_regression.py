@@ -95,15 +95,28 @@ def test_history_without_peak_is_skipped():
     assert v.n_baseline == 1 and v.baseline_peak == 900
 
 
-def test_an_unconverged_rating_gives_no_verdict_and_is_no_baseline():
-    stuck = {"result": {**rating(818)["result"], "converged": False,
-                        "reason": "3 consecutive invalid trials at 750 ops/s"}, "trials": []}
-    v = compare_to_history(stuck, [rating(900), rating(910)], tolerance=0.05)
-    assert v.rel_change < -0.05 and v.significant         # as if converged it would be a regression
-    assert v.inconclusive and not v.regression and not v.improvement
-    assert "did not converge (3 consecutive invalid trials at 750 ops/s)" in v.reason and "NO VERDICT" in v.reason
-    assert compare_to_history(stuck, []).inconclusive
-    v = compare_to_history(rating(905), [rating(900), stuck, rating(910)])
+def test_an_unconverged_rating_is_judged_by_its_bracket_and_is_no_baseline():
+    def stuck(peak, bracket):
+        return {"result": {**rating(peak)["result"], "converged": False, "bracket": bracket,
+                           "reason": "3 consecutive invalid trials at 750 ops/s"}, "trials": []}
+    hist = [rating(900), rating(910)]                       # baseline 905 ops/s
+    # bracket [0, 818]: λ* < 818, but 818 is above (1 − 25 %)·905 = 678.75: nothing known, NO VERDICT
+    v = compare_to_history(stuck(818, [0.0, 818.0]), hist, tolerance=0.25)
+    assert v.significant and v.inconclusive and not v.regression and not v.improvement
+    assert "did not converge (3 consecutive invalid trials at 750 ops/s; bracket [0, 818] ops/s)" in v.reason
+    assert "NO VERDICT" in v.reason and v.to_dict()["inconclusive"] is True
+    # within 5 %: 818 < 0.95·905 = 859.75, so λ* dropped beyond the tolerance: a regression
+    v = compare_to_history(stuck(818, [0.0, 818.0]), hist, tolerance=0.05)
+    assert v.regression and not v.inconclusive and "its top lies below the baseline less the 5% tolerance (860 ops/s)" in v.reason
+    # the CI failure's night 3: bracket [214, 346] (max_trials) against 905
+    v = compare_to_history(stuck(341, [214.3, 346.2]), hist, tolerance=0.25)
+    assert v.regression and not v.inconclusive
+    # bottom of the bracket above (1 + 10 %)·905 = 995.5: an improvement
+    v = compare_to_history(stuck(1200, [1200.0, None]), hist)
+    assert v.improvement and not v.regression and not v.inconclusive
+    assert compare_to_history(stuck(818, [0.0, 818.0]), []).inconclusive
+    # an unconverged night never joins the baseline
+    v = compare_to_history(rating(905), [rating(900), stuck(300, [0.0, 300.0]), rating(910)])
     assert v.n_baseline == 2 and v.baseline_peak == 905 and not v.inconclusive
 
 

@@ -191,9 +191,9 @@ def _pct(x: float) -> str:
 
 # ----------------------------------------------------------------------------- verdict
 
-def _ci_bounds(result: Mapping[str, Any]) -> tuple[float, float]:
-    """(low, high) of a rating's λ* CI; an unknown bound is −∞ / +∞ (never separates)."""
-    ci = result.get("peak_rate_ci") or (None, None)
+def _ci_bounds(result: Mapping[str, Any], key: str = "peak_rate_ci") -> tuple[float, float]:
+    """(low, high) of a rating's λ* CI (or its `bracket`); an unknown bound is −∞ / +∞ (never separates)."""
+    ci = result.get(key) or (None, None)
     lo, hi = (_finite(v) for v in ci) if len(ci) == 2 else (None, None)
     return (-math.inf if lo is None else lo, math.inf if hi is None else hi)
 
@@ -209,8 +209,8 @@ def compare_to_history(current: Mapping[str, Any], history: Sequence[Mapping[str
     cur_peak = _finite(cur_res.get("peak_rate"))
     unconverged = cur_res.get("converged") is False
     common = dict(tolerance=tolerance, confidence=confidence)
-    b_lo, b_hi = (list(cur_res.get("bracket") or []) + [None, None])[:2]
-    b_lo, b_hi = _finite(b_lo) or 0.0, _finite(b_hi) or math.inf
+    b_lo, b_hi = _ci_bounds(cur_res, "bracket")
+    b_lo = max(b_lo, 0.0)
     unconverged_txt = (f"tonight's rating did not converge ({cur_res.get('reason') or 'no reason given'}; "
                        f"bracket [{b_lo:.0f}, {b_hi:.0f}] ops/s)")
     base_items = _baseline(history)

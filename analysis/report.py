@@ -46,6 +46,10 @@ def _e(x: Any) -> str:
     return x if isinstance(x, _Raw) else html.escape("" if x is None else str(x), quote=True)
 
 
+def _link(text: Any, href: str | None) -> Any:
+    return _Raw(f'<a href="{_e(href)}">{_e(text)}</a>') if href else text
+
+
 def _num(x: Any, fmt: str = ".4g") -> str:
     try:
         v = float(x)
@@ -276,7 +280,8 @@ def surface_report_html(sweep: Mapping[str, Any], samples: Sequence[Mapping[str,
                 ("factors", ", ".join(map(str, factors))), ("levels", _fmt_dict(sweep.get("levels"))),
                 ("samples", len(samples))])
     cols = factors + ["peak_rate", "n_trials", "seed_load", "rating_id"]
-    rows = [[s.get(c) if c not in ("peak_rate", "seed_load") else _num(s.get(c)) for c in cols] for s in samples]
+    rows = [[_num(s.get(c)) if c in ("peak_rate", "seed_load") else
+             _link(s.get(c), s.get("report_href")) if c == "rating_id" else s.get(c) for c in cols] for s in samples]
     fit_html = '<p class="muted">no model fitted</p>'
     if fit_summary:
         coefs = fit_summary.get("coefficients") or fit_summary.get("terms") or {}
@@ -306,7 +311,7 @@ def nightly_report_html(date_str: str, verdicts: Sequence[Mapping[str, Any]],
              f"{_num(100.0 * v['rel_change'], '+.1f')} %" if _plots._finite(v.get("rel_change")) else "—",
              _pair(v.get("diff_ci")), _num(v.get("welch_p"), ".3g"),
              {"welch": "Welch", "ci": "λ* CIs"}.get(v.get("test") or "", "—"), v.get("reason") or "",
-             v.get("report_url") or ""] for f, v in zip(flags, verdicts)]
+             _link(v.get("report_url") or "", v.get("report_href"))] for f, v in zip(flags, verdicts)]
     body = "".join([
         f"<h1>Nightly regression {_e(date_str)}</h1>",
         f'<p class="headline">{_status(overall, "REGRESSION", "ALL OK")} &nbsp; '

@@ -85,13 +85,15 @@ with DAG(
                 plots[f"surface_{fx}_{fy}.png"] = surface_png(points, fx, fy, fit=model, code=code)
         for name, png in plots.items():
             store.put_bytes(f"surfaces/{sweep_id}/plots/{name}", png, "image/png")
+        key = store.surface_key(sweep_id, "report.html")
         samples = [{**r["sample"], **{k: r[k] for k in ("peak_rate", "rating_id", "n_trials", "seed_load",
-                                                        "converged")}} for r in rows]
+                                                        "converged")},
+                    "report_href": store.link(key, store.rating_key(r["rating_id"], "report.html"))} for r in rows]
         html = surface_report_html({"sweep_id": sweep_id, "factors": plan["factors"], "design": plan["design"]},
                                    samples, summary, plots)
-        store.put_bytes(f"surfaces/{sweep_id}/report.html", html.encode(), "text/html; charset=utf-8")
+        store.put_bytes(key, html.encode(), "text/html; charset=utf-8")
         print(f"fit: {summary}")
-        print(f"report: {store.url(f'surfaces/{sweep_id}/report.html')}")
+        print(f"report: {store.url(key)}")
         return summary
 
     fit_surface(rate_sample.expand(job=plan_samples()))

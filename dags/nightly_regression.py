@@ -95,7 +95,9 @@ with DAG(
                                    confidence=cfg["confidence"]).to_dict()
             v.update(name=rec["name"], config=rec["params"], rating_id=rec["rating_id"],
                      history_nights=[h["night"] for h in history],
-                     report_url=store.url(store.rating_key(rec["rating_id"], "report.html")))
+                     report_url=store.url(store.rating_key(rec["rating_id"], "report.html")),
+                     report_href=store.link(store.nightly_key(night, "report.html"),
+                                            store.rating_key(rec["rating_id"], "report.html")))
             status = "REGRESSION" if v["regression"] else "NO VERDICT" if v["inconclusive"] else "ok"
             print(f"{rec['name']}: {status} — {v['reason']}")
             verdicts.append(v)
@@ -108,8 +110,9 @@ with DAG(
         store = pipeline.open_store()
         night = _night(dag_run)
         html = nightly_report_html(night, verdicts, {})
-        store.put_bytes(f"nightly/{night}/report.html", html.encode(), "text/html; charset=utf-8")
-        print(f"report: {store.url(f'nightly/{night}/report.html')}")
+        key = store.nightly_key(night, "report.html")
+        store.put_bytes(key, html.encode(), "text/html; charset=utf-8")
+        print(f"report: {store.url(key)}")
         return verdicts
 
     @task

@@ -195,6 +195,10 @@ def test_map_surface_2x2_with_seeding(airflow_env):
     keys = store.list_keys(f"surfaces/{sid}/")
     assert f"surfaces/{sid}/plots/surface_memory_mb_read_iops.png" in keys
     assert f"surfaces/{sid}/report.html" in keys
+    page = store.get_bytes(f"surfaces/{sid}/report.html").decode()
+    for r in rows:      # each sample links its rating's report (relative), and that report exists
+        assert f'href="../../ratings/{r["rating_id"]}/report.html"' in page
+        assert store.rating_key(r["rating_id"], "report.html") in store.list_keys(f"ratings/{r['rating_id']}/")
 
 
 @pytest.mark.integration
@@ -222,7 +226,10 @@ def test_nightly_flags_a_worse_configuration_but_not_the_same(airflow_env, tmp_p
     v_bad = store.get_json("nightly/2026-11-03/verdicts.json")
     assert v_bad[0]["regression"], v_bad
     assert str(bad.state).endswith("failed") and _states(bad)["verdict"].endswith("failed")
-    assert "REGRESSION" in store.get_bytes("nightly/2026-11-03/report.html").decode()
+    page = store.get_bytes("nightly/2026-11-03/report.html").decode()
+    rid = v_bad[0]["rating_id"]
+    assert "REGRESSION" in page and f'href="../../ratings/{rid}/report.html"' in page
+    assert store.rating_key(rid, "report.html") in store.list_keys(f"ratings/{rid}/")
 
 
 def test_slot_leases_are_exclusive_idempotent_and_expire(tmp_path, monkeypatch):

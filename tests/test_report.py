@@ -210,6 +210,12 @@ def test_surface_report_html():
     assert "fullfact" in page and "12.5" in page and "3.25" in page and "216.2" in page and "905" in page
     assert "&lt;img src=x&gt;" in page and "<img src=x>" not in page
     assert not _EXTERNAL.search(page)
+    samples[1]["report_href"] = "../../ratings/r1/report.html"
+    samples[0]["report_href"] = '../../ratings/"x/report.html'
+    page = report.surface_report_html({"sweep_id": "sw1", "factors": ["disks", "threads"]}, samples, None)
+    assert '<a href="../../ratings/r1/report.html">r1</a>' in page
+    assert '<a href="../../ratings/&quot;x/report.html">&lt;img src=x&gt;</a>' in page
+    assert '<td class="l">r2</td>' in page or ">r2</td>" in page       # no href: plain text
 
 
 def test_nightly_report_shows_regression():
@@ -226,6 +232,9 @@ def test_nightly_report_shows_regression():
     assert '<span class="status ok">OK</span>' in page
     assert "1 of 2 baseline(s) regressed" in page and "-33.3 %" in page
     assert ">decided by</th>" in page and ">Welch</td>" in page
+    assert ">s3://workbench/ratings/x/report.html</td>" in page     # no href: the URL as text
+    linked = report.nightly_report_html("2026-11-22", [{**verdicts[0], "report_href": "../../ratings/x/report.html"}])
+    assert '<a href="../../ratings/x/report.html">s3://workbench/ratings/x/report.html</a>' in linked
     ok_page = report.nightly_report_html("2026-11-22", verdicts[1:], None)
     assert "REGRESSION" not in ok_page and "ALL OK" in ok_page
     stuck = {**verdicts[1], "inconclusive": True, "reason": "tonight's rating did not converge (...)"}

@@ -167,6 +167,15 @@ def test_bad_names_and_indices_rejected(store):
     assert store.nightly_key("2026-11-02", "verdicts.json") == "nightly/2026-11-02/verdicts.json"
 
 
+def test_link_between_reports_is_relative():
+    night, rating = "nightly/2026-11-22/report.html", "ratings/nightly-web-1/report.html"
+    assert ResultsStore.link(night, rating) == "../../ratings/nightly-web-1/report.html"
+    assert ResultsStore.link("surfaces/sw1/report.html", "surfaces/sw1/plots/a.png") == "plots/a.png"
+    assert ResultsStore.link("top.html", "ratings/r/report.html") == "ratings/r/report.html"
+    with pytest.raises(ValueError, match="bad object name"):
+        ResultsStore.link(night, "../etc/passwd")
+
+
 def test_unreachable_endpoint_fails_fast(minio_server):
     (port,) = free_ports(1)  # nothing listens there
     cfg = dataclasses.replace(minio_server, endpoint=f"127.0.0.1:{port}", bucket="wb-nowhere")

@@ -10,6 +10,7 @@ import io
 import json
 import mimetypes
 import os
+import posixpath
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -191,6 +192,12 @@ class ResultsStore:
 
     def url(self, key: str) -> str:
         return f"s3://{self.bucket}/{key}"
+
+    @staticmethod
+    def link(from_key: str, to_key: str) -> str:
+        """The href from the object `from_key` (a report) to `to_key`: relative, so it resolves wherever
+        the bucket is served or mirrored (`mc mirror`, a MinIO browser path, a local copy)."""
+        return posixpath.relpath(_check_name(to_key), posixpath.dirname(_check_name(from_key)) or ".")
 
     # -- objects ---------------------------------------------------------------------------
     def put_bytes(self, key: str, data: bytes, content_type: str = "application/octet-stream") -> str:

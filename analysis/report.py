@@ -255,14 +255,15 @@ def rating_report_html(spec: Mapping[str, Any], result: Mapping[str, Any],
                if ops else '<p class="muted">no valid trial with per-op data</p>')
     trial_rows = [[t.get("n"), _num(t.get("load_ops_s")), _num(t.get("runlength_s")), _num(t.get("mean_ms")),
                    _num(t.get("p95_ms")), _num(t.get("achieved_rate")), "yes" if t.get("valid") else "NO",
+                   _num((t.get("raw") or {}).get("host_steal_pct"), ".2f"),
                    t.get("reason") or "", t.get("decision") or ""] for t in trials]
     body = "".join([
         *head,
         "<h2>Plots</h2>", _plots_html(plots),
         f"<h2>Per-operation breakdown at {_num(near)} ops/s (load nearest λ*)</h2>", op_html,
         "<h2>Trials</h2>",
-        _table(["n", "load ops/s", "runlength s", "mean ms", "p95 ms", "achieved ops/s", "valid", "reason",
-                "decision"], trial_rows, left=(7, 8),
+        _table(["n", "load ops/s", "runlength s", "mean ms", "p95 ms", "achieved ops/s", "valid",
+                "host steal %", "reason", "decision"], trial_rows, left=(8, 9),
                row_class=["" if t.get("valid") else "invalid" for t in trials]),
         "<h2>Data validation</h2>", _validation_html(validation),
         "<h2>System</h2>", _sysinfo_html(sysinfo),

@@ -175,6 +175,8 @@ def test_two_clients_start_together_and_merge_exactly(ganesha, tmp_path, fstress
     assert r["ops_total"] == a["ops_total"] + b["ops_total"]
     assert r["offered_rate"] == pytest.approx(a["offered_rate"] + b["offered_rate"])
     assert r["max_ms"] == max(a["max_ms"], b["max_ms"])
+    assert 0 <= a["host_steal_pct"] <= 100 and 0 <= b["host_steal_pct"] <= 100   # read from /proc/stat
+    assert r["host_steal_pct"] == max(a["host_steal_pct"], b["host_steal_pct"])   # the worst load host
     for op in set(a["ops"]) | set(b["ops"]):
         ca = a["ops"].get(op, {}).get("count", 0)
         cb = b["ops"].get(op, {}).get("count", 0)

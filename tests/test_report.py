@@ -33,6 +33,7 @@ def rating():
     # one real trial re-labelled invalid, as the validity rules / GX would do
     bad = next(t for t in trials if t["n"] == 7)
     bad["valid"], bad["reason"] = False, "achieved rate < 90% of offered <b>"
+    bad["raw"]["host_steal_pct"] = 3.14159  # fstress: share of the load host's CPU time stolen in the window
     return {"spec": _load("spec"), "result": _load("result"), "trials": trials, "sysinfo": _load("sysinfo")}
 
 
@@ -186,6 +187,7 @@ def test_rating_report_html(rating):
         assert f'<td class="l">{op}</td>' in page
     assert "mix error 12% &gt; 5% on &lt;read&gt;" in page
     assert "achieved rate &lt; 90% of offered &lt;b&gt;" in page
+    assert "<th>host steal %</th>" in page and "<td>3.14</td>" in page   # absent elsewhere: "—"
     assert "<script>" not in page and "&lt;script&gt;alert(1)&lt;/script&gt;" in page
     assert not _EXTERNAL.search(page)
     assert page.count('src="data:image/png;base64,') == 3

@@ -88,10 +88,13 @@ def test_trials_ordered_by_n(store):
 
 def test_trials_df_and_parquet_round_trip(store):
     rid = "sample"
+    steal_pct = {1: 2.5}  # fstress's host_steal_pct; absent from the other two (older fstress)
     for rec in reversed(TRIALS):
-        store.put_trial(rid, rec["n"], rec)
+        raw = dict(rec["raw"], **({"host_steal_pct": steal_pct[rec["n"]]} if rec["n"] in steal_pct else {}))
+        store.put_trial(rid, rec["n"], dict(rec, raw=raw))
     df = store.trials_df(rid)
     assert list(df["n"]) == [0, 1, 2]
+    assert df["host_steal_pct"].iloc[1] == 2.5 and df["host_steal_pct"].iloc[[0, 2]].isna().all()
     assert list(df.columns[:2]) == ["n", "decision"]
     assert "raw" not in df.columns
     for col in ("mean_ms", "p95_ms", "achieved_rate", "valid", "load_ops_s", "runlength_s", "errors"):

@@ -309,13 +309,17 @@ class ResultsStore:
     def trials_df(self, rating_id: str, ops: bool = False):
         """One row per trial: the scalar fields (n, decision, mean_ms, ...), `raw` dropped.
 
-        With ops=True, per-operation scalars of raw["ops"] become columns op_<op>_<field>."""
+        host_steal_pct is fstress's steal share of the load host's CPU time in the measured window
+        (the worst load host; None where unknown). With ops=True, per-operation scalars of
+        raw["ops"] become columns op_<op>_<field>."""
         import pandas as pd
 
         rows = []
         for rec in self.trials(rating_id):
             row = {k: v for k, v in rec.items() if k != "raw" and not isinstance(v, (dict, list))}
-            raw_ops = (rec.get("raw") or {}).get("ops") or {}
+            raw = rec.get("raw") or {}
+            row["host_steal_pct"] = raw.get("host_steal_pct")
+            raw_ops = raw.get("ops") or {}
             if ops:
                 for op, stats in sorted(raw_ops.items()):
                     row.update({f"op_{op}_{f}": v for f, v in stats.items()

@@ -149,7 +149,11 @@ func TestRateAndMixAgainstNullServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := out.Result
-	t.Logf("intended %d sent %d achieved %.1f lag p99 %.3f ms cpu %.2fs sat=%v %s", out.Intended, out.Sent, r.AchievedRate, r.SendLagMs.P99, out.CPUSeconds, out.Saturated, out.Reason)
+	steal := math.NaN()
+	if r.HostStealPct != nil {
+		steal = *r.HostStealPct
+	}
+	t.Logf("intended %d sent %d achieved %.1f lag p99 %.3f ms cpu %.2fs steal %.2f %% sat=%v %s", out.Intended, out.Sent, r.AchievedRate, r.SendLagMs.P99, out.CPUSeconds, steal, out.Saturated, out.Reason)
 	if math.Abs(r.AchievedRate-5000)/5000 > 0.005 {
 		t.Errorf("achieved %.1f ops/s, want 5000 ±0.5%%", r.AchievedRate)
 	}
@@ -169,6 +173,13 @@ func TestRateAndMixAgainstNullServer(t *testing.T) {
 	// saturation reasons must never fire at this rate
 	if out.Saturated && !strings.HasPrefix(out.Reason, "send-lag") {
 		t.Errorf("saturated at 5000 ops/s: %s", out.Reason)
+	}
+	// the measured window (3 s) began after the warm-up: /proc/stat was read twice
+	if r.HostStealPct == nil || *r.HostStealPct < 0 || *r.HostStealPct > 100 {
+		t.Errorf("host steal over the window: %v", r.HostStealPct)
+	}
+	if out.Saturated && !strings.Contains(out.Reason, "% of CPU time)") {
+		t.Errorf("a send-lag reason should carry the host's steal: %s", out.Reason)
 	}
 }
 
@@ -228,6 +239,26 @@ func TestStalledServerTimeoutsAndSaturation(t *testing.T) {
 	}
 	if time.Since(t0) > 3*time.Second {
 		t.Errorf("run+drain took %v (bounded by duration + timeout)", time.Since(t0))
+	}
+}
+
+func TestSendLagReasonCarriesHostSteal(t *testing.T) {
+	addr := startNull(t, &nullserver.Server{})
+	s := connect(t, addr, 2*time.Second, 1)
+	w := loadWL(t, "name = t_null\nmix = null:1\n")
+	fs, err := PrepareFileset(context.Background(), s, w, 1000, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// a 1 ns bound: every real send is later than that, so the lag rule fires
+	out, err := Run(context.Background(), s, fs, RunConfig{Workload: w, Rate: 1000, Duration: 500 * time.Millisecond,
+		Warmup: 100 * time.Millisecond, Seed: 1, LagBound: time.Nanosecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !out.Saturated || !strings.HasPrefix(out.Reason, "send-lag p99 ") || !strings.Contains(out.Reason, " (host steal ") ||
+		!strings.HasSuffix(out.Reason, "% of CPU time)") {
+		t.Errorf("reason %q: want the send-lag rule with the host's steal", out.Reason)
 	}
 }
 

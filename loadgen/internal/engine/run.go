@@ -578,6 +578,7 @@ func Run(ctx context.Context, s *Session, fs *Fileset, cfg RunConfig) (*Outcome,
 	}
 	startWall := time.Now()
 	cpu0 := cpuTime()
+	steal := watchSteal(cfg.Warmup)
 
 	// The metronome: send every due call, then park until the next one.
 	var i int64
@@ -640,6 +641,7 @@ func Run(ctx context.Context, s *Session, fs *Fileset, cfg RunConfig) (*Outcome,
 		}
 	}
 	r.nextDue.Store(math.MaxInt64)
+	stealPct, stealOK := steal.stop()
 	// Calls still due but never sent (stopped by ctx) count as intended.
 	// Drain: wait for the outstanding calls up to the RPC timeout.
 	deadline := time.Now().Add(s.Cfg.Timeout*attempts + 500*time.Millisecond)
@@ -670,6 +672,9 @@ func Run(ctx context.Context, s *Session, fs *Fileset, cfg RunConfig) (*Outcome,
 		MixTarget: mix, StartUnixNs: startWall.Add(cfg.Warmup).UnixNano(), Host: host,
 		Server: s.Cfg.Server, Export: s.Cfg.Export, Pacing: pacing, Conns: len(s.Clients), Seed: cfg.Seed,
 		WarmupS: cfg.Warmup.Seconds()})
+	if stealOK {
+		res.HostStealPct = &stealPct
+	}
 	var reasons []string
 	if float64(r.sent) < SentFraction*float64(r.intended) {
 		reasons = append(reasons, fmt.Sprintf("sent %d of %d intended calls (%.2f%% < 99%%)", r.sent, r.intended, 100*float64(r.sent)/math.Max(1, float64(r.intended))))
@@ -679,7 +684,11 @@ func Run(ctx context.Context, s *Session, fs *Fileset, cfg RunConfig) (*Outcome,
 		reasons = append(reasons, fmt.Sprintf("achieved %.1f ops/s < 99%% of offered %.1f", res.AchievedRate, cfg.Rate))
 	}
 	if lag := time.Duration(res.SendLagMs.P99 * 1e6); lag > cfg.LagBound {
-		reasons = append(reasons, fmt.Sprintf("send-lag p99 %.3f ms > bound %.3f ms", res.SendLagMs.P99, cfg.LagBound.Seconds()*1e3))
+		reason := fmt.Sprintf("send-lag p99 %.3f ms > bound %.3f ms", res.SendLagMs.P99, cfg.LagBound.Seconds()*1e3)
+		if stealOK {
+			reason += fmt.Sprintf(" (host steal %.2f %% of CPU time)", stealPct)
+		}
+		reasons = append(reasons, reason)
 	}
 	if r.capHit {
 		reasons = append(reasons, fmt.Sprintf("outstanding-calls cap %d hit", cfg.MaxOutstanding))

@@ -92,6 +92,11 @@ type Result struct {
 	Retransmits        uint64               `json:"retransmits"`
 	Histogram          string               `json:"histogram"` // all replies, base64 HDR V2 compressed, µs
 
+	// HostStealPct is the share of the load host's CPU time its hypervisor
+	// stole during the measured window, % (top's %st; package hoststat);
+	// absent when unknown. A merge keeps the largest of its inputs.
+	HostStealPct *float64 `json:"host_steal_pct,omitempty"`
+
 	Clients          int      `json:"clients"`
 	StartUnixNs      int64    `json:"start_unix_ns"`
 	Host             string   `json:"host,omitempty"`
@@ -304,6 +309,10 @@ func Merge(rs []*Result) (*Result, error) {
 			if r.SaturationReason != "" {
 				reasons = append(reasons, r.SaturationReason)
 			}
+		}
+		if r.HostStealPct != nil && (out.HostStealPct == nil || *r.HostStealPct > *out.HostStealPct) {
+			v := *r.HostStealPct
+			out.HostStealPct = &v
 		}
 		if !contains(names, r.Workload) {
 			names = append(names, r.Workload)

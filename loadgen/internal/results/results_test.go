@@ -204,6 +204,19 @@ func TestMergeWindows(t *testing.T) {
 	if !m.GeneratorSaturated || m.SaturationReason != "send-lag p99 too high" || m.Workload != "web_server+mail" {
 		t.Errorf("saturated %v %q %q", m.GeneratorSaturated, m.SaturationReason, m.Workload)
 	}
+	if m.HostStealPct != nil {
+		t.Errorf("no input knew its steal, the merge says %v", *m.HostStealPct)
+	}
+	low, high := 0.5, 4.25
+	a.HostStealPct, b.HostStealPct = &high, &low
+	if m, _ = Merge([]*Result{a, b}); m.HostStealPct == nil || *m.HostStealPct != high {
+		t.Errorf("merged steal %v, want the worst host's %v", m.HostStealPct, high)
+	}
+	*m.HostStealPct = 9 // the merge owns its copy
+	if high != 4.25 {
+		t.Error("the merge aliases an input's steal")
+	}
+	a.HostStealPct, b.HostStealPct = nil, nil
 	// unknown start times: the shortest duration
 	a.StartUnixNs, b.DurationS = 0, 7
 	if m, _ = Merge([]*Result{a, b}); m.DurationS != 7 {

@@ -21,7 +21,7 @@ from hdrh.histogram import HdrHistogram  # noqa: E402
 from matplotlib.backends.backend_agg import FigureCanvasAgg  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
-from analysis.stats import mean_ci, region  # noqa: E402
+from workbench.stats.intervals import mean_ci, region  # noqa: E402
 
 __all__ = [
     "HDR_UNIT_MS", "rating_spec", "load_summary", "merge_histograms", "latency_cdf", "cdf_trials",

@@ -52,7 +52,7 @@ from typing import Any, Mapping, Sequence
 
 from scipy import stats as _st
 
-from analysis.stats import welch
+from workbench.stats.intervals import welch
 
 __all__ = ["RegressionVerdict", "compare_to_history", "diff_ci", "peak_se", "reference_load",
            "separation_error", "BASELINE_RATINGS", "NEAR_LOAD_FRACTION"]

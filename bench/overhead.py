@@ -23,7 +23,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "plugins"))
-from workbench.harness import AnsibleHarness  # noqa: E402
+from workbench.measure.ansible import AnsibleHarness  # noqa: E402
 
 
 def main() -> int:

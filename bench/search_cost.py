@@ -20,10 +20,8 @@ Writes PNGs, search_cost.md (tables) and search_cost.json under --out; prints th
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import math
-import os
 import sys
 import time
 from pathlib import Path
@@ -35,10 +33,13 @@ for p in (ROOT / "plugins", ROOT):
     if str(p) not in sys.path:
         sys.path.insert(0, str(p))
 
-from analysis.surface import fit_quadratic, mape  # noqa: E402
-from workbench.design import FactorSpace, Numeric, d_optimal  # noqa: E402
-from workbench.search import RatingSpec, find_peak  # noqa: E402
-from workbench.simulate import SimulatedServer, plan, surface_grid  # noqa: E402
+from workbench.stats.rsm import fit_quadratic, mape  # noqa: E402
+from workbench.planning.design import FactorSpace, Numeric  # noqa: E402
+from workbench.planning.doptimal import d_optimal  # noqa: E402
+from workbench.controller.spec import RatingSpec  # noqa: E402
+from workbench.controller.decide import find_peak  # noqa: E402
+from workbench.measure.simulated import SimulatedServer, surface_grid  # noqa: E402
+from workbench.planning.dryrun import plan  # noqa: E402
 
 FAMILIES = ("db", "web", "mail")
 POLICIES = {  # label -> (policy, seeding, extra spec fields)

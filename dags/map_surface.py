@@ -14,11 +14,15 @@ import datetime as dt
 from airflow.sdk import DAG, Param, task
 from airflow.sdk.exceptions import AirflowFailException
 
-from workbench import pipeline, sweep
+from workbench import pipeline
+from workbench.config.vocabulary import DESIGNS, SLOTS
+from workbench.pipeline import sweep
 
 POOL = "workbench_sut"
 
 
+def _sweep_id(dag_run) -> str:
+    return pipeline.rating_id_for(dag_run.dag_id, dag_run.run_id)
 
 with DAG(
     dag_id="map_surface",
@@ -35,7 +39,7 @@ with DAG(
                          description="factor → levels; numeric: " + ", ".join(sweep.NUMERIC_FACTORS)
                                      + "; categorical: " + ", ".join(sweep.CATEGORICAL_FACTORS)),
         "fixed": Param({}, type="object", description="other factors held fixed, e.g. {\"fs\": \"xfs\"}"),
-        "design": Param("fullfact", type="string", enum=list(sweep.DESIGNS),
+        "design": Param("fullfact", type="string", enum=list(DESIGNS),
                         description="fullfact, dopt (D-optimal n_samples of the grid) or lhs"),
         "n_samples": Param(None, type=["null", "integer"], minimum=1, maximum=256,
                            description="samples for dopt / lhs"),
@@ -47,53 +51,18 @@ with DAG(
 
     @task
     def plan_samples(params=None, dag_run=None):
-        sweep_id = pipeline.rating_id_for(dag_run.dag_id, dag_run.run_id)
         try:
-            plan = sweep.plan_sweep(dict(params), sweep_id)
+            return sweep.start_sweep(pipeline.open_store(), dict(params), _sweep_id(dag_run))
         except pipeline.ParamError as e:
             raise AirflowFailException(f"bad parameters: {e}") from None
-        store = pipeline.open_store()
-        store.put_json(f"surfaces/{sweep_id}/plan.json", plan)
-        for it in plan["samples"]:
-            print(f"sample {it['i']}: {it['sample']}")
-        return [{"sweep": {k: v for k, v in plan.items() if k != "samples"}, "item": it} for it in plan["samples"]]
 
-    @task(pool=POOL, max_active_tis_per_dagrun=len(pipeline.SLOTS), retries=1,
+    @task(pool=POOL, max_active_tis_per_dagrun=len(SLOTS), retries=1,
           retry_delay=dt.timedelta(seconds=10))
     def rate_sample(job):
         return sweep.rate_sample(pipeline.open_store(), job["sweep"], job["item"])
 
     @task
     def fit_surface(rows, dag_run=None):
-        from analysis.plots import surface_png
-        from analysis.report import surface_report_html
-        import pandas as pd
-        store = pipeline.open_store()
-        sweep_id = pipeline.rating_id_for(dag_run.dag_id, dag_run.run_id)
-        plan = store.get_json(f"surfaces/{sweep_id}/plan.json")
-        rows = sorted(rows, key=lambda r: r["i"])
-        model, summary = sweep.fit_surface(plan, rows)
-        store.put_json(f"surfaces/{sweep_id}/model.json", summary)
-        points = pd.DataFrame([{**r["sample"], "peak_rate": r["peak_rate"]} for r in rows])
-        store.put_bytes(f"surfaces/{sweep_id}/samples.parquet", points.to_parquet(index=False),
-                        "application/vnd.apache.parquet")
-        numeric = [f for f in plan["factors"] if f in sweep.NUMERIC_FACTORS]
-        code = sweep.coder(sweep.factor_space(plan["factors"]), [r["sample"] for r in rows])
-        plots = {}
-        for i, fx in enumerate(numeric):
-            for fy in numeric[i + 1:]:
-                plots[f"surface_{fx}_{fy}.png"] = surface_png(points, fx, fy, fit=model, code=code)
-        for name, png in plots.items():
-            store.put_bytes(f"surfaces/{sweep_id}/plots/{name}", png, "image/png")
-        key = store.surface_key(sweep_id, "report.html")
-        samples = [{**r["sample"], **{k: r[k] for k in ("peak_rate", "rating_id", "n_trials", "seed_load",
-                                                        "converged")},
-                    "report_href": store.link(key, store.rating_key(r["rating_id"], "report.html"))} for r in rows]
-        html = surface_report_html({"sweep_id": sweep_id, "factors": plan["factors"], "design": plan["design"]},
-                                   samples, summary, plots)
-        store.put_bytes(key, html.encode(), "text/html; charset=utf-8")
-        print(f"fit: {summary}")
-        print(f"report: {store.url(key)}")
-        return summary
+        return sweep.finish_sweep(pipeline.open_store(), _sweep_id(dag_run), rows)
 
     fit_surface(rate_sample.expand(job=plan_samples()))

@@ -17,7 +17,9 @@ import os
 from airflow.sdk import DAG, Param, task
 from airflow.sdk.exceptions import AirflowFailException
 
-from workbench import pipeline, sweep
+from workbench import pipeline
+from workbench.config.vocabulary import SLOTS
+from workbench.pipeline import nightly
 
 POOL = "workbench_sut"
 
@@ -46,81 +48,30 @@ with DAG(
     @task
     def load_config(params=None, dag_run=None):
         try:
-            cfg = sweep.load_nightly_config(params["config_path"])
+            return nightly.start_night(pipeline.open_store(), params["config_path"], params.get("only"),
+                                       _night(dag_run))
         except pipeline.ParamError as e:
             raise AirflowFailException(str(e)) from None
-        only = params.get("only")
-        base = [b for b in cfg["baselines"] if not only or b["name"] in only]
-        if not base:
-            raise AirflowFailException(f"no baseline selected (only={only})")
-        night = _night(dag_run)
-        pipeline.open_store().put_json(f"nightly/{night}/config.json", cfg)
-        return [{"night": night, "baseline": b} for b in base]
 
-    @task(pool=POOL, max_active_tis_per_dagrun=len(pipeline.SLOTS), retries=1,
+    @task(pool=POOL, max_active_tis_per_dagrun=len(SLOTS), retries=1,
           retry_delay=dt.timedelta(seconds=10))
     def rate_baseline(job):
-        from analysis.regression import reference_load
-        store = pipeline.open_store()
-        night, b = job["night"], job["baseline"]
-        key = f"nightly/{night}/{b['name']}.json"
-        if store.exists(key):
-            return store.get_json(key)
-        plan = pipeline.plan_from_params(b.get("params") or {}, f"nightly__{night}__{b['name']}")
-        # seeded at the baseline's reference load with a fixed number of trials there: cheaper
-        # (seed 000 §5.4), and tonight then has a sample where the history has one, for the Welch
-        # test in `compare`
-        ref = reference_load(sweep.nightly_history(store, b["name"], night))
-        cfg = store.get_json(f"nightly/{night}/config.json")
-        plan = pipeline.seeded(plan, ref, cfg.get("seed_trials", sweep.NIGHTLY_SEED_TRIALS))
-        print(f"{b['name']}: seed load {plan.spec.get('seed_load')} (baseline reference load {ref})")
-        res = pipeline.run_rating(plan, store)
-        rec = {"name": b["name"], "night": night, "params": b.get("params") or {}, "rating_id": plan.rating_id,
-               "seed_load": plan.spec.get("seed_load"),
-               "result": pipeline.strict_json({k: v for k, v in res.items() if k != "trace"})}
-        store.put_json(key, rec)
-        return rec
+        return nightly.rate_baseline(pipeline.open_store(), job["night"], job["baseline"])
 
     @task
     def compare(records, dag_run=None):
-        from analysis.regression import compare_to_history
-        store = pipeline.open_store()
-        night = _night(dag_run)
-        cfg = store.get_json(f"nightly/{night}/config.json")
-        verdicts = []
-        for rec in sorted(records, key=lambda r: r["name"]):
-            history = sweep.nightly_history(store, rec["name"], night)
-            current = sweep.nightly_rating(store, rec["rating_id"], rec["result"])
-            v = compare_to_history(current, history, tolerance=cfg["tolerance"],
-                                   confidence=cfg["confidence"]).to_dict()
-            v.update(name=rec["name"], config=rec["params"], rating_id=rec["rating_id"],
-                     history_nights=[h["night"] for h in history],
-                     report_url=store.url(store.rating_key(rec["rating_id"], "report.html")),
-                     report_href=store.link(store.nightly_key(night, "report.html"),
-                                            store.rating_key(rec["rating_id"], "report.html")))
-            status = "REGRESSION" if v["regression"] else "NO VERDICT" if v["inconclusive"] else "ok"
-            print(f"{rec['name']}: {status} — {v['reason']}")
-            verdicts.append(v)
-        store.put_json(f"nightly/{night}/verdicts.json", verdicts)
-        return verdicts
+        return nightly.compare(pipeline.open_store(), _night(dag_run), records)
 
     @task
     def report(verdicts, dag_run=None):
-        from analysis.report import nightly_report_html
-        store = pipeline.open_store()
-        night = _night(dag_run)
-        html = nightly_report_html(night, verdicts, {})
-        key = store.nightly_key(night, "report.html")
-        store.put_bytes(key, html.encode(), "text/html; charset=utf-8")
-        print(f"report: {store.url(key)}")
+        print(f"report: {nightly.report(pipeline.open_store(), _night(dag_run), verdicts)}")
         return verdicts
 
     @task
     def verdict(verdicts):
-        bad = [v for v in verdicts if v["regression"] or v.get("inconclusive")]
-        if bad:   # an unconverged rating turns the night red too: nobody knows whether it regressed
-            raise AirflowFailException("; ".join(
-                f"{'regression' if v['regression'] else 'no verdict'}: {v['name']}: {v['reason']}" for v in bad))
+        why = nightly.failures(verdicts)  # an unconverged rating turns the night red too
+        if why:
+            raise AirflowFailException(why)
         print(f"no regression in {len(verdicts)} baseline(s)")
 
     verdict(report(compare(rate_baseline.expand(job=load_config()))))

@@ -22,10 +22,12 @@ from airflow.sdk import DAG, Param
 from airflow.sdk.exceptions import AirflowFailException
 
 from workbench import pipeline
-from workbench.search import NextTrial
+from workbench.config.vocabulary import MAX_TRIAL_TASKS, SLOTS
+from workbench.controller.decide import NextTrial
+from workbench.pipeline.console import result_block, trial_line
 
 POOL = "workbench_sut"
-K = pipeline.MAX_TRIAL_TASKS
+K = MAX_TRIAL_TASKS
 
 
 class DecideOperator(BranchPythonOperator):
@@ -50,17 +52,10 @@ def _plan(ti) -> pipeline.RatingPlan:
 
 def validate(params, dag_run, ti, **_):
     rating_id = pipeline.rating_id_for(dag_run.dag_id, dag_run.run_id)
-    try:
-        plan = pipeline.plan_from_params(dict(params), rating_id)
+    try:   # MinIO reachable and every parameter checked before anything is provisioned
+        return pipeline.checked_plan(dict(params), rating_id, pipeline.open_store()).to_dict()
     except pipeline.ParamError as e:
         raise AirflowFailException(f"bad parameters: {e}") from None
-    store = pipeline.open_store()                       # MinIO reachable before anything is provisioned
-    if plan.seed_source == "history":
-        seed = pipeline.history_seed(store, plan)
-        print(f"seed from history: {seed}")
-        plan = pipeline.seeded(plan, seed)
-    print(f"rating {rating_id}: {plan.workload}, factors {plan.factors}, spec {plan.spec}")
-    return plan.to_dict()
 
 
 def lease_slot(ti, **_):
@@ -92,10 +87,7 @@ def decide(k: int):
 
 def trial(k: int):
     def fn(ti, **_):
-        r = pipeline.trial_step(_plan(ti), pipeline.open_store(), k)
-        print(f"trial {k}: {r['load_ops_s']:g} ops/s × {r['runlength_s']:g} s → mean {r['mean_ms']:.3f} ms, "
-              f"p95 {r['p95_ms']:.3f} ms, achieved {r['achieved_rate']:.1f}, "
-              f"{'valid' if r['valid'] else 'INVALID: ' + r['reason']}")
+        print(trial_line(pipeline.trial_step(_plan(ti), pipeline.open_store(), k)))
     return fn
 
 
@@ -130,11 +122,8 @@ def teardown(ti, **_):
 
 
 def verdict(ti, **_):
-    plan = _plan(ti)
     store = pipeline.open_store()
-    res = store.get_json(store.rating_key(plan.rating_id, "result.json"))
-    print(f"λ* = {res['peak_rate']:.1f} ops/s ({'converged' if res['converged'] else 'NOT converged'}: "
-          f"{res['reason']}); results {store.url(store.rating_key(plan.rating_id, ''))}")
+    print(result_block(store.get_json(store.rating_key(_plan(ti).rating_id, "result.json"))))
 
 
 with DAG(
@@ -143,7 +132,7 @@ with DAG(
     schedule=None,
     start_date=dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc),
     catchup=False,
-    max_active_runs=len(pipeline.SLOTS),
+    max_active_runs=len(SLOTS),
     # every step is idempotent (keys derive from the run), so a task lost to a crash is retried;
     # validate's AirflowFailException is never retried
     default_args={"retries": 2, "retry_delay": dt.timedelta(seconds=5)},

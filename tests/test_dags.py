@@ -9,7 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from workbench import pipeline, sweep
+from workbench import pipeline
+from workbench.config import paths
+from workbench.config.vocabulary import CANNED_WORKLOADS, MAX_TRIAL_TASKS
+from workbench.pipeline import leases
+from workbench.pipeline import nightly, sweep
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -37,7 +41,7 @@ def test_plan_takes_profile_defaults_and_overrides():
     plan = pipeline.plan_from_params({"profile": "smoke", "memory_mb": 256, "runlength_s": 2}, "r1")
     assert plan.factors["memory_mb"] == 256 and plan.factors["fs"] == "ext4"
     assert plan.spec["runlength_s"] == 2 and plan.spec["runlength_policy"] == "fixed"
-    assert plan.spec["width"] == 0.5 and plan.rating_spec().max_trials <= pipeline.MAX_TRIAL_TASKS
+    assert plan.spec["width"] == 0.5 and plan.rating_spec().max_trials <= MAX_TRIAL_TASKS
     assert pipeline.RatingPlan.from_dict(json.loads(json.dumps(plan.to_dict()))) == plan
     assert pipeline.rating_id_for("rate_peak", "manual__2026-11-22T05:00:00+00:00") == \
         "rate_peak__manual__2026-11-22T05_00_00_00_00"
@@ -46,11 +50,11 @@ def test_plan_takes_profile_defaults_and_overrides():
 def test_dag_params_match_the_checked_table():
     dag = _dag("rate_peak")
     assert set(dag.params.keys()) == set(pipeline.PARAMS)
-    assert dag.params.get_param("workload").schema["enum"] == list(pipeline.CANNED_WORKLOADS)
+    assert dag.params.get_param("workload").schema["enum"] == list(CANNED_WORKLOADS)
     ids = {t.task_id for t in dag.tasks}
     assert {"validate", "lease_slot", "provision", "deploy", "gx_check", "summarise", "report", "publish",
             "teardown", "verdict"} <= ids
-    assert {f"decide_{k}" for k in range(pipeline.MAX_TRIAL_TASKS)} <= ids
+    assert {f"decide_{k}" for k in range(MAX_TRIAL_TASKS)} <= ids
     assert dag.get_task("teardown").trigger_rule == "all_done"
     assert dag.get_task("trial_0").pool == "workbench_sut"
 
@@ -71,17 +75,17 @@ def test_sweep_plan_orders_for_seeding_and_checks_factors():
 
 
 def test_nightly_config_in_the_repo_is_valid(tmp_path):
-    cfg = sweep.load_nightly_config("config/nightly.yml")
+    cfg = nightly.load_nightly_config("config/nightly.yml")
     assert cfg["baselines"] and 0 < cfg["tolerance"] < 1
     bad = tmp_path / "n.yml"
     bad.write_text("baselines:\n  - name: x\n    params: {disks: 0}\n")
     with pytest.raises(pipeline.ParamError, match="disks"):
-        sweep.load_nightly_config(bad)
-    assert cfg["seed_trials"] == 6 == sweep.NIGHTLY_SEED_TRIALS
+        nightly.load_nightly_config(bad)
+    assert cfg["seed_trials"] == 6 == nightly.NIGHTLY_SEED_TRIALS
     for v in ("1", "true", "2.5", "21"):
         bad.write_text(f"seed_trials: {v}\nbaselines:\n  - name: x\n    params: {{}}\n")
         with pytest.raises(pipeline.ParamError, match="seed_trials must be an integer in"):
-            sweep.load_nightly_config(bad)
+            nightly.load_nightly_config(bad)
 
 
 # ----------------------------------------------------------------------------- dag.test on real components
@@ -136,7 +140,7 @@ def test_rate_peak_end_to_end(airflow_env):
     assert res["converged"], res["reason"]
     # one task per trial; after the decision to stop every later trial is skipped
     assert all(states[f"trial_{k}"].endswith("success") for k in range(n)), states
-    assert all(states[f"trial_{k}"].endswith("skipped") for k in range(n, pipeline.MAX_TRIAL_TASKS)), states
+    assert all(states[f"trial_{k}"].endswith("skipped") for k in range(n, MAX_TRIAL_TASKS)), states
     assert states[f"done_{n}"].endswith("success") and states["teardown"].endswith("success")
     keys = set(store.list_keys(f"ratings/{rid}/"))
     for name in ("spec.json", "sysinfo.json", "result.json", "trials.parquet", "gx.json", "report.html",
@@ -149,7 +153,7 @@ def test_rate_peak_end_to_end(airflow_env):
     assert f"λ* = <b>{res['peak_rate']:.4g}</b> ops/s" in html and "data:image/png;base64," in html
     info = store.get_json(store.rating_key(rid, "sysinfo.json"))
     assert info["host"] == "sut1"
-    assert not (pipeline.LEASES / "slot1").exists()          # lease released by teardown
+    assert not (paths.LEASES / "slot1").exists()          # lease released by teardown
 
 
 @pytest.mark.integration
@@ -233,8 +237,8 @@ def test_nightly_flags_a_worse_configuration_but_not_the_same(airflow_env, tmp_p
 
 
 def test_slot_leases_are_exclusive_idempotent_and_expire(tmp_path, monkeypatch):
-    monkeypatch.setattr(pipeline, "LEASES", tmp_path / "leases")
-    monkeypatch.setattr(pipeline, "WORKDIR", tmp_path)
+    monkeypatch.setattr(paths, "LEASES", tmp_path / "leases")
+    monkeypatch.setattr(paths, "WORKDIR", tmp_path)
     a = pipeline.plan_from_params({"profile": "smoke"}, "rating-a")
     b = pipeline.plan_from_params({"profile": "smoke"}, "rating-b")
     c = pipeline.plan_from_params({"profile": "smoke"}, "rating-c")
@@ -243,7 +247,7 @@ def test_slot_leases_are_exclusive_idempotent_and_expire(tmp_path, monkeypatch):
     with pytest.raises(RuntimeError, match="slot1 is held by rating rating-a"):
         pipeline.lease_slot(c)
     # rating-a's run died before teardown: after LEASE_STALE_S without activity its lease is taken over
-    old = os.path.getmtime(tmp_path / "leases" / "slot1") - pipeline.LEASE_STALE_S - 5
+    old = os.path.getmtime(tmp_path / "leases" / "slot1") - leases.LEASE_STALE_S - 5
     os.utime(tmp_path / "leases" / "slot1", (old, old))
     assert pipeline.lease_slot(c) == "slot1"
     assert not pipeline.release_slot(a.with_slot("slot1")) and pipeline.release_slot(c.with_slot("slot1"))

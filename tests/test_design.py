@@ -4,9 +4,10 @@ import math
 import numpy as np
 import pytest
 
-from workbench.design import (Categorical, FactorSpace, Numeric, d_optimal, log_det_information, nearest_seed,
-                              seed_order)
-from workbench.simulate import surface_grid
+from workbench.planning.design import Categorical, FactorSpace, Numeric
+from workbench.planning.doptimal import d_optimal, log_det_information
+from workbench.planning.seeding import nearest_seed, seed_order
+from workbench.measure.simulated import surface_grid
 
 DISKS = Numeric("disks", levels=(1, 2, 3, 4), integer=True)
 THREADS = Numeric("threads", levels=(1, 2, 4, 8, 16, 32, 64, 100), scale="log", integer=True)

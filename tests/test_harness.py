@@ -13,9 +13,12 @@ from pathlib import Path
 import pytest
 
 from workbench import cli
-from workbench.harness import (AnsibleHarness, PlaybookRun, factor_vars, result_from_json,
-                               _event_failure)
-from workbench.search import RatingSpec, find_peak
+from workbench.measure.ansible import AnsibleHarness
+from workbench.measure.playbook import PlaybookRun, _event_failure
+from workbench.config.factors import factor_vars
+from workbench.measure.trialjson import result_from_json
+from workbench.controller.spec import RatingSpec
+from workbench.controller.decide import find_peak
 
 MAX_INVALID_PER_LOAD = RatingSpec.max_invalid_per_load   # the controller's re-runs of one load
 
@@ -180,7 +183,7 @@ def test_provision_deploy_teardown_order_and_vars(tmp_path):
 
 
 def test_provision_failure_raises(tmp_path):
-    from workbench.harness import HarnessError
+    from workbench.measure.ansible import HarnessError
     h = harness(tmp_path, FakeRunner(fail="sut1: Validate failed: nfs_server_fs_type must be ..."))
     with pytest.raises(HarnessError, match="provision_sut.yml failed: sut1: Validate failed"):
         h.provision()

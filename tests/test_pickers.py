@@ -4,9 +4,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from workbench.pickers import two_point_fit
-from workbench.search import RatingSpec, TrialResult, find_peak
-from workbench.simulate import SimulatedServer
+from workbench.controller.pickers import two_point_fit
+from workbench.controller.spec import RatingSpec
+from workbench.controller.trial import TrialResult
+from workbench.controller.decide import find_peak
+from workbench.measure.simulated import SimulatedServer
 
 
 def mm1(capacity=1000.0, base=2.0):

@@ -5,8 +5,9 @@ from types import SimpleNamespace
 
 import pytest
 
-import workbench.simulate as sim
-from workbench.simulate import SimulatedServer, plan, surface_grid
+import workbench.planning.dryrun as sim
+from workbench.measure.simulated import SimulatedServer, surface_grid
+from workbench.planning.dryrun import plan
 
 
 # ---------------------------------------------------------------- wiring, with a stand-in find_peak
@@ -61,7 +62,7 @@ def test_plan_servers_forms(monkeypatch):
 
 # ---------------------------------------------------------------- with the real controller
 def test_plan_real_controller_sane_numbers():
-    from workbench.search import RatingSpec
+    from workbench.controller.spec import RatingSpec
 
     spec = RatingSpec(policy="binsearch")
     out = plan(spec, SimulatedServer(capacity_ops_s=1000, base_ms=2.0, service_ms=5.0, noise=0.04), reps=6, seed=1)
@@ -77,7 +78,7 @@ def test_plan_real_controller_sane_numbers():
 
 
 def test_plan_real_sweep_seeding_cheaper():
-    from workbench.search import RatingSpec
+    from workbench.controller.spec import RatingSpec
 
     grid = surface_grid(disks=(1, 2), threads=(4, 8, 16, 32))
     spec = RatingSpec(policy="binsearch")

@@ -10,7 +10,6 @@ import json
 import math
 from pathlib import Path
 
-import numpy as np
 import pytest
 from scipy import stats
 

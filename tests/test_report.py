@@ -17,7 +17,7 @@ from hdrh.histogram import HdrHistogram
 from scipy import stats as st
 
 from analysis import plots, report
-from analysis.surface import fit_quadratic
+from workbench.stats.rsm import fit_quadratic
 
 DATA = Path(__file__).parent / "data"
 PNG_SIG = b"\x89PNG\r\n\x1a\n"

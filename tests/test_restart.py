@@ -42,10 +42,11 @@ def _trial_numbers(store, rating_id: str) -> list[int]:
 def _wait_slot_free(slot: str, timeout_s: float = 900) -> None:
     """Other tests on this machine (dag.test ratings, nightly) may hold the slot's lease."""
     from workbench import pipeline
+    from workbench.config import paths
     deadline = time.monotonic() + timeout_s
-    while (pipeline.LEASES / slot).exists():
+    while (paths.LEASES / slot).exists():
         if time.monotonic() > deadline:
-            raise AssertionError(f"{slot} still leased after {timeout_s:.0f} s: {pipeline.LEASES / slot}")
+            raise AssertionError(f"{slot} still leased after {timeout_s:.0f} s: {paths.LEASES / slot}")
         time.sleep(5)
 
 
@@ -73,7 +74,9 @@ def _measuring(states: dict[str, str | None], recorded: list[int]) -> str | None
 @pytest.mark.timeout(1800)
 def test_scheduler_crash_mid_rating_loses_and_repeats_no_trial(minio_server, tmp_path):
     from workbench import pipeline
-    from workbench.store import ResultsStore
+    from workbench.config import paths
+    from workbench.config.vocabulary import MAX_TRIAL_TASKS
+    from workbench.pipeline.s3store import ResultsStore
 
     cfg = dataclasses.replace(minio_server, bucket=f"restart-{uuid.uuid4().hex[:10]}")
     store = ResultsStore(cfg)
@@ -155,7 +158,7 @@ def test_scheduler_crash_mid_rating_loses_and_repeats_no_trial(minio_server, tmp
     assert len(df) == n
 
     # 5. The tasks: trial_0..n−1 succeeded (the victim on a retry), every later trial skipped.
-    for k in range(pipeline.MAX_TRIAL_TASKS):
+    for k in range(MAX_TRIAL_TASKS):
         want = "success" if k < n else "skipped"
         assert states[f"trial_{k}"] == want, f"trial_{k} is {states[f'trial_{k}']}, expected {want}"
     assert states[f"done_{n}"] == "success", states
@@ -165,4 +168,4 @@ def test_scheduler_crash_mid_rating_loses_and_repeats_no_trial(minio_server, tmp
     # Trials that had finished before the crash were not run again.
     for k in set(before) - {int(victim.split("_")[1])}:
         assert tis[f"trial_{k}"]["try_number"] == tries_before[f"trial_{k}"], f"trial_{k} re-ran"
-    assert not (pipeline.LEASES / CONF["slot"]).exists(), "slot2 lease not released"
+    assert not (paths.LEASES / CONF["slot"]).exists(), "slot2 lease not released"

@@ -6,9 +6,12 @@ import math
 
 import pytest
 
-from workbench.runlength import next_runlength, plan_runlength, unit_variance
-from workbench.search import Done, NextTrial, RatingSpec, TrialResult, decide, find_peak, summarize
-from workbench.simulate import SimulatedServer
+from workbench.controller.runlength import next_runlength, plan_runlength, unit_variance
+from workbench.controller.decide import Done, NextTrial, decide, find_peak
+from workbench.controller.spec import RatingSpec
+from workbench.controller.trial import TrialResult
+from workbench.controller.summary import summarize
+from workbench.measure.simulated import SimulatedServer
 
 
 def T(mean, load, r=180.0, valid=True, p95=None, reason=""):
@@ -296,7 +299,7 @@ def test_unit_variance_and_plan_hand_case():
                        overhead_s=0, r_min=30, r_max=900)
     assert p.feasible and p.runlength_s >= 30 and p.more_trials >= 1
     # cost of the plan really meets the target: q(n+k)²κ²/(W + k r) ≤ h²
-    from analysis.stats import quantile
+    from workbench.stats.intervals import quantile
     q = quantile(0.95, 2 + p.more_trials)
     assert q * q * 3600 / (360 + p.more_trials * p.runlength_s) <= 4.0 + 1e-9
 

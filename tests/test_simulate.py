@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 from scipy import optimize, stats
 
-from workbench.simulate import FAMILIES, SimulatedServer, family_capacity, surface_grid
-from workbench.trial import TrialResult
+from workbench.measure.simulated import FAMILIES, SimulatedServer, family_capacity, surface_grid
+from workbench.controller.trial import TrialResult
 
 
 def _means(s, load, r, n):

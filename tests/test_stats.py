@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from scipy import stats as st
 
-from analysis import stats as S
+from workbench.stats import intervals as S
 
 
 @pytest.mark.parametrize("n", [2, 3, 5, 10, 30])

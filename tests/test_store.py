@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 
 from conftest_store import MINIO_SH, free_ports
-from workbench.store import NotFound, ResultsStore, S3Config, StoreError
+from workbench.pipeline.s3store import NotFound, ResultsStore, S3Config, StoreError
 
 DATA = Path(__file__).parent / "data"
 TRIALS = [json.loads(line) for line in (DATA / "store_trials.jsonl").read_text().splitlines()]
@@ -242,7 +242,7 @@ def test_config_from_airflow_connection(tmp_path):
     envfile = tmp_path / "env"
     envfile.write_text("WB_S3_ENDPOINT=127.0.0.1:9124\nWB_S3_ACCESS_KEY=fa\nWB_S3_SECRET_KEY=fs\n")
     code = f"""
-from workbench.store import S3Config, StoreError
+from workbench.pipeline.s3store import S3Config, StoreError
 show = lambda c: print("RESULT", c.endpoint, c.access_key, c.secret_key, c.bucket, c.secure)
 show(S3Config.resolve(env={{}}))
 show(S3Config.resolve("wb_absent", env={{"WB_S3_ENDPOINT": "e:1", "WB_S3_ACCESS_KEY": "a",

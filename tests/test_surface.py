@@ -2,8 +2,7 @@
 import numpy as np
 import pytest
 
-from analysis.surface import (fit_quadratic, hat_diagonal, loo_residuals, loo_residuals_bruteforce, mape,
-                              model_matrix, n_terms, r2)
+from workbench.stats.rsm import fit_quadratic, hat_diagonal, loo_residuals, loo_residuals_bruteforce, mape, model_matrix, n_terms, r2
 
 
 def _true(X):

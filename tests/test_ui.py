@@ -165,6 +165,7 @@ def _wait_task(af: LiveAirflow, run_id: str, task_id: str, timeout_s: float) -> 
 def _cleanup(af: LiveAirflow, run_id: str | None, conf: dict | None) -> None:
     """Whatever happened: no running rating, slot torn down, lease released."""
     from workbench import pipeline
+    from workbench.config.vocabulary import SLOTS
     if run_id is not None:
         try:
             if af.run_state(DAG_ID, run_id) not in ("success", "failed"):
@@ -177,7 +178,7 @@ def _cleanup(af: LiveAirflow, run_id: str | None, conf: dict | None) -> None:
         finally:
             # pipeline.teardown is a no-op unless this rating holds the slot's lease.
             plan = pipeline.plan_from_params(conf or {}, pipeline.rating_id_for(DAG_ID, run_id))
-            for slot in pipeline.SLOTS:
+            for slot in SLOTS:
                 for attempt in (1, 2):
                     try:
                         print(f"cleanup {slot}:", pipeline.teardown(plan.with_slot(slot)))

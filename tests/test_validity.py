@@ -18,8 +18,9 @@ import time
 import numpy as np
 import pytest
 
-from workbench.search import RatingSpec, find_peak
-from workbench.simulate import SimulatedServer
+from workbench.controller.spec import RatingSpec
+from workbench.controller.decide import find_peak
+from workbench.measure.simulated import SimulatedServer
 
 N = 200
 

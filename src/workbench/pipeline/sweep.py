@@ -1,50 +1,58 @@
 """Response-surface sweeps and nightly baselines: planning, seeding and the surface fit.
 
 map_surface: factors + levels → a design (pydoe: full factorial, D-optimal n of N, LHS) →
-samples in seeding order → one rating per sample (``pipeline.run_rating``), each seeded from the
+samples in seeding order → one rating per sample (``run_rating``), each seeded from the
 nearest finished sample (seed 000 §5.4) → quadratic RSM fit with MAPE (LOO, and in-sample on a
 full factorial) → report. Everything lives under ``surfaces/<sweep_id>/`` in the store.
 """
 from __future__ import annotations
 
 import math
-from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 import numpy as np
+import pandas as pd
 
-from workbench import pipeline
-from workbench.design import Categorical, FactorSpace, Numeric, d_optimal, nearest_seed, seed_order
+from analysis.plots import surface_png
+from analysis.report import surface_report_html
+from workbench.config.factors import sweep_factors
+from workbench.config.vocabulary import DESIGNS
+from workbench.pipeline.plan import ParamError, RatingPlan, _check_param, plan_from_params, seeded, strict_json
+from workbench.pipeline.runner import run_rating
+from workbench.pipeline.store import PARQUET_TYPE, Store
+from workbench.planning.design import Categorical, FactorSpace, Numeric
+from workbench.planning.doptimal import d_optimal
+from workbench.planning.seeding import nearest_seed, seed_order
+from workbench.stats.rsm import fit_quadratic, mape
 
-NUMERIC_FACTORS = ("disks", "memory_mb", "read_iops", "threads")
-CATEGORICAL_FACTORS = ("fs", "sync", "cache_policy")
-DESIGNS = ("fullfact", "dopt", "lhs")
+NUMERIC_FACTORS = sweep_factors("numeric")
+CATEGORICAL_FACTORS = sweep_factors("categorical")
 
 
 def factor_space(levels: Mapping[str, Sequence[Any]]) -> FactorSpace:
     """Factors named like the rate_peak params; numeric ones need ≥ 2 distinct levels."""
     if not isinstance(levels, Mapping) or not levels:
-        raise pipeline.ParamError("factors: give an object {factor: [levels...]}, e.g. "
+        raise ParamError("factors: give an object {factor: [levels...]}, e.g. "
                                   '{"memory_mb": [128, 256], "read_iops": [100, 200]}')
     out = []
     for name, lv in levels.items():
         if not isinstance(lv, (list, tuple)) or len(lv) < 2:
-            raise pipeline.ParamError(f"factors.{name}: give a list of at least 2 levels, got {lv!r}")
+            raise ParamError(f"factors.{name}: give a list of at least 2 levels, got {lv!r}")
         if name in NUMERIC_FACTORS:
             for v in lv:
-                pipeline._check_param(name, v)
+                _check_param(name, v)
             out.append(Numeric(name, levels=tuple(lv), integer=True))
         elif name in CATEGORICAL_FACTORS:
             for v in lv:
-                pipeline._check_param(name, v)
+                _check_param(name, v)
             out.append(Categorical(name, tuple(lv)))
         else:
-            raise pipeline.ParamError(f"factors: unknown factor {name!r}; numeric: {', '.join(NUMERIC_FACTORS)}; "
+            raise ParamError(f"factors: unknown factor {name!r}; numeric: {', '.join(NUMERIC_FACTORS)}; "
                                       f"categorical: {', '.join(CATEGORICAL_FACTORS)}")
     try:
         return FactorSpace(out)
     except ValueError as e:
-        raise pipeline.ParamError(f"factors: {e}") from None
+        raise ParamError(f"factors: {e}") from None
 
 
 def design_samples(space: FactorSpace, design: str, n_samples: int | None, seed: int = 0) -> list[dict[str, Any]]:
@@ -54,14 +62,14 @@ def design_samples(space: FactorSpace, design: str, n_samples: int | None, seed:
     elif design == "dopt":
         grid = space.fullfact()
         if n_samples is None or not 1 <= n_samples <= len(grid):
-            raise pipeline.ParamError(f"n_samples: D-optimal needs 1 ≤ n ≤ {len(grid)} (the grid), got {n_samples!r}")
+            raise ParamError(f"n_samples: D-optimal needs 1 ≤ n ≤ {len(grid)} (the grid), got {n_samples!r}")
         samples = d_optimal(space, n_samples, candidates=grid).samples
     elif design == "lhs":
         if n_samples is None or n_samples < 2:
-            raise pipeline.ParamError(f"n_samples: LHS needs n ≥ 2, got {n_samples!r}")
+            raise ParamError(f"n_samples: LHS needs n ≥ 2, got {n_samples!r}")
         samples = space.lhs(n_samples, seed=seed)
     else:
-        raise pipeline.ParamError(f"design: {design!r} is not one of {', '.join(DESIGNS)}")
+        raise ParamError(f"design: {design!r} is not one of {', '.join(DESIGNS)}")
     return [dict(samples[i]) for i in seed_order(samples, space=space)]
 
 
@@ -74,36 +82,36 @@ def plan_sweep(params: Mapping[str, Any], sweep_id: str) -> dict[str, Any]:
     fixed = dict(params.get("fixed") or {})
     clash = sorted(set(fixed) & set(space.names))
     if clash:
-        raise pipeline.ParamError(f"fixed: {', '.join(clash)} also varied in factors")
+        raise ParamError(f"fixed: {', '.join(clash)} also varied in factors")
     items = []
     for i, s in enumerate(samples):
-        plan = pipeline.plan_from_params({**base, **fixed, **s}, f"{sweep_id}__s{i:02d}")
+        plan = plan_from_params({**base, **fixed, **s}, f"{sweep_id}__s{i:02d}")
         items.append({"i": i, "sample": s, "plan": plan.to_dict()})
     return {"sweep_id": sweep_id, "design": design, "factors": {k: list(v) for k, v in params["factors"].items()},
             "seeding": bool(params.get("seeding", True)), "samples": items}
 
 
-def finished_samples(store: Any, sweep_id: str) -> list[dict[str, Any]]:
-    keys = [k for k in store.list_keys(f"surfaces/{sweep_id}/samples/") if k.endswith(".json")]
+def finished_samples(store: Store, sweep_id: str) -> list[dict[str, Any]]:
+    keys = [k for k in store.list_keys(store.surface_key(sweep_id, "samples/")) if k.endswith(".json")]
     return [store.get_json(k) for k in keys]
 
 
-def rate_sample(store: Any, sweep: Mapping[str, Any], item: Mapping[str, Any], log=print) -> dict[str, Any]:
+def rate_sample(store: Store, sweep: Mapping[str, Any], item: Mapping[str, Any], log=print) -> dict[str, Any]:
     """One sample's rating, seeded from the nearest finished sample of the sweep."""
     sweep_id = sweep["sweep_id"]
-    key = f"surfaces/{sweep_id}/samples/{item['i']:03d}.json"
+    key = store.surface_key(sweep_id, f"samples/{item['i']:03d}.json")
     if store.exists(key):                          # a retried task: the sample is already rated
         return store.get_json(key)
-    plan = pipeline.RatingPlan.from_dict(item["plan"])
+    plan = RatingPlan.from_dict(item["plan"])
     seed = None
     if sweep.get("seeding", True):
         done = [(d["sample"], d["peak_rate"]) for d in finished_samples(store, sweep_id) if d.get("converged")]
         space = factor_space(sweep["factors"])
         seed = nearest_seed(item["sample"], done, space=space, fallback="aggregate")
-        plan = pipeline.seeded(plan, seed)
+        plan = seeded(plan, seed)
     log(f"sample {item['i']}: {item['sample']} seed_load={seed}")
-    res = pipeline.run_rating(plan, store, log=log)
-    row = pipeline.strict_json({"i": item["i"], "sample": item["sample"], "rating_id": plan.rating_id, "seed_load": seed,
+    res = run_rating(plan, store, log=log)
+    row = strict_json({"i": item["i"], "sample": item["sample"], "rating_id": plan.rating_id, "seed_load": seed,
            "peak_rate": res["peak_rate"], "converged": res["converged"], "n_trials": res["n_trials"],
            "cost_s": res["cost_s"], "bracket": res["bracket"], "peak_rate_ci": res["peak_rate_ci"],
            "reason": res["reason"]})
@@ -116,7 +124,6 @@ def fit_surface(sweep: Mapping[str, Any], rows: Sequence[Mapping[str, Any]]) -> 
     space = factor_space(sweep["factors"])
     samples = [dict(r["sample"]) for r in rows]
     y = np.array([float(r["peak_rate"]) for r in rows])
-    from analysis.surface import fit_quadratic, mape
     # a factor at 2 levels has no estimable curvature: its square is left out of the model
     squares = [len({s[f.name] for s in samples}) >= 3 for f in space.numeric]
     model = fit_quadratic(space.coded(samples), y, squares=squares,
@@ -151,63 +158,41 @@ def _finite(x: float) -> float | None:
     return float(x) if x is not None and math.isfinite(x) else None
 
 
-# trials tonight's rating runs at its baseline's reference load: the sample of the nightly Welch test
-# (analysis.regression); with 2 (a smoke rating's cap per load) one warm-cache trial among overloaded
-# ones decides it, with 4 the drop of tests/test_dags.py's nightly test stays near p = 0.05
-NIGHTLY_SEED_TRIALS = 6
+def start_sweep(store: Store, params: Mapping[str, Any], sweep_id: str) -> list[dict[str, Any]]:
+    """The checked plan to the store; one job (sweep + sample) per mapped rate_sample task."""
+    plan = plan_sweep(params, sweep_id)
+    store.put_json(store.surface_key(sweep_id, "plan.json"), plan)
+    for it in plan["samples"]:
+        print(f"sample {it['i']}: {it['sample']}")
+    head = {k: v for k, v in plan.items() if k != "samples"}
+    return [{"sweep": head, "item": it} for it in plan["samples"]]
 
 
-def load_nightly_config(path: str | Path) -> dict[str, Any]:
-    """config/nightly.yml: tolerance, confidence and the baselines (name + rate_peak params)."""
-    import yaml
-    p = Path(path)
-    if not p.is_absolute():
-        p = pipeline.REPO / p
-    try:
-        cfg = yaml.safe_load(p.read_text()) or {}
-    except (OSError, yaml.YAMLError) as e:
-        raise pipeline.ParamError(f"nightly config {p}: {e}") from None
-    base = cfg.get("baselines")
-    if not isinstance(base, list) or not base:
-        raise pipeline.ParamError(f"nightly config {p}: 'baselines' must be a non-empty list")
-    names = set()
-    for b in base:
-        if not isinstance(b, dict) or not isinstance(b.get("name"), str) or not b["name"]:
-            raise pipeline.ParamError(f"nightly config {p}: every baseline needs a name, got {b!r}")
-        if b["name"] in names or pipeline._ID_RE.search(b["name"]):
-            raise pipeline.ParamError(f"nightly config {p}: baseline name {b['name']!r} duplicated or not id-safe")
-        names.add(b["name"])
-        pipeline.plan_from_params(b.get("params") or {}, "check")   # fail at load, naming the field
-    tol = cfg.get("tolerance", 0.10)
-    conf = cfg.get("confidence", 0.95)
-    if not (isinstance(tol, (int, float)) and 0 <= tol < 1 and isinstance(conf, (int, float)) and 0.5 <= conf < 1):
-        raise pipeline.ParamError(f"nightly config {p}: tolerance in [0, 1) and confidence in [0.5, 1) required")
-    seed_trials = cfg.get("seed_trials", NIGHTLY_SEED_TRIALS)
-    if not isinstance(seed_trials, int) or isinstance(seed_trials, bool) or not 2 <= seed_trials <= 20:
-        raise pipeline.ParamError(f"nightly config {p}: seed_trials must be an integer in [2, 20], "
-                                  f"got {seed_trials!r}")
-    return {"path": str(p), "tolerance": float(tol), "confidence": float(conf), "seed_trials": seed_trials,
-            "baselines": base}
+def surface_plots(plan: Mapping[str, Any], rows: Sequence[Mapping[str, Any]], model: Any) -> dict[str, bytes]:
+    """One filled-contour plot of the fit per pair of numeric factors, with the samples on it."""
+    points = pd.DataFrame([{**r["sample"], "peak_rate": r["peak_rate"]} for r in rows])
+    numeric = [f for f in plan["factors"] if f in NUMERIC_FACTORS]
+    code = coder(factor_space(plan["factors"]), [r["sample"] for r in rows])
+    return {f"surface_{fx}_{fy}.png": surface_png(points, fx, fy, fit=model, code=code)
+            for i, fx in enumerate(numeric) for fy in numeric[i + 1:]}
 
 
-def ci_level(spec: Mapping[str, Any]) -> float:
-    """The confidence of a rating's λ* CI (search._peak_ci): bound_confidence, else confidence."""
-    return float(spec.get("bound_confidence") or spec.get("confidence") or 0.95)
-
-
-def nightly_rating(store: Any, rating_id: str, result: Mapping[str, Any]) -> dict[str, Any]:
-    """One rating as analysis.regression wants it: result, trial records and the CI level."""
-    plan = store.get_json(store.rating_key(rating_id, "spec.json"), default={}) or {}
-    return {"result": dict(result), "trials": store.trials(rating_id),
-            "ci_level": ci_level(plan.get("spec") or {})}
-
-
-def nightly_history(store: Any, name: str, before_night: str) -> list[dict[str, Any]]:
-    """The earlier nights of baseline `name` (oldest first), each as `nightly_rating` + its night."""
-    out = []
-    for key in sorted(store.list_keys("nightly/")):
-        parts = key.split("/")
-        if len(parts) == 3 and parts[2] == f"{name}.json" and parts[1] < before_night:
-            old = store.get_json(key)
-            out.append({**nightly_rating(store, old["rating_id"], old["result"]), "night": parts[1]})
-    return out
+def finish_sweep(store: Store, sweep_id: str, rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """Fit, samples.parquet, plots and the report of a finished sweep; returns the fit summary."""
+    plan = store.get_json(store.surface_key(sweep_id, "plan.json"))
+    rows = sorted(rows, key=lambda r: r["i"])
+    model, summary = fit_surface(plan, rows)
+    store.put_json(store.surface_key(sweep_id, "model.json"), summary)
+    points = pd.DataFrame([{**r["sample"], "peak_rate": r["peak_rate"]} for r in rows])
+    store.put_bytes(store.surface_key(sweep_id, "samples.parquet"), points.to_parquet(index=False), PARQUET_TYPE)
+    plots = surface_plots(plan, rows, model)
+    for name, png in plots.items():
+        store.put_bytes(store.surface_key(sweep_id, f"plots/{name}"), png, "image/png")
+    key = store.surface_key(sweep_id, "report.html")
+    samples = [{**r["sample"], **{k: r[k] for k in ("peak_rate", "rating_id", "n_trials", "seed_load", "converged")},
+                "report_href": store.link(key, store.rating_key(r["rating_id"], "report.html"))} for r in rows]
+    html = surface_report_html({"sweep_id": sweep_id, "factors": plan["factors"], "design": plan["design"]},
+                               samples, summary, plots)
+    store.put_bytes(key, html.encode(), "text/html; charset=utf-8")
+    print(f"fit: {summary}\nreport: {store.url(key)}")
+    return summary

@@ -15,7 +15,9 @@ import sys
 from pathlib import Path
 from typing import Any, Sequence
 
-DAGS = Path(__file__).resolve().parents[2] / "dags"
+from workbench.config.paths import DAGS, rating_dir
+from workbench.pipeline import open_store, rating_id_for
+from workbench.pipeline.console import result_block
 
 
 def load_dag(dag_id: str, dags_folder: Path = DAGS):
@@ -37,14 +39,6 @@ def run(dag_id: str, conf: dict[str, Any] | None = None, logical_date: dt.dateti
     return dag.test(**kw)
 
 
-def _f(x: Any, fmt: str = ".1f") -> str:
-    return "—" if x is None else format(x, fmt)           # results hold None for NaN / ±inf
-
-
-def _pair(p: Any) -> str:
-    return f"[{_f(p[0])}, {_f(p[1])}]" if p else "—"
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m workbench.dagrun", description=__doc__.split("\n\n")[0])
     ap.add_argument("dag_id", choices=["rate_peak", "map_surface", "nightly_regression"])
@@ -62,25 +56,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     dr = run(a.dag_id, conf, when)
     state = str(getattr(dr, "state", "unknown"))
     print(f"\n{a.dag_id} run {dr.run_id}: {state}")
-    from workbench.pipeline import open_store, rating_id_for
     store = open_store()
     rid = rating_id_for(a.dag_id, dr.run_id)
     if a.dag_id == "rate_peak":
         res = store.get_json(store.rating_key(rid, "result.json"), None)
         if res is not None:
-            print(f"  peak rate λ*  {_f(res['peak_rate'])} ops/s ({'converged' if res['converged'] else 'NOT converged'}:"
-                  f" {res['reason']})\n  bracket       {_pair(res['bracket'])} ops/s\n  λ* CI         "
-                  f"{_pair(res['peak_rate_ci'])} ops/s\n  trials        {res['n_trials']} ({res['n_invalid']} invalid),"
-                  f" cost {_f(res['cost_s'], '.0f')} s")
+            print(result_block(res))
         print(f"  results       {store.url(store.rating_key(rid, ''))}")
         print(f"  report        {store.url(store.rating_key(rid, 'report.html'))}")
-        from workbench.pipeline import local_dir
-        print(f"  local report  {local_dir(rid) / 'report.html'}")
+        print(f"  local report  {rating_dir(rid) / 'report.html'}")
     elif a.dag_id == "map_surface":
-        print(f"  results       {store.url(f'surfaces/{rid}/')}")
+        print(f"  results       {store.url(store.surface_key(rid, ''))}")
     else:
         night = (dr.logical_date or dr.run_after).strftime("%Y-%m-%d")
-        print(f"  results       {store.url(f'nightly/{night}/')}")
+        print(f"  results       {store.url(store.nightly_key(night, ''))}")
     return 0 if state.endswith("success") else 1
 
 

@@ -6,27 +6,25 @@
   categorical factors become 0/1 dummy columns (treatment coding, first level = baseline).
 * designs through ``pydoe`` 1.6: ``fullfact``, ``ff2n``, ``ccdesign``, ``bbdesign``, ``lhs``, and D-optimal
   subsets of a candidate grid (``pydoe.optimal_design``; a Fedorov exchange on the same model matrix as
-  ``analysis.surface`` when categorical factors are present).
+  ``workbench.stats.rsm`` when categorical factors are present).
 * seeding (seed 000 §5.4 / 002 §3.7): ``seed_order`` visits samples as a nearest-neighbour chain and
   ``nearest_seed`` returns the peak of the nearest finished sample (categorical mismatch -> default or an
   aggregate of the finished peaks).
 """
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from itertools import product
 from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 import pydoe
 
-from analysis.surface import model_matrix
+from workbench.stats.rsm import model_matrix
 
-__all__ = [
-    "Numeric", "Categorical", "FactorSpace", "DOptimal", "d_optimal", "seed_order", "nearest_seed",
-    "log_det_information",
-]
+
+__all__ = ["Numeric", "Categorical", "FactorSpace", "Sample"]
+
 
 Sample = Mapping[str, Any]
 
@@ -197,7 +195,7 @@ class FactorSpace:
         return out
 
     def model_matrix(self, samples: Sequence[Sample], degree: int = 2) -> tuple[np.ndarray, list[str]]:
-        """The RSM model matrix of ``analysis.surface.model_matrix`` for natural-unit samples."""
+        """The RSM model matrix of ``workbench.stats.rsm.model_matrix`` for natural-unit samples."""
         return model_matrix(self.coded(samples), degree, self.dummies(samples),
                             [f.name for f in self.numeric], self.dummy_names())
 
@@ -272,165 +270,3 @@ class FactorSpace:
             for i, r in enumerate(rows):
                 r[c.name] = lv[perm[i]]
         return [self._ordered(r) for r in rows]
-
-
-# ----------------------------------------------------------------------- D-optimal
-def log_det_information(M: np.ndarray) -> float:
-    """log det(M'M) (-inf when singular): the D criterion."""
-    sign, ld = np.linalg.slogdet(M.T @ M)
-    return float(ld) if sign > 0 else -math.inf
-
-
-@dataclass
-class DOptimal:
-    indices: list[int]
-    samples: list[dict[str, Any]]
-    log_det: float
-    method: str
-    n_params: int
-    info: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def det(self) -> float:
-        return math.exp(self.log_det) if math.isfinite(self.log_det) else 0.0
-
-
-def _fedorov(M: np.ndarray, n: int, start: list[int], max_iter: int = 100) -> list[int]:
-    """Fedorov exchange without replacement: swap a design point for a candidate while log det(M'M) rises."""
-    design = list(start)
-    best = log_det_information(M[design])
-    for _ in range(max_iter):
-        improved = False
-        for pos in range(n):
-            for cand in range(len(M)):
-                if cand in design:
-                    continue
-                trial = design.copy()
-                trial[pos] = cand
-                v = log_det_information(M[trial])
-                if v > best + 1e-10:
-                    design, best, improved = trial, v, True
-        if not improved:
-            break
-    return design
-
-
-def _greedy(M: np.ndarray, n: int, start: Sequence[int] = ()) -> list[int]:
-    """Greedy augmentation with a small ridge so the first p points can be chosen."""
-    design = list(start)
-    ridge = 1e-6 * np.eye(M.shape[1])
-    while len(design) < n:
-        best, arg = -math.inf, None
-        for c in range(len(M)):
-            if c in design:
-                continue
-            A = M[design + [c]]
-            sign, ld = np.linalg.slogdet(A.T @ A + ridge)
-            if ld > best:
-                best, arg = ld, c
-        design.append(arg)
-    return design
-
-
-def d_optimal(space: FactorSpace, n: int, candidates: Sequence[Sample] | None = None, degree: int = 2,
-              methods: Sequence[str] = ("detmax", "fedorov", "modified_fedorov"), n_levels: int = 3) -> DOptimal:
-    """D-optimal subset of n distinct candidates (default: the space's full-factorial grid) for the RSM model.
-
-    All-numeric spaces: ``pydoe.optimal_design(coded_candidates, n, degree, criterion="D", method=...)`` for each
-    method (pydoe's own default, "sequential", is much weaker), points mapped back to candidate rows, the best
-    det(X'X) kept, then polished by a Fedorov exchange. Spaces with categorical factors (dummy columns must not
-    be squared, which pydoe's model would do): greedy start + Fedorov exchange on ``space.model_matrix``.
-    """
-    cand = list(candidates) if candidates is not None else space.grid(n_levels)
-    if not 0 < n <= len(cand):
-        raise ValueError(f"n must be in [1, {len(cand)}], got {n!r}")
-    M, _ = space.model_matrix(cand, degree)
-    p = M.shape[1]
-    options: list[tuple[float, list[int], str, dict]] = []
-    if not space.categorical:
-        C = space.coded(cand)
-        key = {tuple(np.round(r, 9)): i for i, r in enumerate(C)}
-        for m in methods:
-            try:
-                pts, info = pydoe.optimal_design(C, n, degree, criterion="D", method=m)
-            except Exception as exc:  # pragma: no cover - defensive: keep the other methods
-                options.append((-math.inf, [], m, {"error": repr(exc)}))
-                continue
-            idx = list(dict.fromkeys(key[tuple(np.round(r, 9))] for r in pts if tuple(np.round(r, 9)) in key))
-            if len(idx) < n:  # repeated points: top up greedily with distinct candidates
-                idx = _greedy(M, n, idx)
-            options.append((log_det_information(M[idx]), idx, f"pydoe:{m}", info))
-    start = max(options, key=lambda o: o[0])[1] if options else _greedy(M, n)
-    polished = _fedorov(M, n, start)
-    options.append((log_det_information(M[polished]), polished,
-                    "fedorov-exchange" if not options else "pydoe+fedorov-exchange", {}))
-    ld, idx, method, info = max(options, key=lambda o: o[0])
-    return DOptimal(indices=list(idx), samples=[dict(cand[i]) for i in idx], log_det=ld, method=method,
-                    n_params=p, info=info)
-
-
-# ----------------------------------------------------------------------- seeding
-def _distance_matrix(space: FactorSpace, a: Sequence[Sample], b: Sequence[Sample],
-                     mismatch: float = math.inf) -> np.ndarray:
-    """Euclidean distance in coded numeric units; +mismatch for any categorical difference."""
-    A, B = space.coded(a), space.coded(b)
-    d = np.sqrt(((A[:, None, :] - B[None, :, :]) ** 2).sum(-1)) if A.shape[1] else np.zeros((len(a), len(b)))
-    for c in space.categorical:
-        va = np.array([c.index(s[c.name]) for s in a])
-        vb = np.array([c.index(s[c.name]) for s in b])
-        d = d + np.where(va[:, None] != vb[None, :], mismatch, 0.0)
-    return d
-
-
-def seed_order(samples: Sequence[Sample], start: Sample | int | None = None,
-               space: FactorSpace | None = None) -> list[int]:
-    """Order in which to benchmark ``samples`` so that each can be seeded from a near finished one.
-
-    Nearest-neighbour chain: start at ``start`` (an index, or the sample nearest to the given point; default
-    the sample nearest to the all-low corner), then repeatedly go to the unvisited sample nearest to the
-    current one (ties -> lowest index). Categorical mismatches count as distance 100 so each categorical
-    level is finished before the chain moves on.
-    """
-    samples = list(samples)
-    if not samples:
-        return []
-    space = space or FactorSpace.infer(samples)
-    D = _distance_matrix(space, samples, samples, mismatch=100.0)
-    if isinstance(start, (int, np.integer)):
-        cur = int(start)
-    else:
-        if start is None:
-            low = {f.name: (f.low if isinstance(f, Numeric) else samples[0][f.name]) for f in space.factors}
-        else:
-            low = {**samples[0], **dict(start)}
-        cur = int(np.argmin(_distance_matrix(space, [low], samples, mismatch=100.0)[0]))
-    order = [cur]
-    left = set(range(len(samples))) - {cur}
-    while left:
-        cand = sorted(left)
-        nxt = cand[int(np.argmin(D[cur, cand]))]
-        order.append(nxt)
-        left.remove(nxt)
-        cur = nxt
-    return order
-
-
-def nearest_seed(sample: Sample, finished: Sequence[tuple[Sample, float]], default: float | None = None,
-                 space: FactorSpace | None = None, fallback: str = "default") -> float | None:
-    """Seed load for ``sample`` = peak rate of the nearest finished sample (seed 000 §5.4, 002 §3.7).
-
-    Only finished samples with the same categorical levels count as "near" (distance in coded numeric units).
-    If none matches, return ``default`` (fallback="default", seed 000) or the median of all finished peaks
-    (fallback="aggregate", 002: "an aggregate of peak rates from previous samples"); ``default`` when
-    nothing is finished.
-    """
-    if fallback not in ("default", "aggregate"):
-        raise ValueError("fallback must be 'default' or 'aggregate'")
-    done = [(dict(f), float(p)) for f, p in finished if p is not None and math.isfinite(float(p))]
-    if not done:
-        return default
-    space = space or FactorSpace.infer([sample] + [f for f, _ in done])
-    d = _distance_matrix(space, [sample], [f for f, _ in done])[0]
-    if np.all(np.isinf(d)):
-        return float(np.median([p for _, p in done])) if fallback == "aggregate" else default
-    return done[int(np.argmin(d))][1]

@@ -24,257 +24,24 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import shutil
-import sys
 import tempfile
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any, Mapping
 
-from workbench.trial import TrialResult
+from workbench.config.factors import factor_vars
+from workbench.config.paths import DEFAULT_INVENTORY, PLAYBOOKS
+from workbench.controller.trial import TrialResult
+from workbench.measure.playbook import PlaybookRun, Runner, ansible_runner_run
+from workbench.measure.trialjson import MIN_ACHIEVED_FRACTION, invalid_result, result_from_json
 
-__all__ = ["AnsibleHarness", "PlaybookRun", "HarnessError", "FACTOR_VARS", "factor_vars",
-           "result_from_json", "ansible_runner_run", "REPO"]
 
-REPO = Path(__file__).resolve().parents[2]
-PLAYBOOKS = REPO / "playbooks"
-DEFAULT_INVENTORY = REPO / "inventory" / "local" / "hosts.yml"
-MIN_ACHIEVED_FRACTION = 0.95     # SPEC SFS: achieved throughput within 5 % of the requested load
-
-# Factor name (CLI / response-surface vocabulary) → nfs_server role variable, with a type check.
-FACTOR_VARS: dict[str, tuple[str, type]] = {
-    "backend": ("nfs_server_backend", str),
-    "threads": ("nfs_server_threads", int),
-    "fs": ("nfs_server_fs_type", str),
-    "disks": ("nfs_server_disks", int),
-    "disk_size_mb": ("nfs_server_disk_size_mb", int),
-    "read_iops": ("nfs_server_disk_read_iops", int),
-    "write_iops": ("nfs_server_disk_write_iops", int),
-    "read_bps": ("nfs_server_disk_read_bps", int),
-    "write_bps": ("nfs_server_disk_write_bps", int),
-    "memory_mb": ("nfs_server_memory_mb", int),
-    "sync": ("nfs_server_export_sync", bool),
-    "cache_policy": ("nfs_server_cache_policy", str),
-    "server_cpus": ("nfs_server_cpus", str),
-}
-_CHOICES = {"backend": ("ganesha", "knfsd"), "fs": ("ext4", "xfs", "btrfs", "tmpfs"),
-            "cache_policy": ("keep", "drop", "restart")}
-_MINIMUM = {"threads": 1, "disks": 1, "disk_size_mb": 64, "read_iops": 0, "write_iops": 0,
-            "read_bps": 0, "write_bps": 0, "memory_mb": 0}
+__all__ = ["AnsibleHarness", "HarnessError"]
 
 
 class HarnessError(RuntimeError):
     """A provisioning / deployment / teardown step failed (measure() never raises this)."""
-
-
-def factor_vars(factors: Mapping[str, Any]) -> dict[str, Any]:
-    """Factors → nfs_server extra-vars, checked here so bad input fails before any host changes.
-
-    memory_mb: 0 = unlimited, else ≥ 96 (the role's floor). disks ≥ 1. fs ∈ ext4|xfs|btrfs|tmpfs.
-    """
-    out: dict[str, Any] = {}
-    for name, value in factors.items():
-        if name not in FACTOR_VARS:
-            raise ValueError(f"unknown factor {name!r}; known: {', '.join(sorted(FACTOR_VARS))}")
-        var, typ = FACTOR_VARS[name]
-        if typ is int:
-            if isinstance(value, bool) or not isinstance(value, int):
-                if isinstance(value, str) and value.strip().lstrip("-").isdigit():
-                    value = int(value)
-                else:
-                    raise ValueError(f"factor {name} must be a whole number, got {value!r}")
-            lo = _MINIMUM.get(name, 0)
-            if value < lo:
-                raise ValueError(f"factor {name} must be >= {lo}, got {value}")
-            if name == "memory_mb" and 0 < value < 96:
-                raise ValueError(f"factor memory_mb must be 0 (unlimited) or >= 96, got {value}")
-        elif typ is bool:
-            if not isinstance(value, bool):
-                raise ValueError(f"factor {name} must be true/false, got {value!r}")
-        else:
-            value = str(value)
-            if name in _CHOICES and value not in _CHOICES[name]:
-                raise ValueError(f"factor {name} must be one of {', '.join(_CHOICES[name])}, got {value!r}")
-        out[var] = value
-    if out.get("nfs_server_disks", 1) > 1 and out.get("nfs_server_fs_type", "ext4") != "btrfs":
-        raise ValueError(f"disks={out['nfs_server_disks']} needs fs=btrfs (raid0 over the disks); "
-                         f"got fs={out.get('nfs_server_fs_type', 'ext4')}")
-    return out
-
-
-@dataclass
-class PlaybookRun:
-    """Outcome of one playbook run: rc, ansible-runner status and the failed tasks' messages."""
-
-    rc: int
-    status: str
-    failures: list[str] = field(default_factory=list)
-    elapsed_s: float = 0.0
-    stats: dict[str, Any] = field(default_factory=dict)
-    first_event_s: float = 0.0                  # runner + ansible-playbook start-up to the first event
-    task_s: dict[str, float] = field(default_factory=dict)   # task name → seconds (summed over hosts' max)
-
-    @property
-    def ok(self) -> bool:
-        return self.rc == 0 and self.status == "successful"
-
-    def message(self) -> str:
-        if self.failures:
-            return "; ".join(self.failures[:3])
-        return f"playbook {self.status} (rc {self.rc})"
-
-
-Runner = Callable[..., PlaybookRun]
-
-
-def _event_failure(ev: Mapping[str, Any]) -> str | None:
-    kind = ev.get("event", "")
-    if kind not in ("runner_on_failed", "runner_on_unreachable", "runner_item_on_failed"):
-        return None
-    data = ev.get("event_data", {}) or {}
-    if data.get("ignore_errors"):
-        return None
-    res = data.get("res", {}) or {}
-    msg = res.get("msg") or ""
-    if "rc" in res and isinstance(res.get("rc"), int) and res["rc"] != 0:
-        rc = res["rc"]
-        msg = (msg + " " if msg else "") + (f"(killed by signal {-rc})" if rc < 0 else f"(rc {rc})")
-    lines = [ln for ln in str(res.get("stderr") or "").strip().splitlines() if ln.strip()]
-    # the generator's one-line error, not its warnings
-    errs = [ln for ln in lines if "warning:" not in ln] or lines
-    if errs:
-        msg = (msg + ": " if msg else "") + errs[-1]
-    task = data.get("task", "?")
-    host = data.get("host", "?")
-    what = "unreachable" if kind == "runner_on_unreachable" else "failed"
-    return f"{host}: {task} {what}: {str(msg).strip()[:400]}"
-
-
-def ansible_runner_run(playbook: Path, extravars: Mapping[str, Any], *, inventory: Path,
-                       private_data_dir: Path, log_path: Path) -> PlaybookRun:
-    """Run one playbook with ansible-runner: quiet, events streamed to `log_path`."""
-    import ansible_runner
-
-    failures: list[str] = []
-    t0 = time.monotonic()
-    first: list[float] = []
-    task_s: dict[str, float] = {}
-    cur: dict[str, Any] = {"task": None, "t": 0.0}
-
-    def close_task(now: float) -> None:
-        if cur["task"] is not None:
-            task_s[cur["task"]] = task_s.get(cur["task"], 0.0) + now - cur["t"]
-    private_data_dir.mkdir(parents=True, exist_ok=True)
-    with open(log_path, "a", encoding="utf-8") as log:
-        log.write(f"\n=== {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())} {playbook.name} "
-                  f"{json.dumps(dict(extravars), sort_keys=True, default=str)}\n")
-
-        def on_event(ev: dict[str, Any]) -> bool:
-            now = time.monotonic() - t0
-            if not first:
-                first.append(now)
-            kind = ev.get("event", "")
-            if kind in ("playbook_on_task_start", "playbook_on_stats", "playbook_on_play_start"):
-                close_task(now)
-                cur["task"] = (ev.get("event_data", {}) or {}).get("task") if kind == "playbook_on_task_start" else None
-                cur["t"] = now
-            out = ev.get("stdout")
-            if out:
-                log.write(out + "\n")
-            f = _event_failure(ev)
-            if f:
-                failures.append(f)
-            return False          # do not keep event files: we keep the log
-
-        r = ansible_runner.run(
-            private_data_dir=str(private_data_dir),
-            playbook=str(playbook),
-            inventory=str(inventory),
-            extravars=dict(extravars),
-            quiet=True,
-            event_handler=on_event,
-            rotate_artifacts=1,
-            envvars={
-                "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]),
-                "ANSIBLE_CONFIG": str(REPO / "ansible.cfg"),
-                "ANSIBLE_ROLES_PATH": str(REPO / "roles"),
-                "ANSIBLE_PIPELINING": "True",
-                "ANSIBLE_GATHERING": "explicit",
-                "ANSIBLE_RETRY_FILES_ENABLED": "False",
-                "ANSIBLE_NOCOLOR": "1",
-                "ANSIBLE_DEPRECATION_WARNINGS": "False",
-                "ANSIBLE_LOCALHOST_WARNING": "False",
-                "ANSIBLE_INVENTORY_UNPARSED_WARNING": "False",
-                "ANSIBLE_PYTHON_INTERPRETER": "auto_silent",
-            },
-            settings={"suppress_ansible_output": True},
-        )
-        log.write(f"=== {playbook.name}: {r.status} rc={r.rc} in {time.monotonic() - t0:.2f}s\n")
-    return PlaybookRun(rc=int(r.rc if r.rc is not None else -1), status=str(r.status),
-                       failures=failures, elapsed_s=time.monotonic() - t0, stats=r.stats or {},
-                       first_event_s=first[0] if first else 0.0, task_s=task_s)
-
-
-def _num(d: Mapping[str, Any], key: str, default: float = 0.0) -> float:
-    v = d.get(key, default)
-    try:
-        v = float(v)
-    except (TypeError, ValueError):
-        return default
-    return v if math.isfinite(v) else default
-
-
-def result_from_json(raw: Mapping[str, Any], load_ops_s: float, runlength_s: float,
-                     min_achieved: float = MIN_ACHIEVED_FRACTION,
-                     overload_ms: float | None = None) -> TrialResult:
-    """Map a (merged) fstress JSON result to a TrialResult and judge its validity.
-
-    overload_ms: RPC timeouts (no NFS errors) in a trial whose mean response time of the answered
-    calls is already ≥ overload_ms do not invalidate it: a timed-out call took longer than any
-    answered one, so counting it could only raise the mean — the trial is above the peak either
-    way (an overloaded server, not a harness fault). The CLI sets it to R_sat·(1 + s), the top of
-    the peak-rate region; None (default) = every timeout invalidates, as SPEC SFS does.
-    """
-    offered = _num(raw, "offered_rate", load_ops_s) or float(load_ops_s)
-    achieved = max(_num(raw, "achieved_rate"), 0.0)
-    errors = int(_num(raw, "errors"))
-    timeouts = int(_num(raw, "timeouts"))
-    reasons = []
-    if raw.get("generator_saturated"):
-        reasons.append(f"generator saturated: {raw.get('saturation_reason') or 'no reason given'}")
-    overloaded = (overload_ms is not None and errors == 0 and timeouts > 0
-                  and _num(raw, "mean_ms") >= overload_ms)
-    if (errors > 0 or timeouts > 0) and not overloaded:
-        reasons.append(f"{errors} errors, {timeouts} timeouts")
-    if achieved < min_achieved * offered:
-        reasons.append(f"achieved {achieved:.1f} ops/s < {min_achieved:.0%} of offered {offered:.1f}")
-    if int(_num(raw, "ops_total")) <= 0 and not reasons:
-        reasons.append("no operations measured")
-    return TrialResult(
-        mean_ms=max(_num(raw, "mean_ms"), 0.0),
-        p95_ms=max(_num(raw, "p95_ms"), 0.0),
-        p99_ms=max(_num(raw, "p99_ms"), 0.0),
-        std_ms=max(_num(raw, "std_ms"), 0.0),
-        achieved_rate=achieved,
-        ops_total=int(_num(raw, "ops_total")),
-        errors=errors + timeouts,
-        valid=not reasons,
-        reason="; ".join(reasons) if reasons else (
-            f"overloaded: {timeouts} timeouts, mean {_num(raw, 'mean_ms'):.0f} ms >= {overload_ms:g} ms"
-            if overloaded else ""),
-        load_ops_s=float(load_ops_s),
-        runlength_s=float(runlength_s),
-        raw=dict(raw),
-    )
-
-
-def invalid_result(load_ops_s: float, runlength_s: float, reason: str,
-                   raw: Mapping[str, Any] | None = None) -> TrialResult:
-    return TrialResult(mean_ms=0.0, p95_ms=0.0, achieved_rate=0.0, valid=False, reason=reason,
-                       load_ops_s=float(load_ops_s), runlength_s=float(runlength_s),
-                       raw=dict(raw) if raw else None)
 
 
 class AnsibleHarness:
@@ -443,4 +210,3 @@ class AnsibleHarness:
     def __repr__(self) -> str:
         return (f"AnsibleHarness(slot={self.slot!r}, workload={self.workload!r}, "
                 f"factors={self.factors!r}, results_dir={str(self.results_dir)!r})")
-

@@ -24,7 +24,7 @@ import math
 from dataclasses import dataclass
 from typing import Sequence
 
-from analysis.stats import quantile
+from workbench.stats.intervals import quantile
 
 __all__ = ["RunlengthPlan", "plan_runlength", "unit_variance", "next_runlength"]
 

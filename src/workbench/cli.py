@@ -1,0 +1,230 @@
+"""`workbench` command line: rate one sample end to end, or plan a rating's cost.
+
+    workbench rate [--workload web_server] [--slot slot1] [--profile quick|smoke|standard]
+                   [--results DIR] [factor flags: --fs --disks --memory-mb --read-iops ...]
+                   [--check] [--no-teardown] [--quiet]
+    workbench plan [--workload web_server] [--profile quick] [--capacity OPS] [--reps N]
+
+`rate` runs the same steps as the rate_peak DAG (``pipeline.runner.run_rating``) over a
+`LocalStore` in the results directory, taking the same slot lease: the trial log is
+``DIR/ratings/<id>/trials/<n>.json``, so a rating killed mid-way resumes, with no trial lost or
+repeated, when the same command is run again with the same ``--results``. Bad input fails in one
+line (exit 2) before anything is provisioned; ``--check`` stops there.
+
+`plan`: the dry-run planner (``planning.dryrun.plan``) on a simulated server of the workload's
+family: expected cost, trials and convergence of the same spec.
+"""
+from __future__ import annotations
+
+import argparse
+import math
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any, Sequence
+
+import yaml
+
+from workbench.config.factors import FACTORS, add_cli_flags
+from workbench.config.paths import DEFAULT_INVENTORY, FSTRESS, REPO
+from workbench.config.profiles import FAMILY_OF_WORKLOAD, PROFILES
+from workbench.config.vocabulary import POLICIES
+from workbench.measure.ansible import AnsibleHarness, HarnessError
+
+# CLI option → Params name (the rest of the Params are factors, from the factor table)
+_SPEC_OPTIONS = ("policy", "r_sat_ms", "runlength_s", "budget_s", "confidence", "accuracy", "seed_load")
+
+
+class UsageError(Exception):
+    """Bad input: printed as one line, exit code 2."""
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="workbench", description="NFS benchmarking workbench")
+    sub = p.add_subparsers(dest="cmd", required=True)
+
+    def common(sp: argparse.ArgumentParser) -> None:
+        sp.add_argument("--workload", default="web_server", help="canned fstress workload or a workload file")
+        sp.add_argument("--profile", choices=sorted(PROFILES), default="quick")
+        sp.add_argument("--policy", choices=POLICIES, help="search policy")
+        sp.add_argument("--r-sat-ms", type=float, help="R_sat: mean response time threshold (ms)")
+        sp.add_argument("--runlength-s", type=float, help="runlength of a trial (s)")
+        sp.add_argument("--first-load", type=float, help="first offered load (ops/s)")
+        sp.add_argument("--seed-load", type=float, help="seeded search: start near this load (ops/s)")
+        sp.add_argument("--budget-s", type=float, help="cost cap (runlengths + overheads, s)")
+        sp.add_argument("--confidence", type=float)
+        sp.add_argument("--accuracy", type=float)
+        add_cli_flags(sp)
+
+    r = sub.add_parser("rate", help="rate one sample end to end on a slot")
+    common(r)
+    r.add_argument("--slot", default="slot1")
+    r.add_argument("--inventory", type=Path, default=DEFAULT_INVENTORY)
+    r.add_argument("--results", "--out", dest="results", type=Path,
+                   help="results directory (default results/<time>-<workload>-<slot>); re-use it to resume")
+    r.add_argument("--warmup-s", type=float)
+    r.add_argument("--fileset-rate", type=float)
+    r.add_argument("--fstress-cpus", default=None, help='taskset CPU list for fstress (default "1")')
+    r.add_argument("--check", action="store_true", help="check every input, touch no host, exit")
+    r.add_argument("--no-teardown", action="store_true", help="leave the slot provisioned (and leased)")
+    r.add_argument("--quiet", action="store_true", help="no per-trial progress")
+
+    pl = sub.add_parser("plan", help="dry-run planner: expected cost of a rating (simulated server)")
+    common(pl)
+    pl.add_argument("--capacity", type=float, help="simulated capacity (ops/s) instead of the family model")
+    pl.add_argument("--reps", type=int, default=20)
+    pl.add_argument("--seed", type=int, default=0)
+    return p
+
+
+def known_workloads() -> list[str]:
+    if not FSTRESS.is_file():
+        raise UsageError(f"fstress binary {FSTRESS} is missing: run `make fstress`")
+    out = subprocess.run([str(FSTRESS), "workloads"], capture_output=True, text=True, timeout=30)
+    return [ln.split()[0] for ln in out.stdout.splitlines() if ln.strip()]
+
+
+def _inventory_groups(path: Path) -> set[str]:
+    groups: set[str] = set()
+
+    def walk(name: str, node: Any) -> None:
+        groups.add(name)
+        if isinstance(node, dict):
+            for child, sub in (node.get("children") or {}).items():
+                walk(child, sub)
+
+    try:
+        data = yaml.safe_load(path.read_text()) or {}
+    except (OSError, yaml.YAMLError) as e:
+        raise UsageError(f"cannot read inventory {path}: {e}") from None
+    for name, node in data.items():
+        walk(name, node)
+    return groups
+
+
+def check_rate_inputs(args: argparse.Namespace) -> None:
+    """What the plan cannot check: the workload exists, the slot is a group of the inventory."""
+    wls = known_workloads()
+    if args.workload not in wls and not Path(args.workload).is_file():
+        raise UsageError(f"unknown workload {args.workload!r}; canned: {', '.join(wls)}")
+    if not args.inventory.is_file():
+        raise UsageError(f"inventory {args.inventory} not found")
+    groups = _inventory_groups(args.inventory)
+    if args.slot not in groups:
+        slots = sorted(g for g in groups if g.startswith("slot"))
+        raise UsageError(f"slot {args.slot!r} is not a group of {args.inventory} (slots: {', '.join(slots)})")
+    for name in ("warmup_s", "fileset_rate"):
+        v = getattr(args, name)
+        if v is not None and (not math.isfinite(v) or v < 0 or (name == "fileset_rate" and v == 0)):
+            raise UsageError(f"--{name.replace('_', '-')} must be a number {'>' if name == 'fileset_rate' else '>='} 0, got {v}")
+
+
+def build_plan(args: argparse.Namespace, rating_id: str):
+    """The rating plan of the command line: the same Params checks as the DAGs', plus the
+    CLI's own settings (first load, warm-up, file set, fstress CPUs, inventory)."""
+    from workbench.pipeline.plan import ParamError, plan_from_params, with_settings
+    params: dict[str, Any] = {"workload": args.workload, "profile": args.profile, "slot": args.slot}
+    params.update({f.name: getattr(args, f.name) for f in FACTORS})
+    params.update({k: getattr(args, k) for k in _SPEC_OPTIONS})
+    if args.seed_load is not None:
+        params["seed_source"] = "load"
+    try:
+        plan = plan_from_params(params, rating_id, workload_files=True)
+        return with_settings(plan, first_load=args.first_load, warmup_s=args.warmup_s,
+                             fileset_rate=args.fileset_rate, fstress_cpus=args.fstress_cpus,
+                             inventory=args.inventory)
+    except ParamError as e:
+        raise UsageError(str(e)) from None
+
+
+def cmd_rate(args: argparse.Namespace, harness_factory=None) -> int:
+    from workbench.pipeline.console import Progress, result_block
+    from workbench.pipeline.localstore import LocalStore
+    from workbench.pipeline.plan import ParamError, resumable_plan
+    from workbench.pipeline.runner import run_rating
+
+    out = Path(args.results or REPO / "results" /
+               f"{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}-{Path(args.workload).stem}-{args.slot}").resolve()
+    plan = build_plan(args, rating_id=out.name)
+    if harness_factory is None:
+        check_rate_inputs(args)
+    if args.check:
+        print(f"workbench rate: inputs OK ({plan.workload} on {plan.slot}, factors {plan.factors})")
+        return 0
+    store = LocalStore(out)
+    try:
+        plan = resumable_plan(store, plan, workdir=out / "work")
+    except ParamError as e:
+        raise UsageError(str(e)) from None
+    spec = plan.rating_spec()
+    prog = Progress(spec.budget_s, spec.trial_overhead_s, enabled=not args.quiet)
+    err = sys.stderr
+    err.write(f"workbench rate: {plan.workload} on {plan.slot}, profile {plan.profile}, factors "
+              f"{plan.factors}\n  results: {out}\n")
+    t0 = time.monotonic()
+    res = run_rating(plan, store, log=lambda s: err.write(s + "\n"), on_trial=prog.trial,
+                     teardown_after=not args.no_teardown, make=harness_factory or AnsibleHarness)
+    print(f"\n{plan.workload} on {plan.slot} ({plan.profile}): {store.url(store.rating_key(plan.rating_id, ''))}")
+    print(result_block(res, time.monotonic() - t0))
+    return 0 if res["converged"] else 1
+
+
+def cmd_plan(args: argparse.Namespace) -> int:
+    from workbench.controller.spec import RatingSpec
+    from workbench.planning.dryrun import plan
+    fields = dict(PROFILES[args.profile]["spec"])
+    fields.update({k: getattr(args, k) for k in (*_SPEC_OPTIONS, "first_load") if getattr(args, k) is not None})
+    if args.runlength_s is not None:
+        fields["runlength_policy"] = "fixed"
+    try:
+        spec = RatingSpec(**fields)
+    except (TypeError, ValueError) as e:
+        raise UsageError(str(e)) from None
+    if args.reps < 1:
+        raise UsageError(f"--reps must be >= 1, got {args.reps}")
+    server, what = _planned_server(args)
+    p = plan(spec, server, reps=args.reps, seed=args.seed)
+    print(f"plan: {args.workload}, profile {args.profile}, policy {spec.policy} on a {what}")
+    print(f"  expected cost    {p['expected_cost_s']:.0f} s  (p10 {p['cost_s']['p10']:.0f}, p90 {p['cost_s']['p90']:.0f})")
+    print(f"  expected trials  {p['expected_trials']:.1f}  (p10 {p['trials']['p10']:.0f}, p90 {p['trials']['p90']:.0f})")
+    print(f"  expected loads   {p['expected_loads']:.1f}")
+    print(f"  convergence      {p['convergence_rate']:.0%} of {p['n_runs']} runs")
+    print(f"  median |λ*−true|/true  {p['median_rel_error']:.3f}")
+    return 0
+
+
+def _planned_server(args: argparse.Namespace):
+    from workbench.measure.simulated import SimulatedServer
+    if args.capacity is not None:
+        if not (math.isfinite(args.capacity) and args.capacity > 0):
+            raise UsageError(f"--capacity must be > 0, got {args.capacity}")
+        return SimulatedServer(capacity_ops_s=args.capacity), f"simulated server, capacity {args.capacity:g} ops/s"
+    family = FAMILY_OF_WORKLOAD.get(args.workload, "web")
+    f = {k: getattr(args, k) for k in ("threads", "disks", "memory_mb", "fs") if getattr(args, k) is not None}
+    if f.get("fs") == "tmpfs":
+        f.pop("fs")
+    try:
+        server = SimulatedServer.for_factors(family, f)
+    except ValueError as e:
+        raise UsageError(str(e)) from None
+    return server, f"simulated {family} server {f or '(default factors)'}, capacity {server.capacity_ops_s:.0f} ops/s"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        return cmd_rate(args) if args.cmd == "rate" else cmd_plan(args)
+    except UsageError as e:
+        print(f"workbench: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("workbench: interrupted (re-run the same command to resume)", file=sys.stderr)
+        return 130
+    except HarnessError as e:                      # a provisioning step failed: one line + the log
+        print(f"workbench: {e}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,50 @@
+"""Profiles: the spec fields, harness settings and default factors a rating starts from (quick,
+smoke, standard), and the simulated family of each canned workload."""
+from __future__ import annotations
+
+from typing import Any
+
+
+# Profiles: spec fields + harness settings + default factors.
+# quick: a real rating in a few minutes on a 2-core box. Ganesha is pinned to core 0 and fstress to
+# core 1; the server gets a throttled disk and a memory limit below the file set, so λ* is
+# I/O-bound well below CPU saturation (past it fstress flags itself generator-saturated).
+PROFILES: dict[str, dict[str, Any]] = {
+    "quick": {
+        "spec": dict(r_sat_ms=40.0, width=0.25, confidence=0.90, accuracy=0.80, policy="binsearch",
+                     first_load=200.0, runlength_s=5.0, runlength_policy="fixed", max_trials=40,
+                     budget_s=330.0, trial_overhead_s=5.0, resolution=0.05, max_loads=20,
+                     max_trials_per_load=4),
+        "warmup_s": 2.0,
+        "warmup_trial_s": 10.0,          # one discarded trial after deploy, at the first load
+        "fileset_rate": 8000.0,
+        # this box is shared (2 cores; Ansible itself runs beside fstress): tolerate wake-up jitter
+        "extravars": {"fstress_lag_bound": "10ms"},
+        "factors": dict(fs="ext4", disks=1, memory_mb=128, read_iops=100),
+    },
+    "standard": {
+        "spec": dict(r_sat_ms=40.0, width=0.10, confidence=0.95, accuracy=0.90, policy="binsearch",
+                     first_load=100.0, runlength_s=60.0, runlength_policy="adaptive",
+                     runlength_min_s=30.0, runlength_max_s=300.0, trial_overhead_s=10.0),
+        "warmup_s": 10.0,
+        "warmup_trial_s": 60.0,
+        "fileset_rate": 4000.0,
+        "factors": {},
+    },
+}
+
+
+# smoke: a real but short rating (≈ 1½ min) for the pipeline tests: quick's server and file set
+# (λ* I/O-bound near 900 ops/s; a file set that fits the 128 MiB cache makes the box CPU-bound
+# past 30k ops/s instead), 2 s trials, at most 2 per load (then classified by their median), a
+# wide region (s = 0.5) and a coarse bracket (15 %). λ* is coarse; the mechanics are the same.
+PROFILES["smoke"] = {
+    **PROFILES["quick"], "warmup_s": 1.0, "warmup_trial_s": 6.0,
+    "spec": {**PROFILES["quick"]["spec"], **dict(
+        width=0.5, confidence=0.80, accuracy=0.60, first_load=400.0, runlength_s=2.0, max_trials=20,
+        budget_s=120.0, trial_overhead_s=4.0, resolution=0.15, max_loads=10, max_trials_per_load=2)},
+}
+
+
+FAMILY_OF_WORKLOAD = {"web_server": "web", "web_proxy": "web", "db_tp": "db", "mail": "mail",
+                      "news": "mail", "specsfs97": "mail", "p2p": "db"}

@@ -1,0 +1,13 @@
+"""The workbench's words, each defined once: policies, canned workloads, seeding sources, designs,
+slots, and the unrolled trial-task limit of rate_peak."""
+from __future__ import annotations
+
+import os
+
+POLICIES = ("linear", "binsearch", "model", "safeguarded")          # load pickers (controller)
+STOP_RULES = ("inside", "overlap")
+CANNED_WORKLOADS = ("web_server", "web_proxy", "db_tp", "mail", "news", "specsfs97", "p2p")
+SEED_SOURCES = ("none", "load", "history")
+DESIGNS = ("fullfact", "dopt", "lhs")                               # map_surface designs
+SLOTS = tuple(os.environ.get("WB_SLOTS", "slot1,slot2").split(","))  # inventory groups of the SUT slots
+MAX_TRIAL_TASKS = 40          # trial_k tasks unrolled in rate_peak; max_trials may not exceed it

@@ -1,0 +1,229 @@
+"""Peak-rate search: `decide(spec, trials)` (a pure function of the trial log) and `find_peak`.
+
+[CC] = Cutting Corners (shared/seeds/000_*, newer text 002_*), Algorithm 2. For each test load
+the controller runs two trials, builds the CI of the mean response time at confidence c and
+compares it with the peak-rate region [R_sat ± s·R_sat]:
+
+* no overlap → the load is classified (unsaturated below / saturated above) and the picker
+  nominates the next load;
+* overlap → a potential peak: more trials until the stop rule holds.
+
+Stop rules (`RatingSpec.stop_rule`, docs/controller.md "Decision rule"):
+* "overlap" — the paper's rule: stop when the CI overlaps the region and its accuracy (Eq. 2)
+  is ≥ a. On noisy servers this stops outside the region about a third of the time.
+* "inside" (default) — stop only when the whole CI lies inside the region (and accuracy ≥ a).
+  A potential peak whose accurate CI is not inside but excludes R_sat is classified below /
+  above R_sat at confidence c and the search moves on inside the (narrower) bracket; a load that
+  reaches `max_trials_per_load` is classified by its mean alone ("below?"/"above?").
+  The search also stops when the bracket [highest unsaturated, lowest saturated] is narrower
+  than `resolution`·λ (no measurable load left between them; λ* is then interpolated).
+
+Everything — current load, bracket, picker state, runlength — is re-derived from the log on
+every call: no hidden state, deterministic, resumable after a crash.
+"""
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping, Sequence
+
+from workbench.controller.pickers import Binsearch, Linear, Model, Picker
+from workbench.controller.result import PeakResult, result_of
+from workbench.controller.runlength import next_runlength
+from workbench.controller.safeguarded import Safeguarded
+from workbench.controller.spec import RatingSpec
+from workbench.controller.state import LoadStatus, load_key
+from workbench.controller.summary import search_state, summarize, trial_cost_s
+from workbench.controller.trial import TrialResult
+
+
+POLICIES = ("linear", "binsearch", "model", "safeguarded")
+
+
+@dataclass(frozen=True)
+class NextTrial:
+    load_ops_s: float
+    runlength_s: float
+    reason: str
+
+
+@dataclass(frozen=True)
+class Done:
+    result: PeakResult
+
+
+def make_picker(spec) -> Picker:
+    """The picker named by `spec.policy` ("linear", "binsearch", "model", "safeguarded")."""
+    if spec.policy == "binsearch":
+        return Binsearch(spec.seed_step)
+    if spec.policy == "linear":
+        return Linear(spec.linear_step_ops_s or spec.first_load, strawman=spec.strawman)
+    if spec.policy == "model":
+        return Model(spec.model_form, spec.seed_step)
+    if spec.policy == "safeguarded":
+        return Safeguarded(spec.model_form, spec.seed_step)
+    raise ValueError(f"policy must be one of linear, binsearch, model, safeguarded; got {spec.policy!r}")
+
+
+def _unmeasurable(spec: RatingSpec, trials: Sequence[TrialResult]) -> dict[float, TrialResult]:
+    """Loads with a run of ≥ max_invalid_per_load consecutive invalid trials → the run's last trial."""
+    out: dict[float, TrialResult] = {}
+    run = 0
+    for i, t in enumerate(trials):
+        same = i > 0 and load_key(trials[i - 1].load_ops_s) == load_key(t.load_ops_s)
+        run = (run + 1 if same else 1) if not t.valid else 0
+        if run >= spec.max_invalid_per_load:
+            out[load_key(t.load_ops_s)] = t
+    return out
+
+
+def _decide_goal(spec: RatingSpec, r_sat: float, trials: Sequence[TrialResult],
+                 unmeasurable: Mapping[float, TrialResult] | None = None) -> tuple[str, Any]:
+    """("next", (load, reason)) or ("done", (converged, reason, peak_summary|None, loads)).
+
+    unmeasurable: loads never to nominate again (see decide); nominations at or above the lowest
+    one above the bracket's low end are moved halfway between that low end (or 0) and it."""
+    unmeasurable = unmeasurable or {}
+    loads = [s for s in summarize(spec, trials, r_sat)
+             if not (s.status == LoadStatus.OPEN and load_key(s.load) in unmeasurable)]
+    peaks = [s for s in loads if s.status == LoadStatus.PEAK]
+    if peaks:
+        best = min(peaks, key=lambda s: (abs(s.mean - r_sat), s.order))
+        rule = "CI inside" if spec.stop_rule == "inside" else "CI overlaps"
+        return "done", (True, f"{rule} the peak-rate region at {best.load:g} ops/s with accuracy "
+                              f"{best.ci.accuracy:.3f} ≥ {spec.accuracy:g}", best, loads)
+    st = search_state(spec, r_sat, loads)
+    lo, hi = st.lo, st.hi
+    # an undecided load inside the bracket: keep sampling it (Algorithm 2 step 6)
+    open_in = [s for s in loads if s.status == LoadStatus.OPEN
+               and (lo is None or s.load > lo.load) and (hi is None or s.load < hi.load)]
+    if open_in:
+        last = {(load_key(t.load_ops_s)): i for i, t in enumerate(trials)}
+        cur = max(open_in, key=lambda s: last[load_key(s.load)])
+        if cur.n < spec.min_trials:
+            why = "first trials"
+        elif cur.n < spec.min_trials_at(cur.load):
+            why = f"seed sample: trial {cur.n + 1} of {spec.seed_trials} at the seed load"
+        else:
+            why = (f"potential peak: CI [{cur.ci.low:.4g}, {cur.ci.high:.4g}] ms, accuracy "
+                   f"{cur.ci.accuracy:.3f}")
+        return "next", (cur.load, why)
+    if spec.strawman and lo is not None and hi is not None:
+        step = spec.linear_step
+        ok = (hi.load - lo.load) <= step * (1 + 1e-9)
+        return "done", (ok, f"linear strawman: first saturated load {hi.load:g} ops/s "
+                            f"({spec.linear_trials} trials each); λ* = last unsaturated load "
+                            f"{lo.load:g}" + ("" if ok else f" (bracket wider than the increment {step:g})"),
+                        None, loads)
+    if lo is not None and hi is not None and (hi.load - lo.load) <= spec.resolution * hi.load:
+        if hi.latency_saturated:
+            return "done", (True, f"latency rule: bracket [{lo.load:g}, {hi.load:g}] resolved", None, loads)
+        return "done", (True, f"bracket [{lo.load:g}, {hi.load:g}] narrower than resolution "
+                              f"{spec.resolution:g}: λ* interpolated", None, loads)
+    if len(loads) >= spec.max_loads:
+        return "done", (False, f"max_loads ({spec.max_loads}) reached", None, loads)
+    picker = make_picker(spec)
+    load, why = picker.next_load(st)
+    if not (math.isfinite(load) and load > 0):
+        return "done", (False, f"picker proposed an invalid load {load!r}: {why}", None, loads)
+    caps = [t for t in unmeasurable.values() if lo is None or t.load_ops_s > lo.load]
+    if caps:
+        cap = min(caps, key=lambda t: t.load_ops_s)
+        floor = lo.load if lo is not None else 0.0
+        if load >= cap.load_ops_s * (1 - 1e-9):
+            if cap.load_ops_s - floor <= spec.resolution * cap.load_ops_s:
+                return "done", (False, f"λ* ≥ {floor:g} ops/s: {cap.load_ops_s:g} ops/s cannot be measured "
+                                       f"({cap.reason or 'invalid'}) and lies within the resolution of it",
+                                None, loads)
+            load, why = ((floor + cap.load_ops_s) / 2.0,
+                         f"{cap.load_ops_s:g} ops/s cannot be measured ({cap.reason or 'invalid'}) → "
+                         f"halfway below it")
+    if load_key(load) in unmeasurable:
+        return "done", (False, f"{load:g} ops/s cannot be measured ({unmeasurable[load_key(load)].reason})",
+                        None, loads)
+    same = [s for s in loads if load_key(s.load) == load_key(load)]
+    if same and same[0].status != LoadStatus.OPEN:
+        if lo is not None and hi is not None:
+            load, why = (lo.load + hi.load) / 2.0, f"{why}: already classified → bisect"
+            if any(load_key(s.load) == load_key(load) and s.status != LoadStatus.OPEN for s in loads):
+                return "done", (False, "no untested load left in the bracket", None, loads)
+        else:
+            return "done", (False, f"picker repeated the classified load {load:g}", None, loads)
+    return "next", (load, f"{picker.name}: {why}")
+
+
+def decide(spec: RatingSpec, trials: Sequence[TrialResult]) -> NextTrial | Done:
+    """Algorithm 2 as a pure function of the trial log: the next trial to run, or the result."""
+    trials = list(trials)
+    for i, t in enumerate(trials):
+        if not isinstance(t, TrialResult):
+            raise TypeError(f"trial {i} is not a TrialResult")
+    cost = trial_cost_s(spec, trials)
+    goals = spec.goals
+    done: dict[float, tuple] = {}
+    nxt: tuple[float, str] | None = None
+    stop_reason: str | None = None
+    # Invalid trials never count and are re-run at the same load and runlength. After
+    # max_invalid_per_load in a row the load is unmeasurable (a generator at its ceiling; a server so
+    # far past λ* that its backlog delays the generator's sends): once another load has a valid
+    # trial the search goes on below it (_decide_goal); it ends at twice that many invalid trials
+    # in a row, or when no other load was ever measured (the harness itself is suspect).
+    unmeasurable = _unmeasurable(spec, trials)
+    if trials and not trials[-1].valid:
+        last = trials[-1]
+        tail = list(itertools.takewhile(lambda t: not t.valid, reversed(trials)))   # invalid, newest first
+        run = len(tail)
+        streak = len(list(itertools.takewhile(lambda t: load_key(t.load_ops_s) == load_key(last.load_ops_s), tail)))
+        measured_elsewhere = any(t.valid and load_key(t.load_ops_s) != load_key(last.load_ops_s) for t in trials)
+        if streak < spec.max_invalid_per_load:
+            nxt = (last.load_ops_s, f"re-run invalid trial ({last.reason or 'invalid'})")
+            rl = float(last.runlength_s)
+        elif run >= 2 * spec.max_invalid_per_load or not measured_elsewhere:
+            stop_reason = (f"{run} consecutive invalid trials"
+                           + (f" at {last.load_ops_s:g} ops/s" if run == streak else
+                              f", the last {streak} at {last.load_ops_s:g} ops/s")
+                           + f" ({last.reason or 'no reason given'})")
+    if nxt is None and stop_reason is None:
+        for g in goals:
+            kind, payload = _decide_goal(spec, g, trials, unmeasurable)
+            if kind == "done":
+                done[g] = payload
+                continue
+            load, why = payload
+            nxt = (load, why if len(goals) == 1 else f"goal {g:g} ms: {why}")
+            valid = [t for t in trials if t.valid and load_key(t.load_ops_s) == load_key(load)]
+            rl = next_runlength(spec, [t.mean_ms for t in valid],
+                                [float(t.runlength_s) for t in valid]).runlength_s
+            break
+    if nxt is not None and stop_reason is None:
+        if len(trials) >= spec.max_trials:
+            stop_reason = f"max_trials ({spec.max_trials}) exhausted"
+        elif cost + rl + spec.trial_overhead_s > spec.budget_s * (1 + 1e-12):
+            stop_reason = (f"budget exhausted: {cost:g} s spent, next trial needs "
+                           f"{rl + spec.trial_overhead_s:g} s of {spec.budget_s:g} s")
+        else:
+            return NextTrial(float(nxt[0]), float(rl), nxt[1])
+    return Done(result_of(spec, trials, done, stop_reason))
+
+
+def find_peak(spec: RatingSpec, measure: Callable[[float, float], TrialResult],
+              trials: Sequence[TrialResult] = (),
+              on_trial: Callable[[TrialResult], None] | None = None) -> PeakResult:
+    """The loop around `decide` (one code path): ask, measure, append, repeat.
+
+    `trials` resumes from an existing log. `measure(load_ops_s, runlength_s)` returns a
+    TrialResult; it is tagged with `.at(load, runlength)` before it enters the log.
+    """
+    log = list(trials)
+    while True:
+        d = decide(spec, log)
+        if isinstance(d, Done):
+            return d.result
+        t = measure(d.load_ops_s, d.runlength_s)
+        if not isinstance(t, TrialResult):
+            raise TypeError(f"measure() must return a TrialResult, got {type(t).__name__}")
+        t = t.at(d.load_ops_s, d.runlength_s)
+        log.append(t)
+        if on_trial is not None:
+            on_trial(t)

@@ -1,0 +1,180 @@
+"""`PeakResult`: λ*, its bracket and CI, and the mean response time there, from the trial log."""
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+import numpy as np
+
+from workbench.controller.pickers import two_point_fit
+from workbench.controller.spec import RatingSpec
+from workbench.controller.state import LoadSummary, load_key
+from workbench.controller.summary import search_state, summarize, trial_cost_s
+from workbench.controller.trial import TrialResult
+from workbench.stats.intervals import accuracy as _accuracy, mean_ci
+
+
+@dataclass(frozen=True)
+class PeakResult:
+    peak_rate: float                       # λ* (ops/s)
+    converged: bool
+    reason: str
+    bracket: tuple[float, float]           # (highest unsaturated load, lowest saturated load)
+    peak_rate_ci: tuple[float, float]      # CI for λ* at confidence c
+    mean_ms_at_peak: float                 # mean response time at mean_load_ops_s
+    mean_ms_ci: tuple[float, float]
+    accuracy: float                        # Eq. 2 accuracy of mean_ms_ci
+    n_loads: int
+    n_trials: int                          # all trials, invalid included
+    cost_s: float                          # Σ runlengths + n_trials × trial_overhead_s
+    trials: list[TrialResult] = field(default_factory=list, repr=False)
+    trace: list[tuple[float, float]] = field(default_factory=list, repr=False)
+    per_goal: dict[float, "PeakResult"] = field(default_factory=dict, repr=False)
+    r_sat_ms: float = 40.0
+    n_invalid: int = 0
+    n_trials_at_peak: int = 0
+    peak_rate_ci_model: tuple[float, float] = (math.nan, math.nan)
+    stop_rule: str = "inside"
+    policy: str = "binsearch"
+    mean_load_ops_s: float = math.nan      # the tested load whose trials give mean_ms_at_peak
+
+    def to_dict(self) -> dict[str, Any]:
+        d = {k: getattr(self, k) for k in (
+            "peak_rate", "converged", "reason", "bracket", "peak_rate_ci", "mean_ms_at_peak",
+            "mean_ms_ci", "accuracy", "n_loads", "n_trials", "cost_s", "trace", "r_sat_ms",
+            "n_invalid", "n_trials_at_peak", "peak_rate_ci_model", "stop_rule", "policy",
+            "mean_load_ops_s")}
+        d["per_goal"] = {str(k): v.to_dict() for k, v in self.per_goal.items() if v is not self}
+        d["trials"] = [t.to_dict() for t in self.trials]
+        return d
+
+
+def interpolate_peak(lo: LoadSummary, hi: LoadSummary, r_sat: float, form: str) -> float:
+    """λ where the response curve through the bracket ends crosses R_sat (1/R linear)."""
+    p = two_point_fit((lo.load, lo.mean), (hi.load, hi.mean), r_sat, form)
+    return p if math.isfinite(p) and lo.load <= p <= hi.load else (lo.load + hi.load) / 2.0
+
+
+def _peak_ci(loads: Sequence[LoadSummary], r_sat: float, spec: RatingSpec) -> tuple[float, float]:
+    """CI for λ*. R(λ) is monotone, so λ* > λ_i when load i's mean response is below R_sat and
+    λ* < λ_i when above. L = the highest load whose CI lies below R_sat, H = the lowest load whose
+    CI lies above (or which breaks the latency rule); [L, H] misses λ* only if the CI of L or of H
+    misses on the wrong side (one-sided error ≤ (1 − c)/2 each, ≤ 1 − c together). A load sampled
+    sequentially was looked at n − min_trials + 1 times, so its CI here is taken at
+    c_i = 1 − (1 − c)/looks (Bonferroni over the looks: optional stopping would otherwise
+    inflate the error). `bound_confidence` overrides c."""
+    c = spec.bound_confidence if spec.bound_confidence is not None else spec.confidence
+    lows, highs = [], []
+    for s in loads:
+        if s.n < 2:
+            continue
+        if s.latency_saturated:
+            if s.confident or min(s.means) > r_sat * (1 + spec.width) * 4:
+                highs.append(s.load)
+            continue
+        looks = max(1, s.n - spec.min_trials + 1)
+        w = None if len(set(s.runlengths)) <= 1 else s.runlengths
+        ci = mean_ci(s.means, 1.0 - (1.0 - c) / looks, weights=w)
+        if ci.high < r_sat:
+            lows.append(s.load)
+        elif ci.low > r_sat:
+            highs.append(s.load)
+    L = max(lows) if lows else 0.0
+    H = min(highs) if highs else math.inf
+    if L > H:   # contradictory classifications: widen to the hull of the conflict
+        L, H = H, L
+    return (L, H)
+
+
+def _model_ci(loads: Sequence[LoadSummary], r_sat: float, spec: RatingSpec) -> tuple[float, float]:
+    """Local fit of 1/R̄ = a − bλ on the loads nearest λ* (weighted least squares, delta
+    method on λ* = (a − 1/R_sat)/b). Reported beside `peak_rate_ci`; not used to stop."""
+    from scipy import stats as st
+    pts = [s for s in loads if s.n >= 2 and math.isfinite(s.ci.std) and s.mean > 0]
+    if len(pts) < 2:
+        return (math.nan, math.nan)
+    pts.sort(key=lambda s: abs(1.0 / s.mean - 1.0 / r_sat))
+    pts = pts[:4]
+    if len({s.load for s in pts}) < 2:
+        return (math.nan, math.nan)
+    x = np.array([s.load for s in pts])
+    y = np.array([1.0 / s.mean for s in pts])
+    se = np.array([max(s.ci.std / math.sqrt(s.n), 1e-9) / s.mean ** 2 for s in pts])   # delta: Var(1/R̄)
+    w = 1.0 / se ** 2
+    X = np.column_stack([np.ones_like(x), x])
+    cov = np.linalg.pinv(X.T @ (w[:, None] * X))
+    beta = cov @ (X.T @ (w * y))
+    c0, c1 = beta          # 1/R = c0 + c1·λ  (c1 = −b)
+    if c1 >= 0:
+        return (math.nan, math.nan)
+    lam = (1.0 / r_sat - c0) / c1
+    g = np.array([-1.0 / c1, -(1.0 / r_sat - c0) / c1 ** 2])
+    sd = math.sqrt(float(g @ cov @ g))
+    q = float(st.norm.ppf((1 + spec.confidence) / 2))
+    return (float(lam - q * sd), float(lam + q * sd))
+
+
+def _goal_result(spec: RatingSpec, r_sat: float, trials: Sequence[TrialResult], converged: bool,
+                 reason: str, peak: LoadSummary | None, loads: list[LoadSummary] | None) -> PeakResult:
+    if loads is None:
+        loads = summarize(spec, trials, r_sat)
+    st = search_state(spec, r_sat, loads)
+    lo, hi = st.lo, st.hi
+    if peak is None:
+        cands = [s for s in loads if s.n >= 1]
+        if lo is not None and hi is not None and spec.strawman:
+            lam, near = lo.load, lo          # §3.1: the largest load that does not saturate
+        elif lo is not None and hi is not None:
+            lam = interpolate_peak(lo, hi, r_sat, spec.model_form) if not hi.latency_saturated else lo.load
+            near = min((lo, hi), key=lambda s: abs(s.load - lam))
+        elif lo is not None:
+            lam, near = lo.load, lo
+        elif cands:
+            near = min(cands, key=lambda s: abs(s.mean - r_sat))
+            lam = near.load
+        else:
+            near, lam = None, math.nan
+    else:
+        near, lam = peak, peak.load
+    bracket = (lo.load if lo is not None else 0.0, hi.load if hi is not None else math.inf)
+    pci = _peak_ci(loads, r_sat, spec)
+    if math.isfinite(lam):
+        pci = (min(pci[0], lam), max(pci[1], lam))
+    mean = near.mean if near is not None else math.nan
+    mci = (near.ci.low, near.ci.high) if near is not None else (math.nan, math.nan)
+    lf = lam if math.isfinite(lam) and lam > 0 else None
+    trace, cum = [], 0.0
+    for t in trials:
+        cum += float(t.runlength_s or 0.0) + spec.trial_overhead_s
+        trace.append((cum, t.load_ops_s / lf if lf else math.nan))
+    return PeakResult(
+        peak_rate=float(lam), converged=converged, reason=reason, bracket=bracket,
+        peak_rate_ci=pci, mean_ms_at_peak=mean, mean_ms_ci=mci,
+        accuracy=_accuracy(*mci) if near is not None else 0.0,
+        n_loads=len({load_key(t.load_ops_s) for t in trials}), n_trials=len(trials),
+        cost_s=trial_cost_s(spec, trials), trials=list(trials), trace=trace, r_sat_ms=r_sat,
+        n_invalid=sum(1 for t in trials if not t.valid),
+        n_trials_at_peak=near.n if near is not None else 0,
+        peak_rate_ci_model=_model_ci(loads, r_sat, spec), stop_rule=spec.stop_rule,
+        policy=spec.policy, mean_load_ops_s=near.load if near is not None else math.nan)
+
+
+def result_of(spec: RatingSpec, trials: Sequence[TrialResult], done: dict[float, tuple],
+            stop_reason: str | None) -> PeakResult:
+    per: dict[float, PeakResult] = {}
+    for g in spec.goals:
+        if g in done:
+            conv, why, peak, loads = done[g]
+            per[g] = _goal_result(spec, g, trials, conv, why, peak, loads)
+        else:
+            per[g] = _goal_result(spec, g, trials, False, stop_reason or "not reached", None, None)
+    main = per[float(spec.r_sat_ms)]
+    if len(per) > 1:
+        conv = all(r.converged for r in per.values())
+        reason = main.reason if conv else (stop_reason or main.reason)
+        main = dataclasses.replace(main, per_goal=per, converged=main.converged, reason=reason)
+    else:
+        main = dataclasses.replace(main, per_goal={float(spec.r_sat_ms): main})
+    return main

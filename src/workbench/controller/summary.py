@@ -1,0 +1,127 @@
+"""The trial log → one summary per load: CI of the mean response time, latency rule, status.
+
+[CC] = Cutting Corners (shared/seeds/000_*, newer text 002_*), Algorithm 2 steps 7–10: a load's
+status follows from the CI of its trials' means at confidence c against the peak-rate region
+[R_sat ± s·R_sat] (stop rules in docs/controller.md "Decision rule")."""
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Sequence
+
+import numpy as np
+
+from workbench.controller.spec import RatingSpec
+from workbench.controller.state import LoadStatus, LoadSummary, SearchState, bracket_of, load_key
+from workbench.controller.trial import TrialResult
+from workbench.stats.intervals import MeanCI, mean_ci, region
+
+
+def _lat_value(spec: RatingSpec, t: TrialResult) -> float:
+    """Latency-rule statistic of one trial, in the form 'this percentile must be ≤ L_sat'.
+    p_sat None → p95 (the paper's rule). p_sat given: raw["frac_within_l_sat"] if the harness
+    reports it (then saturated when P < P_sat, mapped to ±inf), else p95 for p_sat ≤ 0.95 and p99
+    (falling back to p95) above — a conservative reading of the P_sat form."""
+    if spec.p_sat is None:
+        return t.p95_ms
+    raw = t.raw or {}
+    frac = raw.get("frac_within_l_sat")
+    if isinstance(frac, (int, float)):
+        return 0.0 if frac >= spec.p_sat else math.inf
+    if spec.p_sat <= 0.95:
+        return t.p95_ms
+    return t.p99_ms if t.p99_ms is not None else t.p95_ms
+
+
+def _classify(spec: RatingSpec, r_sat: float, n: int, ci: MeanCI, lat: float,
+              lat_ci: MeanCI, median_ms: float = math.nan) -> tuple[LoadStatus, int, bool]:
+    """(status, side, confident) of one load for goal r_sat (Algorithm 2 steps 7–10)."""
+    if spec.strawman:
+        # §3.1 strawman: a fixed number of trials t, then saturated iff the mean response time
+        # exceeds R_sat (or the percentile rule breaks L_sat); no CI, no adaptive trial count
+        if n < spec.linear_trials:
+            return LoadStatus.OPEN, 0, False
+        if lat > spec.l_sat_ms or ci.mean > r_sat:
+            return LoadStatus.ABOVE, +1, False
+        return LoadStatus.BELOW, -1, False
+    if n < spec.min_trials:
+        return LoadStatus.OPEN, 0, False
+    if lat > spec.l_sat_ms:     # percentile rule: saturated regardless of the mean
+        return LoadStatus.ABOVE, +1, bool(lat_ci.low > spec.l_sat_ms) or math.isinf(lat)
+    rlo, rhi = region(r_sat, spec.width)
+    acc = ci.accuracy
+    if ci.high < rlo:
+        return LoadStatus.BELOW, -1, True
+    if ci.low > rhi:
+        return LoadStatus.ABOVE, +1, True
+    # the CI overlaps the peak-rate region: a potential peak
+    if spec.stop_rule == "overlap":
+        if acc >= spec.accuracy:
+            return LoadStatus.PEAK, 0, True
+    else:
+        if rlo <= ci.low and ci.high <= rhi and acc >= spec.accuracy:
+            return LoadStatus.PEAK, 0, True
+        if (acc >= spec.accuracy or spec.early_side) and ci.high < r_sat:
+            return LoadStatus.BELOW, -1, True
+        if (acc >= spec.accuracy or spec.early_side) and ci.low > r_sat:
+            return LoadStatus.ABOVE, +1, True
+        if acc >= spec.accuracy and abs(ci.mean - r_sat) > spec.edge_patience * spec.width * r_sat:
+            # accurate, straddling a region edge and R_sat: fitting it inside would take many
+            # trials; a load nearer R_sat is cheaper. Classified by its mean (not confident).
+            return (LoadStatus.BELOW_BY_MEAN, -1, False) if ci.mean < r_sat else (LoadStatus.ABOVE_BY_MEAN, +1, False)
+    if n >= spec.max_trials_per_load:
+        # Not confident: classify by the median trial mean, not the mean. One cold-start outlier
+        # (316 ms among 0.25 ms trials) must not flip the side; with n this small Auto-pilot's
+        # z-score warning (seed 001 §3.3) cannot flag it, since |z| ≤ (n−1)/√n (Shiffler 1988).
+        centre = median_ms if math.isfinite(median_ms) else ci.mean
+        return (LoadStatus.BELOW_BY_MEAN, -1, False) if centre < r_sat else (LoadStatus.ABOVE_BY_MEAN, +1, False)
+    return LoadStatus.OPEN, 0, False
+
+
+def summarize(spec: RatingSpec, trials: Sequence[TrialResult],
+              r_sat_ms: float | None = None) -> list[LoadSummary]:
+    """Per-load summaries of the valid trials, in order of each load's first trial."""
+    r_sat = spec.r_sat_ms if r_sat_ms is None else r_sat_ms
+    groups: dict[float, list[tuple[int, TrialResult]]] = {}
+    for i, t in enumerate(trials):
+        if t.load_ops_s is None or t.runlength_s is None:
+            raise ValueError(f"trial {i} has no load_ops_s/runlength_s: tag it with .at(load, r)")
+        groups.setdefault(load_key(t.load_ops_s), []).append((i, t))
+    out = []
+    for key, items in groups.items():
+        valid = [t for _, t in items if t.valid]
+        means = tuple(t.mean_ms for t in valid)
+        rls = tuple(float(t.runlength_s) for t in valid)
+        w = None if len(set(rls)) <= 1 else rls
+        ci = mean_ci(means, spec.confidence, weights=w) if valid else mean_ci([], spec.confidence)
+        lats = [_lat_value(spec, t) for t in valid]
+        if any(math.isinf(v) for v in lats):
+            lat, lat_ci = (math.inf if sum(math.isinf(v) for v in lats) * 2 > len(lats) else 0.0), ci
+        elif lats:
+            lat_ci = mean_ci(lats, spec.confidence)
+            lat = lat_ci.mean
+        else:
+            lat, lat_ci = math.nan, ci
+        median_ms = float(np.median(means)) if means else math.nan
+        lspec, n_min = spec, spec.min_trials_at(key)
+        if n_min > spec.min_trials:             # the seed sample: n_min trials, even past the cap
+            lspec = dataclasses.replace(spec, min_trials=n_min,
+                                        max_trials_per_load=max(n_min, spec.max_trials_per_load))
+        status, side, conf = _classify(lspec, r_sat, len(valid), ci, lat, lat_ci, median_ms)
+        out.append(LoadSummary(
+            load=items[0][1].load_ops_s, order=items[0][0], n=len(valid), mean=ci.mean, ci=ci,
+            lat=lat, status=status, side=side, confident=conf,
+            latency_saturated=bool(lat > spec.l_sat_ms), runlengths=rls, means=means))
+    out.sort(key=lambda s: s.order)
+    return out
+
+
+def trial_cost_s(spec: RatingSpec, trials: Sequence[TrialResult]) -> float:
+    return sum(float(t.runlength_s or 0.0) for t in trials) + spec.trial_overhead_s * len(trials)
+
+
+def search_state(spec: RatingSpec, r_sat: float, loads: list[LoadSummary]) -> SearchState:
+    classified = [s for s in loads if s.status != LoadStatus.OPEN]
+    lo, hi = bracket_of(classified)
+    start = spec.seed_load if spec.seed_load is not None else spec.first_load
+    return SearchState(r_sat, tuple(loads), lo, hi, start, spec.seed_load is not None)

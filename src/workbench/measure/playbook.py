@@ -1,0 +1,125 @@
+"""One playbook run through ansible-runner: quiet, its events streamed to a log, failures named."""
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+from workbench.config.paths import REPO
+
+
+@dataclass
+class PlaybookRun:
+    """Outcome of one playbook run: rc, ansible-runner status and the failed tasks' messages."""
+
+    rc: int
+    status: str
+    failures: list[str] = field(default_factory=list)
+    elapsed_s: float = 0.0
+    stats: dict[str, Any] = field(default_factory=dict)
+    first_event_s: float = 0.0                  # runner + ansible-playbook start-up to the first event
+    task_s: dict[str, float] = field(default_factory=dict)   # task name → seconds (summed over hosts' max)
+
+    @property
+    def ok(self) -> bool:
+        return self.rc == 0 and self.status == "successful"
+
+    def message(self) -> str:
+        if self.failures:
+            return "; ".join(self.failures[:3])
+        return f"playbook {self.status} (rc {self.rc})"
+
+
+Runner = Callable[..., PlaybookRun]
+
+
+def _event_failure(ev: Mapping[str, Any]) -> str | None:
+    kind = ev.get("event", "")
+    if kind not in ("runner_on_failed", "runner_on_unreachable", "runner_item_on_failed"):
+        return None
+    data = ev.get("event_data", {}) or {}
+    if data.get("ignore_errors"):
+        return None
+    res = data.get("res", {}) or {}
+    msg = res.get("msg") or ""
+    if "rc" in res and isinstance(res.get("rc"), int) and res["rc"] != 0:
+        rc = res["rc"]
+        msg = (msg + " " if msg else "") + (f"(killed by signal {-rc})" if rc < 0 else f"(rc {rc})")
+    lines = [ln for ln in str(res.get("stderr") or "").strip().splitlines() if ln.strip()]
+    # the generator's one-line error, not its warnings
+    errs = [ln for ln in lines if "warning:" not in ln] or lines
+    if errs:
+        msg = (msg + ": " if msg else "") + errs[-1]
+    task = data.get("task", "?")
+    host = data.get("host", "?")
+    what = "unreachable" if kind == "runner_on_unreachable" else "failed"
+    return f"{host}: {task} {what}: {str(msg).strip()[:400]}"
+
+
+def ansible_runner_run(playbook: Path, extravars: Mapping[str, Any], *, inventory: Path,
+                       private_data_dir: Path, log_path: Path) -> PlaybookRun:
+    """Run one playbook with ansible-runner: quiet, events streamed to `log_path`."""
+    import ansible_runner
+
+    failures: list[str] = []
+    t0 = time.monotonic()
+    first: list[float] = []
+    task_s: dict[str, float] = {}
+    cur: dict[str, Any] = {"task": None, "t": 0.0}
+
+    def close_task(now: float) -> None:
+        if cur["task"] is not None:
+            task_s[cur["task"]] = task_s.get(cur["task"], 0.0) + now - cur["t"]
+    private_data_dir.mkdir(parents=True, exist_ok=True)
+    with open(log_path, "a", encoding="utf-8") as log:
+        log.write(f"\n=== {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())} {playbook.name} "
+                  f"{json.dumps(dict(extravars), sort_keys=True, default=str)}\n")
+
+        def on_event(ev: dict[str, Any]) -> bool:
+            now = time.monotonic() - t0
+            if not first:
+                first.append(now)
+            kind = ev.get("event", "")
+            if kind in ("playbook_on_task_start", "playbook_on_stats", "playbook_on_play_start"):
+                close_task(now)
+                cur["task"] = (ev.get("event_data", {}) or {}).get("task") if kind == "playbook_on_task_start" else None
+                cur["t"] = now
+            out = ev.get("stdout")
+            if out:
+                log.write(out + "\n")
+            f = _event_failure(ev)
+            if f:
+                failures.append(f)
+            return False          # do not keep event files: we keep the log
+
+        r = ansible_runner.run(
+            private_data_dir=str(private_data_dir),
+            playbook=str(playbook),
+            inventory=str(inventory),
+            extravars=dict(extravars),
+            quiet=True,
+            event_handler=on_event,
+            rotate_artifacts=1,
+            envvars={
+                "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]),
+                "ANSIBLE_CONFIG": str(REPO / "ansible.cfg"),
+                "ANSIBLE_ROLES_PATH": str(REPO / "roles"),
+                "ANSIBLE_PIPELINING": "True",
+                "ANSIBLE_GATHERING": "explicit",
+                "ANSIBLE_RETRY_FILES_ENABLED": "False",
+                "ANSIBLE_NOCOLOR": "1",
+                "ANSIBLE_DEPRECATION_WARNINGS": "False",
+                "ANSIBLE_LOCALHOST_WARNING": "False",
+                "ANSIBLE_INVENTORY_UNPARSED_WARNING": "False",
+                "ANSIBLE_PYTHON_INTERPRETER": "auto_silent",
+            },
+            settings={"suppress_ansible_output": True},
+        )
+        log.write(f"=== {playbook.name}: {r.status} rc={r.rc} in {time.monotonic() - t0:.2f}s\n")
+    return PlaybookRun(rc=int(r.rc if r.rc is not None else -1), status=str(r.status),
+                       failures=failures, elapsed_s=time.monotonic() - t0, stats=r.stats or {},
+                       first_event_s=first[0] if first else 0.0, task_s=task_s)

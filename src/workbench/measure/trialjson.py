@@ -1,0 +1,70 @@
+"""fstress's merged trial JSON → a `TrialResult`, with the harness's validity rules (see ansible)."""
+from __future__ import annotations
+
+import math
+from typing import Any, Mapping
+
+from workbench.controller.trial import TrialResult
+
+
+MIN_ACHIEVED_FRACTION = 0.95     # SPEC SFS: achieved throughput within 5 % of the requested load
+
+
+def _num(d: Mapping[str, Any], key: str, default: float = 0.0) -> float:
+    v = d.get(key, default)
+    try:
+        v = float(v)
+    except (TypeError, ValueError):
+        return default
+    return v if math.isfinite(v) else default
+
+
+def result_from_json(raw: Mapping[str, Any], load_ops_s: float, runlength_s: float,
+                     min_achieved: float = MIN_ACHIEVED_FRACTION,
+                     overload_ms: float | None = None) -> TrialResult:
+    """Map a (merged) fstress JSON result to a TrialResult and judge its validity.
+
+    overload_ms: RPC timeouts (no NFS errors) in a trial whose mean response time of the answered
+    calls is already ≥ overload_ms do not invalidate it: a timed-out call took longer than any
+    answered one, so counting it could only raise the mean — the trial is above the peak either
+    way (an overloaded server, not a harness fault). The CLI sets it to R_sat·(1 + s), the top of
+    the peak-rate region; None (default) = every timeout invalidates, as SPEC SFS does.
+    """
+    offered = _num(raw, "offered_rate", load_ops_s) or float(load_ops_s)
+    achieved = max(_num(raw, "achieved_rate"), 0.0)
+    errors = int(_num(raw, "errors"))
+    timeouts = int(_num(raw, "timeouts"))
+    reasons = []
+    if raw.get("generator_saturated"):
+        reasons.append(f"generator saturated: {raw.get('saturation_reason') or 'no reason given'}")
+    overloaded = (overload_ms is not None and errors == 0 and timeouts > 0
+                  and _num(raw, "mean_ms") >= overload_ms)
+    if (errors > 0 or timeouts > 0) and not overloaded:
+        reasons.append(f"{errors} errors, {timeouts} timeouts")
+    if achieved < min_achieved * offered:
+        reasons.append(f"achieved {achieved:.1f} ops/s < {min_achieved:.0%} of offered {offered:.1f}")
+    if int(_num(raw, "ops_total")) <= 0 and not reasons:
+        reasons.append("no operations measured")
+    return TrialResult(
+        mean_ms=max(_num(raw, "mean_ms"), 0.0),
+        p95_ms=max(_num(raw, "p95_ms"), 0.0),
+        p99_ms=max(_num(raw, "p99_ms"), 0.0),
+        std_ms=max(_num(raw, "std_ms"), 0.0),
+        achieved_rate=achieved,
+        ops_total=int(_num(raw, "ops_total")),
+        errors=errors + timeouts,
+        valid=not reasons,
+        reason="; ".join(reasons) if reasons else (
+            f"overloaded: {timeouts} timeouts, mean {_num(raw, 'mean_ms'):.0f} ms >= {overload_ms:g} ms"
+            if overloaded else ""),
+        load_ops_s=float(load_ops_s),
+        runlength_s=float(runlength_s),
+        raw=dict(raw),
+    )
+
+
+def invalid_result(load_ops_s: float, runlength_s: float, reason: str,
+                   raw: Mapping[str, Any] | None = None) -> TrialResult:
+    return TrialResult(mean_ms=0.0, p95_ms=0.0, achieved_rate=0.0, valid=False, reason=reason,
+                       load_ops_s=float(load_ops_s), runlength_s=float(runlength_s),
+                       raw=dict(raw) if raw else None)

@@ -1,0 +1,77 @@
+"""What a person reads in a terminal or a task log: one line per trial and the result block.
+
+The CLI, the DAG runner (``make run``), the DAGs and `run_rating` print through these two
+functions only, so a trial and a result read the same everywhere.
+"""
+from __future__ import annotations
+
+import math
+import sys
+import time
+from typing import Any, Mapping, TextIO
+
+
+def _f(x: Any, fmt: str = ".1f") -> str:
+    """A number, or "—" for None/NaN/±inf (results hold None for them)."""
+    return "—" if x is None or (isinstance(x, float) and not math.isfinite(x)) else format(x, fmt)
+
+
+def _pair(p: Any, fmt: str = ".1f") -> str:
+    return f"[{_f(p[0], fmt)}, {_f(p[1], fmt)}]" if p else "—"
+
+
+def trial_line(record: Mapping[str, Any]) -> str:
+    """One trial of the log (a stored record: n, load_ops_s, runlength_s, mean_ms, ... decision)."""
+    verdict = "valid" if record.get("valid", True) else f"INVALID: {record.get('reason', '')}"
+    if record.get("valid", True) and record.get("reason"):
+        verdict += f" ({record['reason']})"
+    return (f"  trial {record.get('n', '?'):>3}: {_f(record.get('load_ops_s')):>8} ops/s × "
+            f"{_f(record.get('runlength_s'), 'g')} s  mean {_f(record.get('mean_ms'), '.2f'):>8} ms  "
+            f"p95 {_f(record.get('p95_ms'), '.2f'):>8} ms  achieved {_f(record.get('achieved_rate')):>8}  "
+            f"{verdict}  [{record.get('decision', '')}]")
+
+
+def result_block(result: Mapping[str, Any], wall_s: float | None = None) -> str:
+    """λ*, convergence, bracket, CI, the mean response time at the load it comes from, trials, cost."""
+    near = result.get("mean_load_ops_s")
+    mci = result.get("mean_ms_ci") or (None, None)
+    low = None if mci[0] is None else max(0.0, mci[0])     # a mean response time is > 0
+    rows = [
+        ("peak rate λ*", f"{_f(result.get('peak_rate'))} ops/s"),
+        ("converged", f"{result.get('converged')} ({result.get('reason')})"),
+        ("bracket", f"{_pair(result.get('bracket'))} ops/s"),
+        ("λ* CI", f"{_pair(result.get('peak_rate_ci'))} ops/s"),
+        (f"R̄ at {_f(near, 'g')} ops/s" if near is not None else "R̄ at peak",
+         f"{_f(result.get('mean_ms_at_peak'), '.2f')} ms, CI [{_f(low, '.2f')}, {_f(mci[1], '.2f')}]"
+         f" (R_sat {_f(result.get('r_sat_ms'), 'g')} ms, accuracy {_f(result.get('accuracy'), '.3f')};"
+         f" the tested load nearest λ*)"),
+        ("trials", f"{result.get('n_trials')} ({result.get('n_invalid')} invalid) at {result.get('n_loads')} loads"),
+        ("cost", f"{_f(result.get('cost_s'), '.0f')} s (spec units)"
+                 + (f", wall {wall_s:.0f} s" if wall_s is not None else "")),
+    ]
+    w = max(len(k) for k, _ in rows)
+    return "\n".join(f"  {k:<{w}}  {v}" for k, v in rows)
+
+
+class Progress:
+    """Trial lines plus a bar of spent cost against the budget (the CLI's live view)."""
+
+    def __init__(self, budget_s: float, trial_overhead_s: float, stream: TextIO = sys.stderr,
+                 enabled: bool = True) -> None:
+        self.budget_s, self.overhead_s = budget_s, trial_overhead_s
+        self.stream, self.enabled = stream, enabled
+        self.t0 = time.monotonic()
+        self.cost_s = 0.0
+
+    def trial(self, record: Mapping[str, Any]) -> None:
+        self.cost_s += float(record.get("runlength_s") or 0.0) + self.overhead_s
+        if not self.enabled:
+            return
+        elapsed = time.monotonic() - self.t0
+        if math.isfinite(self.budget_s):
+            bar = "#" * int(round(min(self.cost_s / self.budget_s, 1.0) * 30))
+            tail = f"  [{bar:<30}] cost {self.cost_s:5.0f}/{self.budget_s:g} s, wall {elapsed:5.0f} s"
+        else:
+            tail = f"  cost {self.cost_s:5.0f} s, wall {elapsed:5.0f} s"
+        self.stream.write(trial_line(record) + "\n" + tail + "\n")
+        self.stream.flush()

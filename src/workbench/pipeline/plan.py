@@ -1,0 +1,260 @@
+"""A rating's parameters: the Params schema (from the factor table and RatingSpec), their checks,
+and `RatingPlan`, everything one rating needs as plain data (XCom / JSON round trip)."""
+from __future__ import annotations
+
+import dataclasses
+import math
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping
+
+from workbench.config.factors import factor_vars, params_schema, with_rules
+from workbench.config.paths import DEFAULT_INVENTORY, rating_dir
+from workbench.config.profiles import PROFILES
+from workbench.config.vocabulary import CANNED_WORKLOADS, MAX_TRIAL_TASKS, POLICIES, SEED_SOURCES, SLOTS
+from workbench.controller.spec import RatingSpec
+
+
+# Params of a rating: name → (JSON-schema type, constraints, help). The DAG's UI form is built from
+# this table and `plan_from_params` checks the same bounds (dag.test and the CLI skip the UI).
+PARAMS: dict[str, dict[str, Any]] = {
+    "workload": dict(type="string", enum=list(CANNED_WORKLOADS), default="web_server",
+                     description="fstress workload (seed 003 Table 2)"),
+    "profile": dict(type="string", enum=sorted(PROFILES), default="quick",
+                    description="defaults for everything left empty: quick (minutes), smoke (tests), standard"),
+    "slot": dict(type="string", enum=["auto", *SLOTS], default="auto",
+                 description="workbench slot (SUT + load host); auto = the first free one"),
+    **params_schema(),                       # the factors of the Params form (config.factors)
+    "r_sat_ms": dict(type=["null", "number"], exclusiveMinimum=0, maximum=100000, default=None,
+                     description="R_sat: mean response time threshold (ms)"),
+    "l_sat_ms": dict(type=["null", "number"], exclusiveMinimum=0, maximum=1000000, default=None,
+                     description="L_sat: p95 threshold (ms)"),
+    "width": dict(type=["null", "number"], exclusiveMinimum=0, maximum=0.9, default=None,
+                  description="s: half-width of the peak-rate region, fraction of R_sat"),
+    "confidence": dict(type=["null", "number"], minimum=0.5, maximum=0.999, default=None,
+                       description="c: confidence level"),
+    "accuracy": dict(type=["null", "number"], minimum=0.1, maximum=0.999, default=None,
+                     description="a: accuracy target (Eq. 2)"),
+    "policy": dict(type=["null", "string"], enum=[None, *POLICIES], default=None,
+                   description="search policy"),
+    "runlength_s": dict(type=["null", "number"], minimum=1, maximum=3600, default=None,
+                        description="runlength of a trial (s)"),
+    "budget_s": dict(type=["null", "number"], minimum=10, maximum=604800, default=None,
+                     description="cost cap: Σ runlengths + overheads (s)"),
+    "max_trials": dict(type=["null", "integer"], minimum=2, maximum=MAX_TRIAL_TASKS, default=None,
+                       description=f"trial cap (≤ {MAX_TRIAL_TASKS}, the unrolled trial tasks)"),
+    "seed_source": dict(type="string", enum=list(SEED_SOURCES), default="none",
+                        description="seeding: none, load (seed_load), history (last λ* of this configuration)"),
+    "seed_load": dict(type=["null", "number"], exclusiveMinimum=0, maximum=1e7, default=None,
+                      description="seed load (ops/s) when seed_source = load"),
+}
+
+
+FACTOR_PARAMS = tuple(params_schema())
+
+
+SPEC_PARAMS = ("r_sat_ms", "l_sat_ms", "width", "confidence", "accuracy", "policy", "runlength_s",
+               "budget_s", "max_trials")
+
+
+_ID_RE = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+class ParamError(ValueError):
+    """Bad rating parameters: the message names the parameter and what is allowed."""
+
+
+def rating_id_for(dag_id: str, run_id: str) -> str:
+    """Deterministic, store-safe id of the rating a DAG run makes (retries reuse it)."""
+    rid = _ID_RE.sub("_", f"{dag_id}__{run_id}").strip("._-")
+    return rid[:128]
+
+
+def strict_json(obj: Any) -> Any:
+    """obj with NaN/±inf replaced by None: XCom and strict JSON readers refuse them."""
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if isinstance(obj, dict):
+        return {k: strict_json(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [strict_json(v) for v in obj]
+    return obj
+
+
+@dataclass(frozen=True)
+class RatingPlan:
+    """Everything one rating needs, as plain data (XCom / JSON round trip)."""
+
+    rating_id: str
+    workload: str
+    profile: str
+    slot: str                      # "auto" until lease_slot picks one
+    factors: dict[str, Any]
+    spec: dict[str, Any]           # RatingSpec fields
+    warmup_s: float
+    fileset_rate: float
+    warmup_trial_s: float = 0.0    # a discarded trial after deploy (0 = none)
+    extravars: dict[str, Any] = field(default_factory=dict)
+    seed_source: str = "none"
+    inventory: str = field(default_factory=lambda: os.environ.get(
+        "WB_INVENTORY", str(DEFAULT_INVENTORY)))   # compose: inventory/compose
+    workdir: str = ""              # local working directory ("" = config.paths.rating_dir)
+
+    def rating_spec(self) -> RatingSpec:
+        return RatingSpec(**self.spec)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "RatingPlan":
+        return cls(**{f.name: d[f.name] for f in dataclasses.fields(cls) if f.name in d})
+
+    def local_dir(self) -> Path:
+        """Playbook runs, fstress JSON and the report's local copy of this rating."""
+        return Path(self.workdir) if self.workdir else rating_dir(self.rating_id)
+
+    def with_slot(self, slot: str) -> "RatingPlan":
+        return dataclasses.replace(self, slot=slot)
+
+
+def _check_param(name: str, value: Any) -> None:
+    schema = PARAMS[name]
+    types = schema["type"] if isinstance(schema["type"], list) else [schema["type"]]
+    if value is None:
+        if "null" not in types:
+            raise ParamError(f"{name}: a value is required")
+        return
+    ok = {"string": isinstance(value, str), "boolean": isinstance(value, bool),
+          "integer": isinstance(value, int) and not isinstance(value, bool),
+          "number": isinstance(value, (int, float)) and not isinstance(value, bool)}
+    if not any(ok.get(t, False) for t in types if t != "null"):
+        want = " or ".join(t for t in types if t != "null")
+        raise ParamError(f"{name}: expected {want}, got {type(value).__name__} {value!r}")
+    if "enum" in schema and value not in schema["enum"]:
+        allowed = ", ".join(str(v) for v in schema["enum"] if v is not None)
+        raise ParamError(f"{name}: {value!r} is not one of {allowed}")
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        if not math.isfinite(value):
+            raise ParamError(f"{name}: must be finite, got {value!r}")
+        lo, hi = schema.get("minimum"), schema.get("maximum")
+        xlo = schema.get("exclusiveMinimum")
+        if (lo is not None and value < lo) or (hi is not None and value > hi) or (xlo is not None and value <= xlo):
+            lo_s = f"> {xlo:g}" if xlo is not None else f"≥ {lo:g}" if lo is not None else ""
+            raise ParamError(f"{name}: {value!r} is out of range ({lo_s}{', ' if lo_s and hi is not None else ''}"
+                             f"{'≤ ' + format(hi, 'g') if hi is not None else ''})")
+
+
+def plan_from_params(params: Mapping[str, Any], rating_id: str, workload_files: bool = False) -> RatingPlan:
+    """Check every parameter and build the plan; raises ParamError naming the first bad one.
+    `workload_files`: a path to a workload file is a workload too (the CLI; fstress checks it)."""
+    unknown = sorted(set(params) - set(PARAMS))
+    if unknown:
+        raise ParamError(f"unknown parameter(s): {', '.join(unknown)}; known: {', '.join(PARAMS)}")
+    p = {k: params.get(k, PARAMS[k].get("default")) for k in PARAMS}
+    for name, value in p.items():
+        if not (name == "workload" and workload_files and Path(str(value)).is_file()):
+            _check_param(name, value)
+    prof = PROFILES[p["profile"]]
+    factors = with_rules(prof["factors"], {name: p[name] for name in FACTOR_PARAMS})
+    try:
+        factor_vars(factors)
+    except ValueError as e:
+        raise ParamError(str(e)) from None
+    spec = dict(prof["spec"])
+    for name in SPEC_PARAMS:
+        if p[name] is not None:
+            spec[name] = p[name]
+    if p["runlength_s"] is not None:
+        spec["runlength_policy"] = "fixed"
+    spec.setdefault("max_trials", MAX_TRIAL_TASKS)
+    spec["max_trials"] = min(int(spec["max_trials"]), MAX_TRIAL_TASKS)
+    if p["seed_source"] == "load":
+        if p["seed_load"] is None:
+            raise ParamError("seed_load: required when seed_source is 'load'")
+        spec["seed_load"] = float(p["seed_load"])
+    elif p["seed_load"] is not None:
+        raise ParamError("seed_load: only used with seed_source 'load'")
+    try:
+        RatingSpec(**spec)
+    except (TypeError, ValueError) as e:
+        raise ParamError(str(e)) from None
+    if not rating_id or _ID_RE.search(rating_id):
+        raise ParamError(f"rating_id {rating_id!r}: only letters, digits, '.', '_' and '-'")
+    return RatingPlan(rating_id=rating_id, workload=p["workload"], profile=p["profile"], slot=p["slot"],
+                      factors=factors, spec=spec, warmup_s=float(prof["warmup_s"]),
+                      warmup_trial_s=float(prof.get("warmup_trial_s", 0.0)),
+                      fileset_rate=float(prof["fileset_rate"]), extravars=dict(prof.get("extravars", {})),
+                      seed_source=p["seed_source"])
+
+
+def with_settings(plan: RatingPlan, *, first_load: float | None = None, warmup_s: float | None = None,
+                  fileset_rate: float | None = None, fstress_cpus: str | None = None,
+                  inventory: str | Path | None = None) -> RatingPlan:
+    """The plan with the command line's own settings (None = the profile's)."""
+    spec = dict(plan.spec, **({"first_load": float(first_load)} if first_load is not None else {}))
+    try:
+        RatingSpec(**spec)
+    except (TypeError, ValueError) as e:
+        raise ParamError(str(e)) from None
+    extravars = dict(plan.extravars, **({"fstress_cpus": fstress_cpus} if fstress_cpus is not None else {}))
+    return dataclasses.replace(
+        plan, spec=spec, extravars=extravars,
+        warmup_s=plan.warmup_s if warmup_s is None else float(warmup_s),
+        fileset_rate=plan.fileset_rate if fileset_rate is None else float(fileset_rate),
+        inventory=plan.inventory if inventory is None else str(Path(inventory).resolve()))
+
+
+def resumable_plan(store: Any, plan: RatingPlan, workdir: str | Path) -> RatingPlan:
+    """`plan`, working in `workdir`; if the store already holds this rating, its stored plan, which
+    must be the same rating (a re-run command resumes it; a different one is refused, naming why)."""
+    plan = dataclasses.replace(plan, workdir=str(workdir))
+    stored = store.get_json(store.rating_key(plan.rating_id, "spec.json"), None)
+    if stored is None:
+        return plan
+    old = RatingPlan.from_dict(stored)
+    differ = [f for f in ("workload", "profile", "slot", "factors", "spec", "inventory")
+              if getattr(old, f) != getattr(plan, f)]
+    if differ:
+        raise ParamError(f"{store.url(store.rating_key(plan.rating_id, ''))} holds rating {plan.rating_id} "
+                         f"with another {', '.join(differ)}: use another results directory to start anew")
+    return dataclasses.replace(old, workdir=str(workdir))
+
+
+def seeded(plan: RatingPlan, seed_load: float | None, seed_trials: int | None = None) -> RatingPlan:
+    """The plan with a seed load (seed 000 §5.4) unless it already has one; `seed_trials`: a fixed
+    number of valid trials there before the load is classified (RatingSpec.seed_trials)."""
+    if seed_load is None or not math.isfinite(seed_load) or seed_load <= 0 or plan.spec.get("seed_load"):
+        return plan
+    extra = {"seed_trials": int(seed_trials)} if seed_trials else {}
+    return dataclasses.replace(plan, spec={**plan.spec, "seed_load": float(seed_load), **extra})
+
+
+def history_seed(store: Any, plan: RatingPlan) -> float | None:
+    """λ* of the newest converged rating in the store with this workload and these factors."""
+    df = store.ratings_df()
+    if df is None or len(df) == 0:
+        return None
+    rows = df[(df["workload"] == plan.workload) & (df["converged"] == True)]  # noqa: E712
+    for k, v in plan.factors.items():
+        if k in rows.columns:
+            rows = rows[rows[k] == v]
+    rows = rows[rows["rating_id"] != plan.rating_id]
+    if len(rows) == 0:
+        return None
+    if "finished_unix" in rows.columns:
+        rows = rows.sort_values("finished_unix")
+    return float(rows.iloc[-1]["peak_rate"])
+
+
+def checked_plan(params: Mapping[str, Any], rating_id: str, store: Any) -> RatingPlan:
+    """rate_peak's validate: the plan of the Params, seeded from the store's history if asked."""
+    plan = plan_from_params(params, rating_id)
+    if plan.seed_source == "history":
+        seed = history_seed(store, plan)
+        print(f"seed from history: {seed}")
+        plan = seeded(plan, seed)
+    print(f"rating {rating_id}: {plan.workload}, factors {plan.factors}, spec {plan.spec}")
+    return plan

@@ -1,0 +1,48 @@
+"""A whole rating in one process, resuming from the store's trial log: the same steps as rate_peak.
+
+`workbench rate` (over a LocalStore), the mapped samples of map_surface and the baselines of
+nightly_regression run ratings through `run_rating` (Airflow 3.3.2 ignores branch skips inside
+mapped task groups, apache/airflow#67265, so the per-trial branch loop lives only in rate_peak).
+"""
+from __future__ import annotations
+
+import shutil
+from typing import Any, Callable, Mapping
+
+from workbench.config.vocabulary import MAX_TRIAL_TASKS
+from workbench.controller.decide import Done
+from workbench.measure.ansible import AnsibleHarness
+from workbench.measure.protocol import HarnessFactory
+from workbench.pipeline.console import trial_line
+from workbench.pipeline.leases import lease_slot
+from workbench.pipeline.plan import RatingPlan
+from workbench.pipeline.steps import (decide_step, deploy, provision, publish_step, report_step,
+                                      summarise_step, teardown, trial_step, validate_step)
+from workbench.pipeline.store import Store
+
+
+def run_rating(plan: RatingPlan, store: Store, log: Callable[[str], None] = print,
+               on_trial: Callable[[Mapping[str, Any]], None] | None = None,
+               teardown_after: bool = True, make: HarnessFactory = AnsibleHarness) -> dict[str, Any]:
+    """lease → provision → deploy → trials → validate → summarise → report → publish → teardown
+    (always, unless `teardown_after` is False). A trial already in the store is not run again."""
+    plan = plan.with_slot(lease_slot(plan))
+    log(f"rating {plan.rating_id}: {plan.workload} on {plan.slot}, factors {plan.factors}")
+    try:
+        provision(plan, store, make)
+        log(f"  {deploy(plan, make)}")
+        for k in range(MAX_TRIAL_TASKS + 1):
+            d = decide_step(plan, store, k)
+            if isinstance(d, Done) or k == MAX_TRIAL_TASKS:
+                break
+            record = trial_step(plan, store, k, make)
+            (on_trial or (lambda r: log(trial_line(r))))(record)
+        result = summarise_step(plan, store, validate_step(plan, store))
+        report_step(plan, store)
+        urls = publish_step(plan, store)
+        log(f"  λ* = {result['peak_rate']:.1f} ops/s ({result['reason']}); {urls['report']}")
+        return {**result, "urls": urls}
+    finally:
+        if teardown_after:
+            log(f"  teardown: {teardown(plan, make)}")
+        shutil.rmtree(plan.local_dir() / ".runner", ignore_errors=True)

@@ -1,0 +1,177 @@
+"""One rating as resumable steps over the results store — what the DAG tasks and `workbench rate` call.
+
+Every step re-reads what it needs from the store (the trial log is ``ratings/<rating_id>/trials/
+<n>.json``), so a task retried after a crash, a restarted scheduler or a re-run command neither
+loses nor repeats a trial:
+
+    plan_from_params → lease_slot → provision → deploy → (decide_step k → trial_step k)* →
+    validate_step → summarise_step → report_step → publish_step → teardown
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import time
+from typing import Any, Mapping
+
+from analysis.report import rating_plots, rating_report_html
+from analysis.validate import validate_trials
+from workbench.config.paths import FSTRESS
+from workbench.controller.decide import Done, NextTrial, decide
+from workbench.controller.result import PeakResult
+from workbench.controller.trial import TrialResult
+from workbench.measure.ansible import AnsibleHarness
+from workbench.measure.protocol import Harness, HarnessFactory
+from workbench.pipeline.leases import holds, release_slot
+from workbench.pipeline.plan import RatingPlan, strict_json
+from workbench.pipeline.store import Store
+
+
+def harness_for(plan: RatingPlan, make: HarnessFactory = AnsibleHarness) -> Harness:
+    """The plan's harness on its leased slot (`make`: AnsibleHarness, or a test's subclass)."""
+    if plan.slot == "auto":
+        raise RuntimeError("the plan has no slot yet: lease_slot first")
+    spec = plan.rating_spec()
+    return make(slot=plan.slot, inventory=plan.inventory, factors=plan.factors,
+                          workload=plan.workload, results_dir=plan.local_dir(),
+                          warmup_s=plan.warmup_s, fileset_rate=plan.fileset_rate,
+                          extravars=plan.extravars, overload_ms=spec.r_sat_ms * (1.0 + spec.width))
+
+
+def provision(plan: RatingPlan, store: Store, make: HarnessFactory = AnsibleHarness) -> dict[str, Any]:
+    """Provision the slot's SUT with the plan's factors; sysinfo.json and spec.json to the store."""
+    if not FSTRESS.is_file():
+        raise RuntimeError(f"fstress binary {FSTRESS} is missing: run `make fstress`")
+    h = harness_for(plan, make)
+    store.put_json(store.rating_key(plan.rating_id, "spec.json"), plan.to_dict())
+    h.provision()
+    info = json.loads((h.results_dir / "sysinfo.json").read_text())
+    store.put_json(store.rating_key(plan.rating_id, "sysinfo.json"), info)
+    return info
+
+
+def deploy(plan: RatingPlan, make: HarnessFactory = AnsibleHarness) -> str:
+    """fstress and the file set on the load hosts, then the discarded warm-up trial."""
+    h = harness_for(plan, make)
+    h.deploy()
+    if plan.warmup_trial_s <= 0:
+        return "no warm-up trial"
+    spec = plan.rating_spec()
+    w = h.warm_up(spec.seed_load or spec.first_load, plan.warmup_trial_s)
+    return (f"warm-up trial (discarded): {w.load_ops_s:g} ops/s × {w.runlength_s:g} s → mean {w.mean_ms:.2f} ms"
+            + ("" if w.valid else f" ({w.reason})"))
+
+
+def teardown(plan: RatingPlan, make: HarnessFactory = AnsibleHarness) -> str:
+    """Tear the slot down and release the lease — only if this rating holds it."""
+    if not holds(plan):
+        return f"slot {plan.slot} not held by {plan.rating_id}: nothing to tear down"
+    try:
+        run = harness_for(plan, make).teardown()
+    finally:
+        release_slot(plan)       # a slot left dirty is reset (or refused, naming why) by the next provision
+    return "torn down" if run.ok else f"teardown failed: {run.message()}"
+
+
+def trial_log(store: Store, rating_id: str) -> list[TrialResult]:
+    """The rating's trials 0..n−1 from the store; a gap is an error (never silently skipped)."""
+    records = store.trials(rating_id)
+    for i, r in enumerate(records):
+        if int(r["n"]) != i:
+            raise RuntimeError(f"trial log of {rating_id} has a gap: expected trial {i}, found {r['n']}")
+    return [TrialResult.from_dict(r) for r in records]
+
+
+def decide_step(plan: RatingPlan, store: Store, k: int) -> NextTrial | Done:
+    """The controller's decision before trial k, from trials 0..k−1 of the store's log."""
+    log = trial_log(store, plan.rating_id)
+    if len(log) < k:
+        raise RuntimeError(f"decide_{k}: the log has only {len(log)} trials")
+    return decide(plan.rating_spec(), log[:k])
+
+
+def trial_step(plan: RatingPlan, store: Store, k: int,
+               make: HarnessFactory = AnsibleHarness) -> dict[str, Any]:
+    """Run trial k (or return it if an earlier attempt already recorded it) and record it."""
+    existing = [r for r in store.trials(plan.rating_id) if int(r["n"]) == k]
+    if existing:
+        return existing[0]
+    d = decide_step(plan, store, k)
+    if not isinstance(d, NextTrial):
+        raise RuntimeError(f"trial_{k}: the controller has stopped ({d.result.reason})")
+    prev = trial_log(store, plan.rating_id)[:k]
+    t = harness_for(plan, make).measure(d.load_ops_s, d.runlength_s, trial_id=k,
+                                  check_server=k == 0 or not prev[-1].valid)
+    record = {"n": k, "decision": d.reason, **t.at(d.load_ops_s, d.runlength_s).to_dict()}
+    store.put_trial(plan.rating_id, k, record)
+    return record
+
+
+def validate_step(plan: RatingPlan, store: Store) -> dict[str, Any]:
+    """great_expectations on the trial batch; gx.json to the store."""
+    records = store.trials(plan.rating_id)
+    res = validate_trials(records).to_dict()
+    store.put_json(store.rating_key(plan.rating_id, "gx.json"), res)
+    return res
+
+
+def summarise_step(plan: RatingPlan, store: Store, validation: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The result of the log with GX-excluded trials marked invalid (their reasons kept)."""
+    excluded = {int(k): v for k, v in ((validation or {}).get("excluded") or {}).items()}
+    log = []
+    for t in trial_log(store, plan.rating_id):
+        n = len(log)
+        if n in excluded and t.valid:
+            t = dataclasses.replace(t, valid=False, reason=excluded[n])
+        log.append(t)
+    d = decide(plan.rating_spec(), log)
+    if isinstance(d, Done):
+        res = d.result
+    else:                                          # exclusions reopened the search
+        res = _unfinished(plan, log, f"not converged: after validation the controller wants "
+                                     f"another trial at {d.load_ops_s:g} ops/s ({d.reason})")
+    out = res.to_dict()
+    out.update(rating_id=plan.rating_id, workload=plan.workload, slot=plan.slot,
+               factors=plan.factors, profile=plan.profile, n_excluded_gx=len(excluded),
+               finished_unix=time.time())
+    out = strict_json(out)
+    store.put_json(store.rating_key(plan.rating_id, "result.json"), out)
+    return out
+
+
+def _unfinished(plan: RatingPlan, log: list[TrialResult], reason: str) -> PeakResult:
+    spec = dataclasses.replace(plan.rating_spec(), max_trials=max(len(log), 1))
+    d = decide(spec, log)
+    res = d.result if isinstance(d, Done) else None
+    if res is None:
+        raise RuntimeError(reason)
+    return dataclasses.replace(res, converged=False, reason=reason)
+
+
+def report_step(plan: RatingPlan, store: Store) -> str:
+    """HTML report and plots to the store; returns the report's key."""
+    rid = plan.rating_id
+    result = store.get_json(store.rating_key(rid, "result.json"))
+    trials = store.trials(rid)
+    sysinfo = store.get_json(store.rating_key(rid, "sysinfo.json"), None)
+    validation = store.get_json(store.rating_key(rid, "gx.json"), None)
+    plots = rating_plots(plan.to_dict(), result, trials)
+    for name, png in plots.items():
+        store.put_bytes(store.rating_key(rid, f"plots/{name}"), png, "image/png")
+    html = rating_report_html(plan.to_dict(), result, trials, sysinfo=sysinfo, validation=validation,
+                              plots=plots)
+    key = store.rating_key(rid, "report.html")
+    store.put_bytes(key, html.encode(), "text/html; charset=utf-8")
+    out = plan.local_dir() / "report.html"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(html)
+    return key
+
+
+def publish_step(plan: RatingPlan, store: Store) -> dict[str, str]:
+    """trials.parquet beside the JSON trial log; returns the S3 locations."""
+    rid = plan.rating_id
+    pq = store.write_trials_parquet(rid)
+    return {"rating": store.url(store.rating_key(rid, "")), "result": store.url(store.rating_key(rid, "result.json")),
+            "report": store.url(store.rating_key(rid, "report.html")), "trials": store.url(pq),
+            "local_report": str(plan.local_dir() / "report.html")}

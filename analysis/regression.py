@@ -238,14 +238,7 @@ def compare_to_history(current: Mapping[str, Any], history: Sequence[Mapping[str
                         [peak_se(h["result"], confidence) for h in base_items], ci_level)
     rel = d / base if base > 0 else math.nan
 
-    w_t = w_df = w_p = None
-    if use_welch:
-        w = welch(x, y, confidence)                  # Welch 1947: t = (x̄−ȳ)/√(sx²/nx + sy²/ny)
-        w_t, w_df = w.t, w.df
-        if math.isfinite(w.df):
-            w_p = float(_st.t.sf(w.t, w.df))         # one-sided: H1 mean_cur > mean_base
-        else:                                        # both samples constant
-            w_p = 0.0 if w.diff > 0 else 1.0
+    w_t, w_df, w_p = _welch_one_sided(x, y, confidence) if use_welch else (None, None, None)
     cur_lo, cur_hi = _ci_bounds(cur_res)
     base_bounds = [_ci_bounds(h["result"]) for h in base_items]
     sep_err = separation_error(_level(current, confidence), [_level(h, confidence) for h in base_items])
@@ -266,6 +259,24 @@ def compare_to_history(current: Mapping[str, Any], history: Sequence[Mapping[str
         improvement = bool(rel > tolerance and significant)
     inconclusive = unconverged and not (regression or improvement)
 
+    head = _change_text(cur_peak, base, k, rel, ci_level, lo, hi, sep_sig, (cur_lo, cur_hi), base_bounds,
+                        w_p, ref, x, y)
+    tail = _verdict_text(regression, improvement, inconclusive, unconverged_txt if unconverged else None,
+                         significant, rel, base, tolerance, confidence, use_welch)
+    return RegressionVerdict(
+        baseline_peak=base, current_peak=cur_peak, rel_change=rel, diff=d, diff_ci=(lo, hi),
+        welch_t=w_t, welch_df=w_df, welch_p=w_p, significant=significant, regression=regression,
+        improvement=improvement, reason=f"{head}; {tail}", n_baseline=k, ref_load_ops_s=ref,
+        welch_n_current=len(x), welch_n_baseline=len(y),
+        mean_ms_current=sum(x) / len(x) if x else None, mean_ms_baseline=sum(y) / len(y) if y else None,
+        separation_error=sep_err, test=test, inconclusive=inconclusive, **common)
+
+
+def _change_text(cur_peak: float, base: float, k: int, rel: float, ci_level: float, lo: float, hi: float,
+                 sep_sig: bool, cur_ci: tuple[float, float], base_bounds: Sequence[tuple[float, float]],
+                 w_p: float | None, ref: float, x: Sequence[float], y: Sequence[float]) -> str:
+    """The verdict's opening words: λ* against the baseline, the CI of the change, Welch's p."""
+    cur_lo, cur_hi = cur_ci
     ci_txt = (f"{ci_level:.1%} CI of the change {lo:+.0f} to {hi:+.0f} ops/s"
               if math.isfinite(lo) and math.isfinite(hi) else
               "CI of the change unbounded: a λ* CI is open-ended")
@@ -278,33 +289,41 @@ def compare_to_history(current: Mapping[str, Any], history: Sequence[Mapping[str
                  f"{sum(x) / len(x):.3g} ms ({len(y)} → {len(x)} trials), Welch one-sided p = {w_p:.3g}")
     head = (f"λ* {cur_peak:.0f} ops/s vs baseline {base:.0f} ops/s ({k} rating{'s' * (k > 1)}): "
             f"{_pct(rel)} ({ci_txt}{w_txt})")
+    return head
+
+
+def _welch_one_sided(x: Sequence[float], y: Sequence[float], confidence: float) -> tuple[float, float, float]:
+    """(t, df, p) of Welch's test, one-sided: H1 mean of x (tonight) > mean of y (the baseline)."""
+    w = welch(x, y, confidence)                  # Welch 1947: t = (x̄−ȳ)/√(sx²/nx + sy²/ny)
+    if not math.isfinite(w.df):                  # both samples constant
+        return w.t, w.df, (0.0 if w.diff > 0 else 1.0)
+    return w.t, w.df, float(_st.t.sf(w.t, w.df))
+
+
+def _verdict_text(regression: bool, improvement: bool, inconclusive: bool, unconverged_txt: str | None,
+                  significant: bool, rel: float, base: float, tolerance: float, confidence: float,
+                  use_welch: bool) -> str:
+    """The verdict's closing words."""
+    unconverged = unconverged_txt is not None
     if inconclusive:
-        tail = (f"{unconverged_txt}: λ* is not known to have moved beyond the {tolerance:.0%} tolerance, "
+        return (f"{unconverged_txt}: λ* is not known to have moved beyond the {tolerance:.0%} tolerance, "
                 f"NO VERDICT.")
     elif regression and unconverged:
-        tail = (f"{unconverged_txt}, but its top lies below the baseline less the {tolerance:.0%} tolerance "
+        return (f"{unconverged_txt}, but its top lies below the baseline less the {tolerance:.0%} tolerance "
                 f"({(1.0 - tolerance) * base:.0f} ops/s) and the drop is statistically significant: REGRESSION.")
     elif improvement and unconverged:
-        tail = (f"{unconverged_txt}, but its bottom lies above the baseline plus the {tolerance:.0%} tolerance "
+        return (f"{unconverged_txt}, but its bottom lies above the baseline plus the {tolerance:.0%} tolerance "
                 f"({(1.0 + tolerance) * base:.0f} ops/s) and the rise is statistically significant: improvement.")
     elif regression:
-        tail = f"a drop beyond the {tolerance:.0%} tolerance and statistically significant: REGRESSION."
+        return f"a drop beyond the {tolerance:.0%} tolerance and statistically significant: REGRESSION."
     elif improvement:
-        tail = f"a rise beyond the {tolerance:.0%} tolerance and statistically significant: improvement."
+        return f"a rise beyond the {tolerance:.0%} tolerance and statistically significant: improvement."
     elif abs(rel) > tolerance:
-        tail = (f"beyond the {tolerance:.0%} tolerance but not statistically significant at "
+        return (f"beyond the {tolerance:.0%} tolerance but not statistically significant at "
                 f"{confidence:.0%} ({'Welch' if use_welch else 'λ* CIs'}): no regression flagged.")
     elif significant:
-        tail = f"statistically significant but within the {tolerance:.0%} tolerance: no regression."
-    else:
-        tail = f"within the {tolerance:.0%} tolerance: no regression."
-    return RegressionVerdict(
-        baseline_peak=base, current_peak=cur_peak, rel_change=rel, diff=d, diff_ci=(lo, hi),
-        welch_t=w_t, welch_df=w_df, welch_p=w_p, significant=significant, regression=regression,
-        improvement=improvement, reason=f"{head}; {tail}", n_baseline=k, ref_load_ops_s=ref,
-        welch_n_current=len(x), welch_n_baseline=len(y),
-        mean_ms_current=sum(x) / len(x) if x else None, mean_ms_baseline=sum(y) / len(y) if y else None,
-        separation_error=sep_err, test=test, inconclusive=inconclusive, **common)
+        return f"statistically significant but within the {tolerance:.0%} tolerance: no regression."
+    return f"within the {tolerance:.0%} tolerance: no regression."
 
 
 def _level(rating: Mapping[str, Any], default: float) -> float:

@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO / "plugins"))
+sys.path.insert(0, str(REPO / "src"))
 from workbench.measure.ansible import AnsibleHarness  # noqa: E402
 
 

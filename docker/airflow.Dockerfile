@@ -29,10 +29,10 @@ USER airflow
 COPY --chown=airflow:0 requirements.lock /opt/workbench/requirements.lock
 RUN pip install --no-cache-dir "apache-airflow==3.3.2" -r /opt/workbench/requirements.lock
 # The repository (docker/airflow.Dockerfile.dockerignore drops venvs, binaries, results, tests),
-# installed editable so that workbench.harness.REPO is /opt/workbench (playbooks, roles,
-# inventory, bin/fstress) and bind-mounted plugins/ take effect without a rebuild.
+# installed editable so that workbench.config.paths.REPO is /opt/workbench (playbooks, roles,
+# inventory, bin/fstress) and bind-mounted src/ take effect without a rebuild.
 COPY --chown=airflow:0 . /opt/workbench/
 COPY --chown=airflow:0 --from=fstress /out/fstress /opt/workbench/bin/fstress
 RUN pip install --no-cache-dir --no-deps -e /opt/workbench \
- && python -c "import workbench.harness, analysis, airflow.providers.celery, psycopg2" \
+ && python -c "import workbench.measure.ansible, analysis, airflow.providers.celery, psycopg2" \
  && chmod -R g+w /opt/workbench

@@ -91,7 +91,7 @@ class LiveAirflow:
         env = {k: v for k, v in os.environ.items() if not k.startswith("AIRFLOW")}
         # Airflow starts `airflow`/python subprocesses by name: the venv must come first on PATH.
         env["PATH"] = f"{VENV_BIN}{os.pathsep}{env.get('PATH', '/usr/bin:/bin')}"
-        env["PYTHONPATH"] = os.pathsep.join([str(REPO / "plugins"), str(REPO)])
+        env["PYTHONPATH"] = os.pathsep.join([str(REPO / "src"), str(REPO)])
         env["AIRFLOW_HOME"] = str(self.home)
         env["ANSIBLE_CONFIG"] = str(REPO / "ansible.cfg")
         cfg = {

@@ -204,12 +204,12 @@ def test_healthchecks_and_start_order(config):
         assert services["airflow-worker"]["depends_on"][dep]["condition"] == "service_healthy"
 
 
-def test_volumes_for_dags_plugins_logs(config):
+def test_volumes_for_dags_src_logs(config):
     for name in AIRFLOW_SERVICES - {"airflow-init"}:
         mounts = {v["target"]: v for v in config["services"][name]["volumes"]}
         assert mounts["/opt/workbench/dags"]["type"] == "bind"
         assert Path(mounts["/opt/workbench/dags"]["source"]) == REPO / "dags"
-        assert Path(mounts["/opt/workbench/plugins"]["source"]) == REPO / "plugins"
+        assert Path(mounts["/opt/workbench/src"]["source"]) == REPO / "src"
         assert mounts["/opt/airflow/logs"]["type"] == "volume"
         assert mounts["/opt/workbench-ssh"]["source"] == "wb-ssh"
 

@@ -20,7 +20,7 @@ DURATION_S = 10
 # so |actual - target| <= 1/n per op; 0.1 percentage point is the >=100k-ops goal and holds here too.
 MIX_TOL_PP = 0.1
 # Send-lag bound (fstress --lag-bound): the one the product uses on this shared 2-core box (profile
-# quick, plugins/workbench/cli.py). Even so the whole VM stalls at times: send-lag p99 of 2.9–5.6 ms
+# quick, src/workbench/config/profiles.py). Even so the whole VM stalls at times: send-lag p99 of 2.9–5.6 ms
 # (db_tp, mail, news), then 38.6 ms (p2p) and 26 ms (specsfs97, export on tmpfs) at 400 ops/s in
 # three runs, with every op answered on time and the mix exact. So, as the Go engine test does, a
 # generator-saturated exit (3) is accepted when send lag is its only reason; any other reason fails.

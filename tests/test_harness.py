@@ -45,6 +45,8 @@ class FakeRunner:
 
     def __call__(self, playbook, extravars, *, inventory, private_data_dir, log_path):
         self.calls.append((Path(playbook).name, dict(extravars)))
+        if "sysinfo_dest" in extravars:            # provision_sut.yml fetches the SUT's sysinfo
+            Path(extravars["sysinfo_dest"]).write_text(json.dumps({"host": "fake"}))
         if Path(playbook).name == "run_trial.yml":
             res = self.result(extravars) if callable(self.result) else self.result
             if res is not None:
@@ -52,6 +54,13 @@ class FakeRunner:
         if self.fail:
             return PlaybookRun(rc=2, status="failed", failures=[self.fail])
         return PlaybookRun(rc=self.rc, status="successful" if self.rc == 0 else "failed")
+
+
+def rating_files(results: Path) -> tuple[dict, list[dict], Path]:
+    """(result, trial records in order, rating directory) of a `workbench rate --results DIR`."""
+    rating = results / "ratings" / results.name
+    trials = [json.loads(f.read_text()) for f in sorted((rating / "trials").glob("*.json"))]
+    return json.loads((rating / "result.json").read_text()), trials, rating
 
 
 def harness(tmp_path, runner, **kw):
@@ -252,10 +261,10 @@ def test_find_peak_through_the_fake_harness(tmp_path):
 # ------------------------------------------------------------------ CLI (no hosts touched)
 
 def test_cli_bad_input_one_line_before_provisioning(tmp_path, capsys):
-    for argv, match in ((["rate", "--fs", "zfs"], "fs must be one of"),
-                        (["rate", "--disks", "0"], "disks must be >= 1"),
+    for argv, match in ((["rate", "--fs", "zfs"], "fs: 'zfs' is not one of ext4"),
+                        (["rate", "--disks", "0"], "disks: 0 is out of range (≥ 1"),
                         (["rate", "--memory-mb", "8"], "memory_mb must be 0"),
-                        (["rate", "--workload", "nope"], "unknown workload 'nope'"),
+                        (["rate", "--workload", "nope"], "workload: 'nope' is not one of web_server"),
                         (["rate", "--slot", "slot9"], "slot 'slot9' is not a group"),
                         (["rate", "--inventory", str(tmp_path / "none.yml")], "inventory"),
                         (["rate", "--r-sat-ms", "-1"], "r_sat_ms")):
@@ -285,14 +294,17 @@ def test_cli_rate_with_fake_harness_writes_results(tmp_path, capsys):
     assert rc == 0 and "peak rate λ*" in out
     names = [c[0] for c in fake.calls]
     assert names[:2] == ["provision_sut.yml", "deploy_loadgen.yml"] and names[-1] == "teardown.yml"
-    lines = (tmp_path / "trials.jsonl").read_text().splitlines()
+    rating = tmp_path / "ratings" / tmp_path.name           # the LocalStore's layout, as in S3
+    trials = [json.loads(f.read_text()) for f in sorted((rating / "trials").glob("*.json"))]
     # one discarded warm-up trial after deploy (not in the log), then one run per logged trial
-    assert len(lines) == names.count("run_trial.yml") - 1
+    assert len(trials) == names.count("run_trial.yml") - 1
+    assert [t["n"] for t in trials] == list(range(len(trials)))
     assert fake.calls[2][0] == "run_trial.yml" and fake.calls[2][1]["trial_out"].endswith("trials/warmup.json")
-    res = json.loads((tmp_path / "result.json").read_text())
+    res = json.loads((rating / "result.json").read_text())
     assert res["converged"] and 700 < res["peak_rate"] < 800
-    assert json.loads((tmp_path / "spec.json").read_text())["profile"] == "quick"
-    tested = {json.loads(x)["load_ops_s"] for x in lines}
+    assert json.loads((rating / "spec.json").read_text())["profile"] == "quick"
+    assert (rating / "report.html").is_file() and (rating / "trials.parquet").is_file()
+    tested = {t["load_ops_s"] for t in trials}
     nearest = min(tested, key=lambda x: abs(x - res["peak_rate"]))
     assert f"R̄ at {nearest:g} ops/s " in out and "the tested load nearest λ*" in out
 
@@ -416,7 +428,7 @@ def test_quick_rating_end_to_end_with_faults(tmp_path, capsys):
 
     class FaultyHarness(AnsibleHarness):
         def measure(self, load, runlength, **kw):
-            n = self.trial_count if kw.get("trial_id") != "warmup" else None   # not the warm-up trial
+            n = kw.get("trial_id") if kw.get("trial_id") != "warmup" else None   # not the warm-up trial
             th = None
             if n == 1:
                 kills[n] = []
@@ -435,8 +447,7 @@ def test_quick_rating_end_to_end_with_faults(tmp_path, capsys):
     rc = cli.cmd_rate(args, harness_factory=FaultyHarness)
     wall = time.monotonic() - t0
     out = capsys.readouterr()
-    res = json.loads((tmp_path / "result.json").read_text())
-    trials = [json.loads(ln) for ln in (tmp_path / "trials.jsonl").read_text().splitlines()]
+    res, trials, rating = rating_files(tmp_path)
     print(out.err[-4000:], out.out, f"wall {wall:.0f} s", sep="\n")
     assert kills[1] and kills[1][0].startswith("killed"), kills
     assert kills[3] and kills[3][0].startswith("killed"), kills
@@ -461,8 +472,8 @@ def test_quick_rating_end_to_end_with_faults(tmp_path, capsys):
     assert res["n_trials"] == len(trials) and res["n_invalid"] >= 2
     lo, hi = res["bracket"]
     assert 0 < lo <= res["peak_rate"] <= hi < 1e6
-    assert (tmp_path / "sysinfo.json").is_file() and (tmp_path / "spec.json").is_file()
-    assert len(list((tmp_path / "trials").glob("*.json"))) >= len(trials) - 2
+    assert (rating / "sysinfo.json").is_file() and (rating / "spec.json").is_file()
+    assert len(list((tmp_path / "work" / "trials").glob("*.json"))) >= len(trials) - 2
     assert "peak rate λ*" in out.out
 
 
@@ -521,13 +532,13 @@ def test_two_slots_rate_concurrently(tmp_path):
     for k, (out, p) in procs.items():
         text, _ = p.communicate(timeout=840)
         assert p.returncode == 0, f"slot{k}:\n{text[-3000:]}"
-        res = json.loads((out / "result.json").read_text())
+        res, _, rating = rating_files(out)
         assert res["converged"], (k, res["reason"])
-        info = json.loads((out / "sysinfo.json").read_text())
+        info = json.loads((rating / "sysinfo.json").read_text())
         assert info["host"] == f"sut{k}", info["host"]
         assert info["network"]["address"] == f"10.251.{k}.1", info["network"]
         # every trial's JSON was measured against this slot's own server
-        for f in (out / "trials").glob("*.json"):
+        for f in (out / "work" / "trials").glob("*.json"):
             raw = json.loads(f.read_text())
             assert raw["server"] == f"10.251.{k}.1:2049", (f, raw["server"])
         peaks[k] = res["peak_rate"]

@@ -124,14 +124,15 @@ def build_plan(args: argparse.Namespace, rating_id: str):
     """The rating plan of the command line: the same Params checks as the DAGs', plus the
     CLI's own settings (first load, warm-up, file set, fstress CPUs, inventory)."""
     from workbench.pipeline.plan import ParamError, plan_from_params, with_settings
-    params: dict[str, Any] = {"workload": args.workload, "profile": args.profile, "slot": args.slot}
+    # the slot is checked against the inventory (check_rate_inputs), not against WB_SLOTS
+    params: dict[str, Any] = {"workload": args.workload, "profile": args.profile, "slot": "auto"}
     params.update({f.name: getattr(args, f.name) for f in FACTORS})
     params.update({k: getattr(args, k) for k in _SPEC_OPTIONS})
     if args.seed_load is not None:
         params["seed_source"] = "load"
     try:
         plan = plan_from_params(params, rating_id, workload_files=True)
-        return with_settings(plan, first_load=args.first_load, warmup_s=args.warmup_s,
+        return with_settings(plan, slot=args.slot, first_load=args.first_load, warmup_s=args.warmup_s,
                              fileset_rate=args.fileset_rate, fstress_cpus=args.fstress_cpus,
                              inventory=args.inventory)
     except ParamError as e:

@@ -79,7 +79,9 @@ func NeedsFileset(w *workload.Workload) bool {
 var zeroData = make([]byte, 1<<20)
 
 // PrepareFileset creates, augments or reuses the file set for workload w at
-// the given offered rate and returns it with handles for every object.
+// the given offered rate and returns it with handles for every object. Its
+// phases: size and layout, the manifest's known prefix, directories (one
+// depth level at a time), files, symlinks, then the manifest update.
 func PrepareFileset(ctx context.Context, s *Session, w *workload.Workload, rate float64, log io.Writer) (*Fileset, error) {
 	t0 := time.Now()
 	if !NeedsFileset(w) {
@@ -90,167 +92,275 @@ func PrepareFileset(ctx context.Context, s *Session, w *workload.Workload, rate 
 	}
 	files, dirs := w.FilesetSize(rate)
 	l := GenLayout(w, LayoutSeed, files, dirs)
-	fs := &Fileset{Layout: l, Root: s.Root,
+	man, metaFH, known := readKnownLayout(s, w, l)
+	b := &filesetBuild{s: s, l: l, known: known, fs: newFileset(l, s.Root), p: newPipe(s, 256)}
+	for _, phase := range []func() error{b.buildDirs, b.buildFiles, b.buildSymlinks} {
+		if err := phase(); err != nil {
+			return nil, err
+		}
+	}
+	if err := updateManifest(s, w, l, metaFH, man, b.fs.Created, files, dirs); err != nil {
+		return nil, err
+	}
+	if log != nil {
+		fs := b.fs
+		fmt.Fprintf(log, "fstress: file set %s: %d dirs, %d files, %d symlinks (%d objects created, %d reused, %.1f MB written) in %.1fs\n",
+			l.Base, len(l.Dirs), len(l.Files), len(l.Links), fs.Created, fs.Reused, float64(fs.Written)/1e6, time.Since(t0).Seconds())
+	}
+	return b.fs, nil
+}
+
+// newFileset is an empty Fileset for layout l (handles to be filled).
+func newFileset(l *Layout, root nfs3.FH) *Fileset {
+	return &Fileset{Layout: l, Root: root,
 		DirFH: make([]nfs3.FH, len(l.Dirs)), FileFH: make([]nfs3.FH, len(l.Files)),
 		FileSize: make([]uint64, len(l.Files)), LinkFH: make([]nfs3.FH, len(l.Links))}
+}
 
-	man, metaFH, _ := readManifest(s, l.Base)
-	known := &Layout{}
+// readKnownLayout reads the manifest of layout l. When it describes the same
+// shape and layout seed, known is the layout of the set it records (the
+// objects to look up rather than create); otherwise man is nil and known is
+// empty. metaFH is the .fstress directory handle (nil if absent).
+func readKnownLayout(s *Session, w *workload.Workload, l *Layout) (man *Manifest, metaFH nfs3.FH, known *Layout) {
+	man, metaFH, _ = readManifest(s, l.Base)
 	if man != nil && man.Shape == l.Shape && man.LayoutSeed == LayoutSeed {
-		known = GenLayout(w, LayoutSeed, man.Files, man.Dirs)
-	} else {
-		man = nil
+		return man, metaFH, GenLayout(w, LayoutSeed, man.Files, man.Dirs)
 	}
-	p := newPipe(s, 256)
+	return nil, metaFH, &Layout{}
+}
 
-	// Directories, one depth level at a time (children need the parent FH).
+// updateManifest records the largest set built so far when this call
+// created objects or grew the set (or no valid manifest was found).
+func updateManifest(s *Session, w *workload.Workload, l *Layout, metaFH nfs3.FH, man *Manifest, created, files, dirs int) error {
+	if man != nil && created == 0 && man.Files >= files && man.Dirs >= dirs {
+		return nil
+	}
+	m := Manifest{Version: 1, Workload: w.Name, Shape: l.Shape, Base: l.Base, LayoutSeed: LayoutSeed,
+		Files: files, Dirs: dirs, Updated: time.Now().UTC().Format(time.RFC3339)}
+	if man != nil {
+		m.Files = max(m.Files, man.Files)
+		m.Dirs = max(m.Dirs, man.Dirs)
+	}
+	if err := writeManifest(s, metaFH, &m); err != nil {
+		return fmt.Errorf("file set manifest: %v", err)
+	}
+	return nil
+}
+
+// filesetBuild is the state of one file-set build: the layout to reach, the
+// prefix of it the manifest says exists (known), the Fileset being filled
+// and the call pipe. Every step issues its calls through the pipe and
+// waits for all of them (a barrier) before the next step; the callbacks
+// append to step-local lists under the pipe's lock.
+type filesetBuild struct {
+	s     *Session
+	l     *Layout
+	known *Layout
+	fs    *Fileset
+	p     *pipe
+}
+
+// wait waits for the step's calls; the error is the first one, prefixed.
+func (b *filesetBuild) wait() error {
+	if err := b.p.wait(); err != nil {
+		return fmt.Errorf("file set: %v", err)
+	}
+	return nil
+}
+
+// buildDirs finds or makes the directories, one depth level at a time
+// (children need the parent's handle): LOOKUP the known ones, MKDIR the
+// others and those not found, LOOKUP the ones MKDIR gave no handle for.
+func (b *filesetBuild) buildDirs() error {
 	maxDepth := int32(0)
-	for _, d := range l.Dirs {
+	for _, d := range b.l.Dirs {
 		if d.Depth > maxDepth {
 			maxDepth = d.Depth
 		}
 	}
-	var retry []int
 	for depth := int32(0); depth <= maxDepth; depth++ {
-		retry = retry[:0]
-		for i, d := range l.Dirs {
-			if d.Depth != depth {
-				continue
-			}
-			i := i
-			parent := s.Root
-			if d.Parent >= 0 {
-				parent = fs.DirFH[d.Parent]
-			}
-			if i < len(known.Dirs) {
-				p.call(nfs3.Request{Proc: nfs3.ProcLookup, FH: parent, Name: d.Name}, func(r *nfs3.Reply) {
-					if r.Status == nfsOK {
-						fs.DirFH[i] = r.FH
-						fs.Reused++
-					} else {
-						retry = append(retry, i)
-					}
-				})
+		missing, err := b.lookupKnownDirs(depth)
+		if err != nil {
+			return err
+		}
+		noFH, err := b.mkdirs(missing)
+		if err != nil {
+			return err
+		}
+		if err := b.lookupDirs(noFH); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// parentFH is the handle of directory d's parent (the export root for the
+// base directory).
+func (b *filesetBuild) parentFH(d LDir) nfs3.FH {
+	if d.Parent >= 0 {
+		return b.fs.DirFH[d.Parent]
+	}
+	return b.s.Root
+}
+
+// lookupKnownDirs looks up the known directories at depth; missing are
+// those not found, then the unknown ones.
+func (b *filesetBuild) lookupKnownDirs(depth int32) (missing []int, err error) {
+	var notFound, unknown []int // notFound: appended by the callbacks
+	for i, d := range b.l.Dirs {
+		if d.Depth != depth {
+			continue
+		}
+		if i >= len(b.known.Dirs) {
+			unknown = append(unknown, i)
+			continue
+		}
+		b.p.call(nfs3.Request{Proc: nfs3.ProcLookup, FH: b.parentFH(d), Name: d.Name}, func(r *nfs3.Reply) {
+			if r.Status == nfsOK {
+				b.fs.DirFH[i] = r.FH
+				b.fs.Reused++
 			} else {
-				retry = append(retry, i)
+				notFound = append(notFound, i)
 			}
-		}
-		if err := p.wait(); err != nil {
-			return nil, fmt.Errorf("file set: %v", err)
-		}
-		var lookup []int
-		for _, i := range retry {
-			i := i
-			d := l.Dirs[i]
-			parent := s.Root
-			if d.Parent >= 0 {
-				parent = fs.DirFH[d.Parent]
+		})
+	}
+	err = b.wait()
+	return append(notFound, unknown...), err
+}
+
+// mkdirs makes the directories dirs; noFH are those that exist without a
+// handle in the reply (MKDIR answered NFS3ERR_EXIST or sent no handle).
+func (b *filesetBuild) mkdirs(dirs []int) (noFH []int, err error) {
+	l, p := b.l, b.p
+	for _, i := range dirs {
+		d := l.Dirs[i]
+		p.call(nfs3.Request{Proc: nfs3.ProcMkdir, FH: b.parentFH(d), Name: d.Name, Mode: 0o755}, func(r *nfs3.Reply) {
+			switch {
+			case r.Status == nfsOK && len(r.FH) > 0:
+				b.fs.DirFH[i] = r.FH
+				b.fs.Created++
+			case r.Status == nfsOK || r.Status == nfsExist:
+				noFH = append(noFH, i)
+			default:
+				p.fail(fmt.Errorf("MKDIR %s: %s", l.Path(int32(i)), nfs3.StatusString(r.Status)))
 			}
-			p.call(nfs3.Request{Proc: nfs3.ProcMkdir, FH: parent, Name: d.Name, Mode: 0o755}, func(r *nfs3.Reply) {
-				switch {
-				case r.Status == nfsOK && len(r.FH) > 0:
-					fs.DirFH[i] = r.FH
-					fs.Created++
-				case r.Status == nfsOK || r.Status == nfsExist:
-					lookup = append(lookup, i)
-				default:
-					p.fail(fmt.Errorf("MKDIR %s: %s", l.Path(int32(i)), nfs3.StatusString(r.Status)))
+		})
+	}
+	return noFH, b.wait()
+}
+
+// lookupDirs looks up directories that must exist.
+func (b *filesetBuild) lookupDirs(dirs []int) error {
+	l, p := b.l, b.p
+	for _, i := range dirs {
+		d := l.Dirs[i]
+		p.call(nfs3.Request{Proc: nfs3.ProcLookup, FH: b.parentFH(d), Name: d.Name}, func(r *nfs3.Reply) {
+			if r.Status != nfsOK {
+				p.fail(fmt.Errorf("LOOKUP %s: %s", l.Path(int32(i)), nfs3.StatusString(r.Status)))
+				return
+			}
+			b.fs.DirFH[i] = r.FH
+		})
+	}
+	return b.wait()
+}
+
+// buildFiles finds or makes the files: LOOKUP the known ones, CREATE the
+// others and those missing or short, LOOKUP the ones CREATE gave no handle
+// for, then WRITE the created ones full.
+func (b *filesetBuild) buildFiles() error {
+	create, err := b.lookupKnownFiles()
+	if err != nil {
+		return err
+	}
+	noFH, err := b.createFiles(create)
+	if err != nil {
+		return err
+	}
+	if err := b.lookupFiles(noFH); err != nil {
+		return err
+	}
+	return b.writeFiles(create)
+}
+
+// lookupKnownFiles looks up the known files; a file found at least its
+// layout size is reused. create are the others: those not found or shorter
+// than the layout says, then the unknown ones.
+func (b *filesetBuild) lookupKnownFiles() (create []int, err error) {
+	l, fs := b.l, b.fs
+	var unknown []int // create: appended by the callbacks
+	for i, f := range l.Files {
+		if i >= len(b.known.Files) {
+			unknown = append(unknown, i)
+			continue
+		}
+		b.p.call(nfs3.Request{Proc: nfs3.ProcLookup, FH: fs.DirFH[f.Dir], Name: f.Name}, func(r *nfs3.Reply) {
+			if r.Status == nfsOK {
+				fs.FileFH[i] = r.FH
+				fs.FileSize[i] = l.Files[i].Size
+				if r.Attr != nil {
+					fs.FileSize[i] = r.Attr.Size
 				}
-			})
-		}
-		if err := p.wait(); err != nil {
-			return nil, fmt.Errorf("file set: %v", err)
-		}
-		for _, i := range lookup {
-			i := i
-			d := l.Dirs[i]
-			parent := s.Root
-			if d.Parent >= 0 {
-				parent = fs.DirFH[d.Parent]
-			}
-			p.call(nfs3.Request{Proc: nfs3.ProcLookup, FH: parent, Name: d.Name}, func(r *nfs3.Reply) {
-				if r.Status != nfsOK {
-					p.fail(fmt.Errorf("LOOKUP %s: %s", l.Path(int32(i)), nfs3.StatusString(r.Status)))
+				if fs.FileSize[i] >= l.Files[i].Size {
+					fs.Reused++
 					return
 				}
-				fs.DirFH[i] = r.FH
-			})
-		}
-		if err := p.wait(); err != nil {
-			return nil, fmt.Errorf("file set: %v", err)
-		}
-	}
-
-	// Files: look up the known ones; create the others, then write them.
-	var create []int
-	for i, f := range l.Files {
-		i := i
-		if i < len(known.Files) {
-			p.call(nfs3.Request{Proc: nfs3.ProcLookup, FH: fs.DirFH[f.Dir], Name: f.Name}, func(r *nfs3.Reply) {
-				if r.Status == nfsOK {
-					fs.FileFH[i] = r.FH
-					fs.FileSize[i] = l.Files[i].Size
-					if r.Attr != nil {
-						fs.FileSize[i] = r.Attr.Size
-					}
-					if fs.FileSize[i] >= l.Files[i].Size {
-						fs.Reused++
-						return
-					}
-				}
-				create = append(create, i)
-			})
-		} else {
+			}
 			create = append(create, i)
-		}
+		})
 	}
-	if err := p.wait(); err != nil {
-		return nil, fmt.Errorf("file set: %v", err)
-	}
-	var needFH []int
-	for _, i := range create {
-		i := i
+	err = b.wait()
+	return append(create, unknown...), err
+}
+
+// createFiles creates (UNCHECKED, mode 0644) the files; noFH are those
+// CREATE sent no handle for.
+func (b *filesetBuild) createFiles(files []int) (noFH []int, err error) {
+	l, p := b.l, b.p
+	for _, i := range files {
 		f := l.Files[i]
-		p.call(nfs3.Request{Proc: nfs3.ProcCreate, FH: fs.DirFH[f.Dir], Name: f.Name, Mode: 0o644}, func(r *nfs3.Reply) {
+		p.call(nfs3.Request{Proc: nfs3.ProcCreate, FH: b.fs.DirFH[f.Dir], Name: f.Name, Mode: 0o644}, func(r *nfs3.Reply) {
 			if r.Status != nfsOK {
 				p.fail(fmt.Errorf("CREATE %s/%s: %s", l.Path(f.Dir), f.Name, nfs3.StatusString(r.Status)))
 				return
 			}
-			fs.Created++
+			b.fs.Created++
 			if len(r.FH) == 0 {
-				needFH = append(needFH, i)
+				noFH = append(noFH, i)
 				return
 			}
-			fs.FileFH[i] = r.FH
+			b.fs.FileFH[i] = r.FH
 		})
 	}
-	if err := p.wait(); err != nil {
-		return nil, fmt.Errorf("file set: %v", err)
-	}
-	for _, i := range needFH {
-		i := i
+	return noFH, b.wait()
+}
+
+// lookupFiles looks up files that must exist.
+func (b *filesetBuild) lookupFiles(files []int) error {
+	l, p := b.l, b.p
+	for _, i := range files {
 		f := l.Files[i]
-		p.call(nfs3.Request{Proc: nfs3.ProcLookup, FH: fs.DirFH[f.Dir], Name: f.Name}, func(r *nfs3.Reply) {
+		p.call(nfs3.Request{Proc: nfs3.ProcLookup, FH: b.fs.DirFH[f.Dir], Name: f.Name}, func(r *nfs3.Reply) {
 			if r.Status != nfsOK {
 				p.fail(fmt.Errorf("LOOKUP %s/%s: %s", l.Path(f.Dir), f.Name, nfs3.StatusString(r.Status)))
 				return
 			}
-			fs.FileFH[i] = r.FH
+			b.fs.FileFH[i] = r.FH
 		})
 	}
-	if err := p.wait(); err != nil {
-		return nil, fmt.Errorf("file set: %v", err)
-	}
-	for _, i := range create {
-		i := i
+	return b.wait()
+}
+
+// writeFiles fills the files with zeros to their layout size, in UNSTABLE
+// WRITEs of writeUnit bytes (the last one shorter).
+func (b *filesetBuild) writeFiles(files []int) error {
+	l, p, fs := b.l, b.p, b.fs
+	for _, i := range files {
 		f := l.Files[i]
 		for off := uint64(0); off < f.Size; off += writeUnit {
-			n := f.Size - off
-			if n > writeUnit {
-				n = writeUnit
-			}
+			n := min(f.Size-off, writeUnit)
 			fs.Written += int64(n)
-			p.call(nfs3.Request{Proc: nfs3.ProcWrite, FH: fs.FileFH[i], Offset: off, Count: uint32(n), Data: zeroData[:n], Stable: 0}, func(r *nfs3.Reply) {
+			p.call(nfs3.Request{Proc: nfs3.ProcWrite, FH: fs.FileFH[i], Offset: off, Count: uint32(n), Data: zeroData[:n], Stable: nfs3.Unstable}, func(r *nfs3.Reply) {
 				if r.Status != nfsOK {
 					p.fail(fmt.Errorf("WRITE %s/%s: %s", l.Path(f.Dir), f.Name, nfs3.StatusString(r.Status)))
 				}
@@ -258,81 +368,81 @@ func PrepareFileset(ctx context.Context, s *Session, w *workload.Workload, rate 
 		}
 		fs.FileSize[i] = f.Size
 	}
-	if err := p.wait(); err != nil {
-		return nil, fmt.Errorf("file set: %v", err)
-	}
+	return b.wait()
+}
 
-	// Symlinks.
-	var mk []int
-	for i, k := range l.Links {
-		i := i
-		if i < len(known.Links) {
-			p.call(nfs3.Request{Proc: nfs3.ProcLookup, FH: fs.DirFH[k.Dir], Name: k.Name}, func(r *nfs3.Reply) {
-				if r.Status == nfsOK {
-					fs.LinkFH[i] = r.FH
-					fs.Reused++
-					return
-				}
-				mk = append(mk, i)
-			})
-		} else {
-			mk = append(mk, i)
+// buildSymlinks finds or makes the symlinks: LOOKUP the known ones,
+// SYMLINK the others and those not found, LOOKUP the ones SYMLINK gave no
+// handle for.
+func (b *filesetBuild) buildSymlinks() error {
+	missing, err := b.lookupKnownLinks()
+	if err != nil {
+		return err
+	}
+	noFH, err := b.symlinks(missing)
+	if err != nil {
+		return err
+	}
+	return b.lookupLinks(noFH)
+}
+
+// lookupKnownLinks looks up the known symlinks; missing are those not
+// found, then the unknown ones.
+func (b *filesetBuild) lookupKnownLinks() (missing []int, err error) {
+	var notFound, unknown []int // notFound: appended by the callbacks
+	for i, k := range b.l.Links {
+		if i >= len(b.known.Links) {
+			unknown = append(unknown, i)
+			continue
 		}
+		b.p.call(nfs3.Request{Proc: nfs3.ProcLookup, FH: b.fs.DirFH[k.Dir], Name: k.Name}, func(r *nfs3.Reply) {
+			if r.Status == nfsOK {
+				b.fs.LinkFH[i] = r.FH
+				b.fs.Reused++
+				return
+			}
+			notFound = append(notFound, i)
+		})
 	}
-	if err := p.wait(); err != nil {
-		return nil, fmt.Errorf("file set: %v", err)
-	}
-	var lk []int
-	for _, i := range mk {
-		i := i
+	err = b.wait()
+	return append(notFound, unknown...), err
+}
+
+// symlinks makes the symlinks links (mode 0777); noFH are those that exist
+// without a handle in the reply.
+func (b *filesetBuild) symlinks(links []int) (noFH []int, err error) {
+	l, p := b.l, b.p
+	for _, i := range links {
 		k := l.Links[i]
-		p.call(nfs3.Request{Proc: nfs3.ProcSymlink, FH: fs.DirFH[k.Dir], Name: k.Name, Target: k.Target, Mode: 0o777}, func(r *nfs3.Reply) {
+		p.call(nfs3.Request{Proc: nfs3.ProcSymlink, FH: b.fs.DirFH[k.Dir], Name: k.Name, Target: k.Target, Mode: 0o777}, func(r *nfs3.Reply) {
 			switch {
 			case r.Status == nfsOK && len(r.FH) > 0:
-				fs.LinkFH[i] = r.FH
-				fs.Created++
+				b.fs.LinkFH[i] = r.FH
+				b.fs.Created++
 			case r.Status == nfsOK || r.Status == nfsExist:
-				lk = append(lk, i)
+				noFH = append(noFH, i)
 			default:
 				p.fail(fmt.Errorf("SYMLINK %s/%s: %s", l.Path(k.Dir), k.Name, nfs3.StatusString(r.Status)))
 			}
 		})
 	}
-	if err := p.wait(); err != nil {
-		return nil, fmt.Errorf("file set: %v", err)
-	}
-	for _, i := range lk {
-		i := i
+	return noFH, b.wait()
+}
+
+// lookupLinks looks up symlinks that must exist.
+func (b *filesetBuild) lookupLinks(links []int) error {
+	l, p := b.l, b.p
+	for _, i := range links {
 		k := l.Links[i]
-		p.call(nfs3.Request{Proc: nfs3.ProcLookup, FH: fs.DirFH[k.Dir], Name: k.Name}, func(r *nfs3.Reply) {
+		p.call(nfs3.Request{Proc: nfs3.ProcLookup, FH: b.fs.DirFH[k.Dir], Name: k.Name}, func(r *nfs3.Reply) {
 			if r.Status != nfsOK {
 				p.fail(fmt.Errorf("LOOKUP %s/%s: %s", l.Path(k.Dir), k.Name, nfs3.StatusString(r.Status)))
 				return
 			}
-			fs.LinkFH[i] = r.FH
+			b.fs.LinkFH[i] = r.FH
 		})
 	}
-	if err := p.wait(); err != nil {
-		return nil, fmt.Errorf("file set: %v", err)
-	}
-
-	// Manifest: record the largest set built so far.
-	if man == nil || fs.Created > 0 || man.Files < files || man.Dirs < dirs {
-		m := Manifest{Version: 1, Workload: w.Name, Shape: l.Shape, Base: l.Base, LayoutSeed: LayoutSeed,
-			Files: files, Dirs: dirs, Updated: time.Now().UTC().Format(time.RFC3339)}
-		if man != nil {
-			m.Files = max(m.Files, man.Files)
-			m.Dirs = max(m.Dirs, man.Dirs)
-		}
-		if err := writeManifest(s, metaFH, &m); err != nil {
-			return nil, fmt.Errorf("file set manifest: %v", err)
-		}
-	}
-	if log != nil {
-		fmt.Fprintf(log, "fstress: file set %s: %d dirs, %d files, %d symlinks (%d objects created, %d reused, %.1f MB written) in %.1fs\n",
-			l.Base, len(l.Dirs), len(l.Files), len(l.Links), fs.Created, fs.Reused, float64(fs.Written)/1e6, time.Since(t0).Seconds())
-	}
-	return fs, nil
+	return b.wait()
 }
 
 // readManifest looks up .fstress/<base>.json; it returns the manifest (nil

@@ -6,6 +6,10 @@
 // success and failure arms alike (post_op_attr, pre_op_attr, wcc_data,
 // post_op_fh3, directory entry lists), so a reply is checked field by field.
 //
+// That is the client half (nfs3.go). The server half, in server.go, is its
+// inverse: DecodeRequest parses the arguments of a call and EncodeReply
+// writes its result (package nullserver and the tests use them).
+//
 // Field use by procedure (Request):
 //
 //	GETATTR, READLINK, FSSTAT, FSINFO, PATHCONF   FH
@@ -283,25 +287,9 @@ func (r *Request) Encode(e *xdr.Encoder) {
 		e.Uint64(r.Offset)
 		e.Uint32(r.Count)
 	case ProcWrite:
-		e.Opaque(r.FH)
-		e.Uint64(r.Offset)
-		if r.Data != nil {
-			e.Uint32(uint32(len(r.Data)))
-			e.Uint32(r.Stable)
-			e.Opaque(r.Data)
-		} else {
-			e.Uint32(r.Count)
-			e.Uint32(r.Stable)
-			e.Zeros(int(r.Count))
-		}
+		r.encodeWrite(e)
 	case ProcCreate:
-		diropargs(e, r.FH, r.Name)
-		e.Uint32(r.CreateHow)
-		if r.CreateHow == CreateExclusive {
-			e.FixedOpaque(r.CookieVerf[:])
-		} else {
-			encodeSattr(e, r)
-		}
+		r.encodeCreate(e)
 	case ProcMkdir:
 		diropargs(e, r.FH, r.Name)
 		encodeSattr(e, r)
@@ -310,174 +298,86 @@ func (r *Request) Encode(e *xdr.Encoder) {
 		encodeSattr(e, r)
 		e.String(r.Target)
 	case ProcMknod:
-		diropargs(e, r.FH, r.Name)
-		t := r.NodeType
-		if t == 0 {
-			t = NF3FIFO
-		}
-		e.Uint32(t)
-		switch t {
-		case NF3CHR, NF3BLK:
-			encodeSattr(e, r)
-			e.Uint32(0) // specdata1
-			e.Uint32(0) // specdata2
-		case NF3SOCK, NF3FIFO:
-			encodeSattr(e, r)
-		}
+		r.encodeMknod(e)
 	case ProcRename:
 		diropargs(e, r.FH, r.Name)
 		diropargs(e, r.ToFH, r.ToName)
 	case ProcLink:
 		e.Opaque(r.FH)
 		diropargs(e, r.ToFH, r.ToName)
-	case ProcReaddir:
-		e.Opaque(r.FH)
-		e.Uint64(r.Cookie)
-		e.FixedOpaque(r.CookieVerf[:])
-		if r.Count != 0 {
-			e.Uint32(r.Count)
-		} else {
-			e.Uint32(r.MaxCount)
-		}
-	case ProcReaddirplus:
-		e.Opaque(r.FH)
-		e.Uint64(r.Cookie)
-		e.FixedOpaque(r.CookieVerf[:])
+	case ProcReaddir, ProcReaddirplus:
+		r.encodeReaddir(e)
+	}
+}
+
+// encodeWrite appends WRITE3args: file, offset, count, stable, data — Data,
+// or Count zero bytes when Data is nil.
+func (r *Request) encodeWrite(e *xdr.Encoder) {
+	e.Opaque(r.FH)
+	e.Uint64(r.Offset)
+	if r.Data != nil {
+		e.Uint32(uint32(len(r.Data)))
+		e.Uint32(r.Stable)
+		e.Opaque(r.Data)
+	} else {
 		e.Uint32(r.Count)
+		e.Uint32(r.Stable)
+		e.Zeros(int(r.Count))
+	}
+}
+
+// encodeCreate appends CREATE3args: where, then createhow3 — the verifier
+// for EXCLUSIVE, sattr3 otherwise.
+func (r *Request) encodeCreate(e *xdr.Encoder) {
+	diropargs(e, r.FH, r.Name)
+	e.Uint32(r.CreateHow)
+	if r.CreateHow == CreateExclusive {
+		e.FixedOpaque(r.CookieVerf[:])
+	} else {
+		encodeSattr(e, r)
+	}
+}
+
+// encodeMknod appends MKNOD3args: where, then mknoddata3 for NodeType (0
+// means NF3FIFO) — sattr3 and a zero specdata3 for character and block
+// devices, sattr3 for sockets and FIFOs.
+func (r *Request) encodeMknod(e *xdr.Encoder) {
+	diropargs(e, r.FH, r.Name)
+	t := r.NodeType
+	if t == 0 {
+		t = NF3FIFO
+	}
+	e.Uint32(t)
+	switch t {
+	case NF3CHR, NF3BLK:
+		encodeSattr(e, r)
+		e.Uint32(0) // specdata1
+		e.Uint32(0) // specdata2
+	case NF3SOCK, NF3FIFO:
+		encodeSattr(e, r)
+	}
+}
+
+// encodeReaddir appends READDIR3args (dir, cookie, cookieverf, count: Count,
+// or MaxCount when Count is 0) or READDIRPLUS3args (dir, cookie,
+// cookieverf, dircount Count, maxcount MaxCount).
+func (r *Request) encodeReaddir(e *xdr.Encoder) {
+	e.Opaque(r.FH)
+	e.Uint64(r.Cookie)
+	e.FixedOpaque(r.CookieVerf[:])
+	switch {
+	case r.Proc == ProcReaddirplus:
+		e.Uint32(r.Count)
+		e.Uint32(r.MaxCount)
+	case r.Count != 0:
+		e.Uint32(r.Count)
+	default:
 		e.Uint32(r.MaxCount)
 	}
 }
 
 // ErrUnknownProc is returned for procedure numbers outside 0..21.
 var ErrUnknownProc = errors.New("nfs3: unknown procedure")
-
-func decodeSattr(d *xdr.Decoder, r *Request) {
-	if d.Bool() {
-		r.Mode = d.Uint32()
-	}
-	if d.Bool() { // uid
-		d.Uint32()
-	}
-	if d.Bool() { // gid
-		d.Uint32()
-	}
-	if r.SetSize = d.Bool(); r.SetSize {
-		r.Size = d.Uint64()
-	}
-	for range 2 { // atime, mtime
-		switch how := d.Uint32(); how {
-		case 0, 1:
-		case 2:
-			d.Uint32()
-			d.Uint32()
-		default:
-			d.Fail(fmt.Errorf("nfs3: bad time_how %d", how))
-		}
-	}
-}
-
-func decodeFHArg(d *xdr.Decoder) FH { return FH(d.OpaqueMax(FHSize)) }
-
-// DecodeRequest parses the arguments of procedure p from b into r (the
-// inverse of Encode; the server side and tests use it). FH, ToFH and Data
-// alias b. Trailing bytes are an error.
-func DecodeRequest(p Proc, b []byte, r *Request) error {
-	*r = Request{Proc: p}
-	d := xdr.NewDecoder(b)
-	switch p {
-	case ProcNull:
-	case ProcGetattr, ProcReadlink, ProcFsstat, ProcFsinfo, ProcPathconf:
-		r.FH = decodeFHArg(d)
-	case ProcSetattr:
-		r.FH = decodeFHArg(d)
-		decodeSattr(d, r)
-		if d.Bool() {
-			d.Uint32()
-			d.Uint32()
-		}
-	case ProcLookup, ProcRemove, ProcRmdir:
-		r.FH = decodeFHArg(d)
-		r.Name = d.String()
-	case ProcAccess:
-		r.FH = decodeFHArg(d)
-		r.Access = d.Uint32()
-	case ProcRead, ProcCommit:
-		r.FH = decodeFHArg(d)
-		r.Offset = d.Uint64()
-		r.Count = d.Uint32()
-	case ProcWrite:
-		r.FH = decodeFHArg(d)
-		r.Offset = d.Uint64()
-		r.Count = d.Uint32()
-		r.Stable = d.Uint32()
-		r.Data = d.Opaque()
-		if d.Err() == nil && uint32(len(r.Data)) != r.Count {
-			d.Fail(fmt.Errorf("nfs3: WRITE count %d but %d data bytes", r.Count, len(r.Data)))
-		}
-	case ProcCreate:
-		r.FH = decodeFHArg(d)
-		r.Name = d.String()
-		r.CreateHow = d.Uint32()
-		switch r.CreateHow {
-		case CreateUnchecked, CreateGuarded:
-			decodeSattr(d, r)
-		case CreateExclusive:
-			copy(r.CookieVerf[:], d.FixedOpaque(8))
-		default:
-			d.Fail(fmt.Errorf("nfs3: bad createmode3 %d", r.CreateHow))
-		}
-	case ProcMkdir:
-		r.FH = decodeFHArg(d)
-		r.Name = d.String()
-		decodeSattr(d, r)
-	case ProcSymlink:
-		r.FH = decodeFHArg(d)
-		r.Name = d.String()
-		decodeSattr(d, r)
-		r.Target = d.String()
-	case ProcMknod:
-		r.FH = decodeFHArg(d)
-		r.Name = d.String()
-		r.NodeType = d.Uint32()
-		switch r.NodeType {
-		case NF3CHR, NF3BLK:
-			decodeSattr(d, r)
-			d.Uint32()
-			d.Uint32()
-		case NF3SOCK, NF3FIFO:
-			decodeSattr(d, r)
-		}
-	case ProcRename:
-		r.FH = decodeFHArg(d)
-		r.Name = d.String()
-		r.ToFH = decodeFHArg(d)
-		r.ToName = d.String()
-	case ProcLink:
-		r.FH = decodeFHArg(d)
-		r.ToFH = decodeFHArg(d)
-		r.ToName = d.String()
-	case ProcReaddir:
-		r.FH = decodeFHArg(d)
-		r.Cookie = d.Uint64()
-		copy(r.CookieVerf[:], d.FixedOpaque(8))
-		r.Count = d.Uint32()
-	case ProcReaddirplus:
-		r.FH = decodeFHArg(d)
-		r.Cookie = d.Uint64()
-		copy(r.CookieVerf[:], d.FixedOpaque(8))
-		r.Count = d.Uint32()
-		r.MaxCount = d.Uint32()
-	default:
-		return ErrUnknownProc
-	}
-	if d.Err() != nil {
-		return fmt.Errorf("nfs3: %s args: %w", p, d.Err())
-	}
-	if d.Remaining() != 0 {
-		return fmt.Errorf("nfs3: %s args: %d trailing bytes", p, d.Remaining())
-	}
-	return nil
-}
 
 // Attr is a subset of fattr3; times are in nanoseconds since the epoch.
 type Attr struct {
@@ -568,13 +468,30 @@ func DecodeReplyInto(p Proc, body []byte, r *Reply) error {
 	}
 	d := xdr.NewDecoder(body)
 	r.Status = d.Uint32()
-	ok := r.Status == NFS3_OK
+	if !r.decodeResult(p, d, r.Status == NFS3_OK) {
+		return ErrUnknownProc
+	}
+	if len(r.Entries) == 0 {
+		r.Entries = nil
+	}
+	if d.Err() != nil {
+		return fmt.Errorf("nfs3: %s reply: %w", p, d.Err())
+	}
+	if d.Remaining() != 0 {
+		return fmt.Errorf("nfs3: %s reply: %d trailing bytes", p, d.Remaining())
+	}
+	return nil
+}
+
+// decodeResult decodes the result of procedure p (not NULL) after its
+// status; ok is status == NFS3_OK. False for an unknown procedure.
+func (r *Reply) decodeResult(p Proc, d *xdr.Decoder, ok bool) bool {
 	switch p {
 	case ProcGetattr:
 		if ok {
 			decodeFattr(d, r.attr())
 		}
-	case ProcSetattr:
+	case ProcSetattr, ProcRemove, ProcRmdir:
 		r.wcc(d, true)
 	case ProcLookup:
 		if ok {
@@ -593,35 +510,14 @@ func DecodeReplyInto(p Proc, body []byte, r *Reply) error {
 			r.Target = d.String()
 		}
 	case ProcRead:
-		r.postOp(d, true)
-		if ok {
-			r.Count = d.Uint32()
-			r.EOF = d.Bool()
-			n := d.SkipOpaque()
-			if d.Err() == nil && uint32(n) != r.Count {
-				d.Fail(fmt.Errorf("nfs3: READ count %d but %d data bytes", r.Count, n))
-			}
-		}
+		r.decodeRead(d, ok)
 	case ProcWrite:
-		r.wcc(d, true)
-		if ok {
-			r.Count = d.Uint32()
-			r.Committed = d.Uint32()
-			copy(r.Verf[:], d.FixedOpaque(8))
-		}
+		r.decodeWrite(d, ok)
 	case ProcCreate, ProcMkdir, ProcSymlink, ProcMknod:
-		if ok {
-			if d.Bool() {
-				r.FH = copyFH(d.OpaqueMax(FHSize))
-			}
-			r.postOp(d, true)
-		}
-		r.wcc(d, !ok) // directory; its attrs are Attr only on failure
-	case ProcRemove, ProcRmdir:
-		r.wcc(d, true)
+		r.decodeCreated(d, ok)
 	case ProcRename:
-		r.wcc(d, false)
-		r.wcc(d, true)
+		r.wcc(d, false) // from directory
+		r.wcc(d, true)  // to directory
 	case ProcLink:
 		r.postOp(d, true)
 		r.wcc(d, false)
@@ -635,31 +531,17 @@ func DecodeReplyInto(p Proc, body []byte, r *Reply) error {
 	case ProcFsstat:
 		r.postOp(d, true)
 		if ok {
-			s := &r.FSStat
-			s.TBytes, s.FBytes, s.ABytes = d.Uint64(), d.Uint64(), d.Uint64()
-			s.TFiles, s.FFiles, s.AFiles = d.Uint64(), d.Uint64(), d.Uint64()
-			s.Invarsec = d.Uint32()
+			decodeFsstat(d, &r.FSStat)
 		}
 	case ProcFsinfo:
 		r.postOp(d, true)
 		if ok {
-			f := &r.FSInfo
-			f.RTMax, f.RTPref, f.RTMult = d.Uint32(), d.Uint32(), d.Uint32()
-			f.WTMax, f.WTPref, f.WTMult = d.Uint32(), d.Uint32(), d.Uint32()
-			f.DTPref = d.Uint32()
-			f.MaxFileSize = d.Uint64()
-			f.TimeDelta = nfstime(d)
-			f.Properties = d.Uint32()
+			decodeFsinfo(d, &r.FSInfo)
 		}
 	case ProcPathconf:
 		r.postOp(d, true)
 		if ok {
-			d.Uint32() // linkmax
-			d.Uint32() // name_max
-			d.Bool()   // no_trunc
-			d.Bool()   // chown_restricted
-			d.Bool()   // case_insensitive
-			d.Bool()   // case_preserving
+			skipPathconf(d)
 		}
 	case ProcCommit:
 		r.wcc(d, true)
@@ -667,18 +549,78 @@ func DecodeReplyInto(p Proc, body []byte, r *Reply) error {
 			copy(r.Verf[:], d.FixedOpaque(8))
 		}
 	default:
-		return ErrUnknownProc
+		return false
 	}
-	if len(r.Entries) == 0 {
-		r.Entries = nil
+	return true
+}
+
+// decodeRead decodes READ3res after the status: attributes, then on
+// success count, eof and the data, which is skipped (its length must be
+// count).
+func (r *Reply) decodeRead(d *xdr.Decoder, ok bool) {
+	r.postOp(d, true)
+	if !ok {
+		return
 	}
-	if d.Err() != nil {
-		return fmt.Errorf("nfs3: %s reply: %w", p, d.Err())
+	r.Count = d.Uint32()
+	r.EOF = d.Bool()
+	n := d.SkipOpaque()
+	if d.Err() == nil && uint32(n) != r.Count {
+		d.Fail(fmt.Errorf("nfs3: READ count %d but %d data bytes", r.Count, n))
 	}
-	if d.Remaining() != 0 {
-		return fmt.Errorf("nfs3: %s reply: %d trailing bytes", p, d.Remaining())
+}
+
+// decodeWrite decodes WRITE3res after the status: wcc_data, then on success
+// count, committed and the write verifier.
+func (r *Reply) decodeWrite(d *xdr.Decoder, ok bool) {
+	r.wcc(d, true)
+	if ok {
+		r.Count = d.Uint32()
+		r.Committed = d.Uint32()
+		copy(r.Verf[:], d.FixedOpaque(8))
 	}
-	return nil
+}
+
+// decodeCreated decodes CREATE3res, MKDIR3res, SYMLINK3res and MKNOD3res
+// after the status: on success post_op_fh3 and the new object's attributes
+// (r.Attr); then the directory's wcc_data, whose attributes are r.Attr only
+// on failure.
+func (r *Reply) decodeCreated(d *xdr.Decoder, ok bool) {
+	if ok {
+		if d.Bool() {
+			r.FH = copyFH(d.OpaqueMax(FHSize))
+		}
+		r.postOp(d, true)
+	}
+	r.wcc(d, !ok)
+}
+
+// decodeFsstat decodes the success arm of FSSTAT3res after the attributes.
+func decodeFsstat(d *xdr.Decoder, s *FSStat) {
+	s.TBytes, s.FBytes, s.ABytes = d.Uint64(), d.Uint64(), d.Uint64()
+	s.TFiles, s.FFiles, s.AFiles = d.Uint64(), d.Uint64(), d.Uint64()
+	s.Invarsec = d.Uint32()
+}
+
+// decodeFsinfo decodes the success arm of FSINFO3res after the attributes.
+func decodeFsinfo(d *xdr.Decoder, f *FSInfo) {
+	f.RTMax, f.RTPref, f.RTMult = d.Uint32(), d.Uint32(), d.Uint32()
+	f.WTMax, f.WTPref, f.WTMult = d.Uint32(), d.Uint32(), d.Uint32()
+	f.DTPref = d.Uint32()
+	f.MaxFileSize = d.Uint64()
+	f.TimeDelta = nfstime(d)
+	f.Properties = d.Uint32()
+}
+
+// skipPathconf consumes the success arm of PATHCONF3res (Reply keeps none
+// of it).
+func skipPathconf(d *xdr.Decoder) {
+	d.Uint32() // linkmax
+	d.Uint32() // name_max
+	d.Bool()   // no_trunc
+	d.Bool()   // chown_restricted
+	d.Bool()   // case_insensitive
+	d.Bool()   // case_preserving
 }
 
 func copyFH(b []byte) FH {
@@ -767,177 +709,6 @@ func (r *Reply) decodeEntries(d *xdr.Decoder, plus bool) {
 		}
 		r.Entries = append(r.Entries, e)
 	}
-}
-
-// EncodeReply writes the result of procedure p described by r (the inverse
-// of DecodeReply, for servers and tests). Attributes are sent when r.Attr is
-// non-nil (also as the pre-operation attributes of wcc_data); READ sends
-// r.Count zero bytes; READDIRPLUS entries carry attributes (type and size
-// from the entry) and their FH when non-nil.
-func EncodeReply(p Proc, r *Reply, e *xdr.Encoder) {
-	if p == ProcNull {
-		return
-	}
-	e.Uint32(r.Status)
-	ok := r.Status == NFS3_OK
-	switch p {
-	case ProcGetattr:
-		if ok {
-			a := r.Attr
-			if a == nil {
-				a = &Attr{}
-			}
-			encodeFattr(e, a)
-		}
-	case ProcSetattr:
-		encodeWcc(e, r.Attr)
-	case ProcLookup:
-		if ok {
-			e.Opaque(r.FH)
-			encodePostOp(e, r.Attr)
-		}
-		encodePostOp(e, r.Attr)
-	case ProcAccess:
-		encodePostOp(e, r.Attr)
-		if ok {
-			e.Uint32(r.Access)
-		}
-	case ProcReadlink:
-		encodePostOp(e, r.Attr)
-		if ok {
-			e.String(r.Target)
-		}
-	case ProcRead:
-		encodePostOp(e, r.Attr)
-		if ok {
-			e.Uint32(r.Count)
-			e.Bool(r.EOF)
-			e.Zeros(int(r.Count))
-		}
-	case ProcWrite:
-		encodeWcc(e, r.Attr)
-		if ok {
-			e.Uint32(r.Count)
-			e.Uint32(r.Committed)
-			e.FixedOpaque(r.Verf[:])
-		}
-	case ProcCreate, ProcMkdir, ProcSymlink, ProcMknod:
-		if ok {
-			e.Bool(r.FH != nil)
-			if r.FH != nil {
-				e.Opaque(r.FH)
-			}
-			encodePostOp(e, r.Attr)
-		}
-		encodeWcc(e, r.Attr)
-	case ProcRemove, ProcRmdir:
-		encodeWcc(e, r.Attr)
-	case ProcRename:
-		encodeWcc(e, r.Attr)
-		encodeWcc(e, r.Attr)
-	case ProcLink:
-		encodePostOp(e, r.Attr)
-		encodeWcc(e, r.Attr)
-	case ProcReaddir, ProcReaddirplus:
-		encodePostOp(e, r.Attr)
-		if ok {
-			e.FixedOpaque(r.CookieVerf[:])
-			for i := range r.Entries {
-				en := &r.Entries[i]
-				e.Bool(true)
-				e.Uint64(en.FileID)
-				e.String(en.Name)
-				e.Uint64(en.Cookie)
-				if p == ProcReaddirplus {
-					e.Bool(true)
-					encodeFattr(e, &Attr{Type: en.Type, Size: en.Size, FileID: en.FileID, Nlink: 1})
-					e.Bool(en.FH != nil)
-					if en.FH != nil {
-						e.Opaque(en.FH)
-					}
-				}
-			}
-			e.Bool(false)
-			e.Bool(r.EOF)
-		}
-	case ProcFsstat:
-		encodePostOp(e, r.Attr)
-		if ok {
-			s := &r.FSStat
-			e.Uint64(s.TBytes)
-			e.Uint64(s.FBytes)
-			e.Uint64(s.ABytes)
-			e.Uint64(s.TFiles)
-			e.Uint64(s.FFiles)
-			e.Uint64(s.AFiles)
-			e.Uint32(s.Invarsec)
-		}
-	case ProcFsinfo:
-		encodePostOp(e, r.Attr)
-		if ok {
-			f := &r.FSInfo
-			for _, v := range []uint32{f.RTMax, f.RTPref, f.RTMult, f.WTMax, f.WTPref, f.WTMult, f.DTPref} {
-				e.Uint32(v)
-			}
-			e.Uint64(f.MaxFileSize)
-			encodeTime(e, f.TimeDelta)
-			e.Uint32(f.Properties)
-		}
-	case ProcPathconf:
-		encodePostOp(e, r.Attr)
-		if ok {
-			e.Uint32(32000) // linkmax
-			e.Uint32(255)   // name_max
-			e.Bool(true)
-			e.Bool(true)
-			e.Bool(false)
-			e.Bool(true)
-		}
-	case ProcCommit:
-		encodeWcc(e, r.Attr)
-		if ok {
-			e.FixedOpaque(r.Verf[:])
-		}
-	}
-}
-
-func encodeTime(e *xdr.Encoder, ns uint64) {
-	e.Uint32(uint32(ns / 1e9))
-	e.Uint32(uint32(ns % 1e9))
-}
-
-func encodeFattr(e *xdr.Encoder, a *Attr) {
-	e.Uint32(a.Type)
-	e.Uint32(a.Mode)
-	e.Uint32(a.Nlink)
-	e.Uint32(a.UID)
-	e.Uint32(a.GID)
-	e.Uint64(a.Size)
-	e.Uint64(a.Used)
-	e.Uint32(0)
-	e.Uint32(0)
-	e.Uint64(a.Fsid)
-	e.Uint64(a.FileID)
-	encodeTime(e, a.Atime)
-	encodeTime(e, a.Mtime)
-	encodeTime(e, a.Ctime)
-}
-
-func encodePostOp(e *xdr.Encoder, a *Attr) {
-	e.Bool(a != nil)
-	if a != nil {
-		encodeFattr(e, a)
-	}
-}
-
-func encodeWcc(e *xdr.Encoder, a *Attr) {
-	e.Bool(a != nil)
-	if a != nil {
-		e.Uint64(a.Size)
-		encodeTime(e, a.Mtime)
-		encodeTime(e, a.Ctime)
-	}
-	encodePostOp(e, a)
 }
 
 // MOUNT procedures and status.

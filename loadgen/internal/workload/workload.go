@@ -433,136 +433,244 @@ func defaults(name string) *Workload {
 	}
 }
 
-var knownKeys = map[string]bool{
-	"name": true, "description": true, "base": true,
-	"files_per_dir": true, "dirs_per_dir": true, "symlinks_per_dir": true, "max_depth": true,
-	"file_popularity": true, "dir_popularity": true, "symlink_popularity": true, "file_size": true,
-	"mix": true, "read_size": true, "write_size": true, "rate": true,
-	"seq_run": true, "write_seq_run": true, "read_access": true, "write_access": true,
-	"fileset_files_per_ops": true, "fileset_min_files": true,
+// fileParser is the state of parsing one workload file.
+type fileParser struct {
+	w            *Workload
+	file         string // name for errors
+	res          resolver
+	depth        int            // base-chain depth
+	seen         map[string]int // key → line it was set on
+	haveMix      bool           // a mix was set (by "mix" or inherited from a base)
+	haveWriteSeq bool           // write_seq_run was set (or inherited from a base)
+}
+
+// keySetters parses the value of each key but "base" (see setBase) into
+// the workload; an error names the problem, and the caller prefixes it with
+// "file:line: key: ".
+var keySetters = map[string]func(p *fileParser, val string) error{
+	"name":                  setName,
+	"description":           setDescription,
+	"files_per_dir":         setFilesPerDir,
+	"dirs_per_dir":          setDirsPerDir,
+	"symlinks_per_dir":      setSymlinksPerDir,
+	"max_depth":             setMaxDepth,
+	"file_popularity":       setFilePopularity,
+	"dir_popularity":        setDirPopularity,
+	"symlink_popularity":    setSymlinkPopularity,
+	"file_size":             setFileSize,
+	"mix":                   setMix,
+	"read_size":             setReadSize,
+	"write_size":            setWriteSize,
+	"rate":                  setRate,
+	"seq_run":               setSeqRun,
+	"write_seq_run":         setWriteSeqRun,
+	"read_access":           setReadAccess,
+	"write_access":          setWriteAccess,
+	"fileset_files_per_ops": setFilesetFilesPerOps,
+	"fileset_min_files":     setFilesetMinFiles,
 }
 
 func parse(data []byte, file string, res resolver, depth int) (*Workload, error) {
 	defName := strings.TrimSuffix(filepath.Base(file), filepath.Ext(file))
-	w := defaults(defName)
-	seen := map[string]int{}
-	haveMix, haveWriteSeq := false, false
+	p := &fileParser{w: defaults(defName), file: file, res: res, depth: depth, seen: map[string]int{}}
 	var scanErr error
 	for line, text := range dist.Lines(bytes.NewReader(data), &scanErr) {
-		eq := strings.IndexByte(text, '=')
-		if eq < 0 {
-			return nil, lineErr(file, line, "expected key = value, got %q", text)
-		}
-		key := strings.ToLower(strings.TrimSpace(text[:eq]))
-		val := strings.TrimSpace(text[eq+1:])
-		if !knownKeys[key] {
-			return nil, lineErr(file, line, "unknown key %q", key)
-		}
-		if prev, ok := seen[key]; ok {
-			return nil, lineErr(file, line, "%s set twice (first on line %d)", key, prev)
-		}
-		seen[key] = line
-		if val == "" && key != "description" {
-			return nil, lineErr(file, line, "%s: empty value", key)
-		}
-		fail := func(err error) error { return lineErr(file, line, "%s: %v", key, err) }
-		var err error
-		switch key {
-		case "base":
-			if len(seen) != 1 {
-				return nil, lineErr(file, line, "base must be the first key")
-			}
-			b, berr := load(val, depth+1)
-			if berr != nil {
-				return nil, lineErr(file, line, "base: %v", berr)
-			}
-			keepName := w.Name
-			*w = *b
-			w.Name = keepName
-			haveMix = len(w.Mix) > 0
-			haveWriteSeq = true
-		case "name":
-			if strings.ContainsAny(val, " \t/") {
-				return nil, lineErr(file, line, "name: %q must not contain blanks or '/'", val)
-			}
-			w.Name = val
-		case "description":
-			w.Description = val
-		case "files_per_dir":
-			w.FilesPerDir, err = parseDist(val, res, true)
-		case "dirs_per_dir":
-			w.DirsPerDir, err = parseDist(val, res, true)
-		case "symlinks_per_dir":
-			w.SymlinksPerDir, err = parseDist(val, res, true)
-		case "max_depth":
-			w.MaxDepth, err = strconv.Atoi(val)
-			if err != nil || w.MaxDepth < 0 {
-				return nil, lineErr(file, line, "max_depth: %q is not a non-negative integer", val)
-			}
-		case "file_popularity":
-			w.FilePopularity, err = parsePop(val, res)
-		case "dir_popularity":
-			w.DirPopularity, err = parsePop(val, res)
-		case "symlink_popularity":
-			w.SymlinkPopularity, err = parsePop(val, res)
-		case "file_size":
-			w.FileSize, err = parseDist(val, res, true)
-		case "read_size":
-			w.ReadSize, err = parseDist(val, res, false)
-		case "write_size":
-			w.WriteSize, err = parseDist(val, res, false)
-		case "seq_run":
-			w.SeqRunOps, err = parseRun(val, res)
-		case "write_seq_run":
-			w.WriteSeqRunOps, err = parseRun(val, res)
-			haveWriteSeq = true
-		case "read_access":
-			switch Access(val) {
-			case AccessRandom, AccessSequential:
-				w.ReadAccess = Access(val)
-			default:
-				return nil, lineErr(file, line, "read_access: %q is not random or sequential", val)
-			}
-		case "write_access":
-			switch Access(val) {
-			case AccessRandom, AccessSequential, AccessAppend:
-				w.WriteAccess = Access(val)
-			default:
-				return nil, lineErr(file, line, "write_access: %q is not random, sequential or append", val)
-			}
-		case "mix":
-			w.Mix, err = parseMix(val, res)
-			haveMix = true
-		case "rate":
-			w.Rate, err = strconv.ParseFloat(val, 64)
-			if err != nil || !(w.Rate > 0) || math.IsInf(w.Rate, 0) {
-				return nil, lineErr(file, line, "rate: %q is not a positive number", val)
-			}
-		case "fileset_files_per_ops":
-			w.FilesetPerOps, err = strconv.ParseFloat(val, 64)
-			if err != nil || !(w.FilesetPerOps >= 0) || math.IsInf(w.FilesetPerOps, 0) {
-				return nil, lineErr(file, line, "fileset_files_per_ops: %q is not a non-negative number", val)
-			}
-		case "fileset_min_files":
-			w.FilesetMinFiles, err = strconv.Atoi(val)
-			if err != nil || w.FilesetMinFiles < 1 {
-				return nil, lineErr(file, line, "fileset_min_files: %q is not a positive integer", val)
-			}
-		}
-		if err != nil {
-			return nil, fail(err)
+		if err := p.parseLine(line, text); err != nil {
+			return nil, err
 		}
 	}
 	if scanErr != nil {
 		return nil, fmt.Errorf("%s: %v", file, scanErr)
 	}
-	if !haveMix || len(w.Mix) == 0 {
-		return nil, fmt.Errorf("%s: no mix (add a line like \"mix = getattr:60, read:40\")", file)
+	return p.finish()
+}
+
+// parseLine applies one "key = value" line: the key must be known and new,
+// the value non-empty (but for description), base the first key.
+func (p *fileParser) parseLine(line int, text string) error {
+	eq := strings.IndexByte(text, '=')
+	if eq < 0 {
+		return lineErr(p.file, line, "expected key = value, got %q", text)
 	}
-	if !haveWriteSeq || w.WriteSeqRunOps == nil {
+	key := strings.ToLower(strings.TrimSpace(text[:eq]))
+	val := strings.TrimSpace(text[eq+1:])
+	set, known := keySetters[key]
+	if !known && key != "base" {
+		return lineErr(p.file, line, "unknown key %q", key)
+	}
+	if prev, ok := p.seen[key]; ok {
+		return lineErr(p.file, line, "%s set twice (first on line %d)", key, prev)
+	}
+	p.seen[key] = line
+	if val == "" && key != "description" {
+		return lineErr(p.file, line, "%s: empty value", key)
+	}
+	var err error
+	if key == "base" {
+		if len(p.seen) != 1 {
+			return lineErr(p.file, line, "base must be the first key")
+		}
+		err = p.setBase(val)
+	} else {
+		err = set(p, val)
+	}
+	if err != nil {
+		return lineErr(p.file, line, "%s: %v", key, err)
+	}
+	return nil
+}
+
+// finish checks that there is a mix and defaults write_seq_run to seq_run.
+func (p *fileParser) finish() (*Workload, error) {
+	w := p.w
+	if !p.haveMix || len(w.Mix) == 0 {
+		return nil, fmt.Errorf("%s: no mix (add a line like \"mix = getattr:60, read:40\")", p.file)
+	}
+	if !p.haveWriteSeq || w.WriteSeqRunOps == nil {
 		w.WriteSeqRunOps = w.SeqRunOps
 	}
 	return w, nil
+}
+
+// setBase starts from the workload val (canned name or file), keeping the
+// name this file gives by default.
+func (p *fileParser) setBase(val string) error {
+	b, err := load(val, p.depth+1)
+	if err != nil {
+		return err
+	}
+	keepName := p.w.Name
+	*p.w = *b
+	p.w.Name = keepName
+	p.haveMix = len(p.w.Mix) > 0
+	p.haveWriteSeq = true
+	return nil
+}
+
+func setName(p *fileParser, val string) error {
+	if strings.ContainsAny(val, " \t/") {
+		return fmt.Errorf("%q must not contain blanks or '/'", val)
+	}
+	p.w.Name = val
+	return nil
+}
+
+func setDescription(p *fileParser, val string) error { p.w.Description = val; return nil }
+
+func setFilesPerDir(p *fileParser, val string) (err error) {
+	p.w.FilesPerDir, err = parseDist(val, p.res, true)
+	return err
+}
+
+func setDirsPerDir(p *fileParser, val string) (err error) {
+	p.w.DirsPerDir, err = parseDist(val, p.res, true)
+	return err
+}
+
+func setSymlinksPerDir(p *fileParser, val string) (err error) {
+	p.w.SymlinksPerDir, err = parseDist(val, p.res, true)
+	return err
+}
+
+func setMaxDepth(p *fileParser, val string) error {
+	n, err := strconv.Atoi(val)
+	if err != nil || n < 0 {
+		return fmt.Errorf("%q is not a non-negative integer", val)
+	}
+	p.w.MaxDepth = n
+	return nil
+}
+
+func setFilePopularity(p *fileParser, val string) (err error) {
+	p.w.FilePopularity, err = parsePop(val, p.res)
+	return err
+}
+
+func setDirPopularity(p *fileParser, val string) (err error) {
+	p.w.DirPopularity, err = parsePop(val, p.res)
+	return err
+}
+
+func setSymlinkPopularity(p *fileParser, val string) (err error) {
+	p.w.SymlinkPopularity, err = parsePop(val, p.res)
+	return err
+}
+
+func setFileSize(p *fileParser, val string) (err error) {
+	p.w.FileSize, err = parseDist(val, p.res, true)
+	return err
+}
+
+func setReadSize(p *fileParser, val string) (err error) {
+	p.w.ReadSize, err = parseDist(val, p.res, false)
+	return err
+}
+
+func setWriteSize(p *fileParser, val string) (err error) {
+	p.w.WriteSize, err = parseDist(val, p.res, false)
+	return err
+}
+
+func setSeqRun(p *fileParser, val string) (err error) {
+	p.w.SeqRunOps, err = parseRun(val, p.res)
+	return err
+}
+
+func setWriteSeqRun(p *fileParser, val string) (err error) {
+	p.w.WriteSeqRunOps, err = parseRun(val, p.res)
+	p.haveWriteSeq = true
+	return err
+}
+
+func setReadAccess(p *fileParser, val string) error {
+	switch Access(val) {
+	case AccessRandom, AccessSequential:
+		p.w.ReadAccess = Access(val)
+		return nil
+	}
+	return fmt.Errorf("%q is not random or sequential", val)
+}
+
+func setWriteAccess(p *fileParser, val string) error {
+	switch Access(val) {
+	case AccessRandom, AccessSequential, AccessAppend:
+		p.w.WriteAccess = Access(val)
+		return nil
+	}
+	return fmt.Errorf("%q is not random, sequential or append", val)
+}
+
+func setMix(p *fileParser, val string) (err error) {
+	p.w.Mix, err = parseMix(val, p.res)
+	p.haveMix = true
+	return err
+}
+
+func setRate(p *fileParser, val string) error {
+	rate, err := strconv.ParseFloat(val, 64)
+	if err != nil || !(rate > 0) || math.IsInf(rate, 0) {
+		return fmt.Errorf("%q is not a positive number", val)
+	}
+	p.w.Rate = rate
+	return nil
+}
+
+func setFilesetFilesPerOps(p *fileParser, val string) error {
+	k, err := strconv.ParseFloat(val, 64)
+	if err != nil || !(k >= 0) || math.IsInf(k, 0) {
+		return fmt.Errorf("%q is not a non-negative number", val)
+	}
+	p.w.FilesetPerOps = k
+	return nil
+}
+
+func setFilesetMinFiles(p *fileParser, val string) error {
+	n, err := strconv.Atoi(val)
+	if err != nil || n < 1 {
+		return fmt.Errorf("%q is not a positive integer", val)
+	}
+	p.w.FilesetMinFiles = n
+	return nil
 }
 
 // parseDist parses a distribution value; sizes/counts must be ≥ 0 (zeroOK)

@@ -108,7 +108,10 @@ def check_factor(name: str, value: Any) -> Any:
 
 def factor_vars(factors: Mapping[str, Any]) -> dict[str, Any]:
     """Factors → nfs_server extra-vars, checked so that bad input fails before any host changes."""
-    out = {BY_NAME[name].role_var: check_factor(name, value) for name, value in factors.items()}
+    out = {}
+    for name, value in factors.items():
+        value = check_factor(name, value)          # unknown names fail here, naming the known ones
+        out[BY_NAME[name].role_var] = value
     disks, fs = out.get("nfs_server_disks", 1), out.get("nfs_server_fs_type", "ext4")
     if disks > 1 and fs != "btrfs":
         raise ValueError(f"disks={disks} needs fs=btrfs (raid0 over the disks); got fs={fs}")
@@ -156,5 +159,5 @@ def add_cli_flags(parser: argparse.ArgumentParser) -> None:
             parser.add_argument(f.off_flag or f"--no-{f.name}", dest=f.name, action="store_false",
                                 default=None, help=f"not: {f.help}")
         else:
-            parser.add_argument(f.flag, dest=f.name, type=f.kind, default=None, help=f.help,
-                                choices=f.choices)
+            # no argparse choices: check_factor refuses a bad value in one line, naming the choices
+            parser.add_argument(f.flag, dest=f.name, type=f.kind, default=None, help=f.help)

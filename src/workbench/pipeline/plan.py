@@ -190,7 +190,7 @@ def plan_from_params(params: Mapping[str, Any], rating_id: str, workload_files: 
                       seed_source=p["seed_source"])
 
 
-def with_settings(plan: RatingPlan, *, first_load: float | None = None, warmup_s: float | None = None,
+def with_settings(plan: RatingPlan, *, slot: str | None = None, first_load: float | None = None, warmup_s: float | None = None,
                   fileset_rate: float | None = None, fstress_cpus: str | None = None,
                   inventory: str | Path | None = None) -> RatingPlan:
     """The plan with the command line's own settings (None = the profile's)."""
@@ -201,7 +201,7 @@ def with_settings(plan: RatingPlan, *, first_load: float | None = None, warmup_s
         raise ParamError(str(e)) from None
     extravars = dict(plan.extravars, **({"fstress_cpus": fstress_cpus} if fstress_cpus is not None else {}))
     return dataclasses.replace(
-        plan, spec=spec, extravars=extravars,
+        plan, spec=spec, extravars=extravars, slot=plan.slot if slot is None else slot,
         warmup_s=plan.warmup_s if warmup_s is None else float(warmup_s),
         fileset_rate=plan.fileset_rate if fileset_rate is None else float(fileset_rate),
         inventory=plan.inventory if inventory is None else str(Path(inventory).resolve()))

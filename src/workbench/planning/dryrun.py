@@ -47,6 +47,38 @@ def _run_one(spec: Any, server: SimulatedServer, find_peak: Callable[..., Any]) 
     }
 
 
+def _sweep_once(spec: Any, samples: list, family: str, rep_seed: int, seeding: bool,
+                start: Mapping[str, Any] | None, skw: Mapping[str, Any], find_peak: Callable[..., Any],
+                runs: list, per_sample_cost: dict[int, list[float]], keep_results: bool) -> tuple[float, float, float]:
+    """One repetition of a sweep's plan: each sample's rating, seeded from the nearest finished one;
+    appends to `runs` and `per_sample_cost`, returns the totals (cost, trials, loads)."""
+    order = list(range(len(samples)))
+    space = None
+    if seeding:
+        space = FactorSpace.infer(samples)
+        order = seed_order(samples, start=start, space=space)
+    finished: list[tuple[Mapping[str, Any], float]] = []
+    rc = rt = rl = 0.0
+    for idx in order:
+        f = samples[idx]
+        srv = SimulatedServer.for_factors(family, f, seed=rep_seed * 1000 + idx, **skw)
+        sp = spec
+        if seeding and finished:
+            s_load = nearest_seed(f, finished, default=getattr(spec, "seed_load", None), space=space)
+            if s_load is not None and s_load > 0:
+                sp = dataclasses.replace(spec, seed_load=float(s_load))
+        out = _run_one(sp, srv, find_peak)
+        out["sample"] = idx
+        if not keep_results:
+            out.pop("result")
+        runs.append(out)
+        per_sample_cost.setdefault(idx, []).append(out["cost_s"])
+        if out["converged"] and math.isfinite(out["peak_rate"]):
+            finished.append((f, out["peak_rate"]))
+        rc += out["cost_s"]; rt += out["trials"]; rl += out["loads"]
+    return rc, rt, rl
+
+
 def plan(spec: Any, servers: Any, reps: int = 10, seed: int = 0, family: str | None = None,
          seeding: bool = False, start: Mapping[str, Any] | None = None,
          server_kwargs: Mapping[str, Any] | None = None, keep_results: bool = False) -> dict[str, Any]:
@@ -77,30 +109,8 @@ def plan(spec: Any, servers: Any, reps: int = 10, seed: int = 0, family: str | N
     for rep in range(reps):
         rep_seed = seed + 7919 * rep
         if sweep:
-            samples = list(servers)
-            order = list(range(len(samples)))
-            if seeding:
-                space = FactorSpace.infer(samples)
-                order = seed_order(samples, start=start, space=space)
-            finished: list[tuple[Mapping[str, Any], float]] = []
-            rc = rt = rl = 0.0
-            for idx in order:
-                f = samples[idx]
-                srv = SimulatedServer.for_factors(family, f, seed=rep_seed * 1000 + idx, **skw)
-                sp = spec
-                if seeding and finished:
-                    s_load = nearest_seed(f, finished, default=getattr(spec, "seed_load", None), space=space)
-                    if s_load is not None and s_load > 0:
-                        sp = dataclasses.replace(spec, seed_load=float(s_load))
-                out = _run_one(sp, srv, find_peak)
-                out["sample"] = idx
-                if not keep_results:
-                    out.pop("result")
-                runs.append(out)
-                per_sample_cost.setdefault(idx, []).append(out["cost_s"])
-                if out["converged"] and math.isfinite(out["peak_rate"]):
-                    finished.append((f, out["peak_rate"]))
-                rc += out["cost_s"]; rt += out["trials"]; rl += out["loads"]
+            rc, rt, rl = _sweep_once(spec, list(servers), family, rep_seed, seeding, start, skw, find_peak,
+                                     runs, per_sample_cost, keep_results)
             totals_cost.append(rc); totals_trials.append(rt); totals_loads.append(rl)
         else:
             rc = rt = rl = 0.0

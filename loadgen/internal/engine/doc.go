@@ -1,0 +1,85 @@
+// Package engine runs fstress trials: it mounts the export (Connect),
+// builds or reuses the file set a workload needs (PrepareFileset) and
+// offers the workload's calls at a fixed rate for a measured interval
+// (Run), open-loop: the schedule never waits for the server.
+//
+// # The metronome
+//
+// Call i (i = 0, 1, 2, ...) has an intended send time t_i from the common
+// start, given by package pace:
+//
+//	t_i = i / rate                                  constant pacing (default)
+//	t_0 = 0, t_i = t_{i−1} + G_i, G_i ~ Exp(rate)   Poisson pacing (RunConfig.Poisson)
+//
+// One goroutine — the metronome — does all scheduling. At each wake-up it
+// applies the completions the RPC reader goroutines queued, sends every
+// call with t_i ≤ now (a batch, when it woke late) and parks until the next
+// t_i: a Go timer for waits over 2 ms (it ends 1.5 ms early, then the
+// metronome re-plans), else a timerfd armed for at least 100 µs, cut short
+// by a reply once the send is due — at most once per 50 µs
+// (FSTRESS_BATCH_US), so at high rates every wake-up sends a batch. Each
+// call takes its procedure from the workload's scheduler and its target
+// from the weighted object sets (requestBuilders has one function per
+// procedure); a call with no possible target, or no free call slot
+// (MaxOutstanding in flight), is skipped.
+//
+// # Latency from the intended send time
+//
+// A reply's latency is its arrival time minus t_i, not minus the actual
+// send time, so a stall of the generator or the server delays the calls
+// behind it and shows as latency (no coordinated omission). The send lag,
+// actual send − t_i, is recorded for every measured call. Only calls with
+// t_i in [Warmup, Warmup+Duration) are recorded: replies, NFS errors
+// (status ≠ NFS3_OK), transport errors and timeouts.
+//
+// # The phases of Run
+//
+//  1. set-up (setUp): check the configuration and fill its defaults
+//     (LagBound 2 ms; MaxOutstanding = min(rate · timeout · (retransmits+1)
+//     · 1.25 + 1024, 2^20)), build the weighted object sets from the file
+//     set, initialise the scratch pools over NFS, pre-allocate call slots.
+//  2. common start (awaitCommonStart): wait for RunConfig.StartAt, so that
+//     several clients share one schedule; a start already past starts now,
+//     with a warning. The host's steal is read when the warm-up ends.
+//  3. metronome loop (metronome): send every call intended before
+//     Warmup+Duration, then stop sending. If ctx ends first the loop stops
+//     at once; calls not yet sent then are not counted as intended.
+//  4. drain (drainOutstanding): wait for the calls in flight up to
+//     timeout · (retransmits+1) + 0.5 s; calls still unanswered then count
+//     as timeouts.
+//  5. verdict (verdict): build the Result and apply the saturation rule.
+//
+// # The verdict
+//
+// The generator — not the server — is saturated (generator_saturated:
+// true, with saturation_reason; fstress exits 3) when, over the measured
+// interval, any of:
+//
+//   - it sent fewer than 99 % of the calls it intended (it fell behind, or
+//     calls were skipped); or, when the sends kept up and at least 99 % of
+//     rate · duration calls were intended, fewer than 99 % of the offered
+//     rate completed (a safety net: every sent call ends as a reply, an
+//     error or a timeout);
+//   - the send-lag p99 exceeds LagBound (default 2 ms); the reason names
+//     the host's steal over the interval when /proc/stat was readable, to
+//     tell a VM stall from a generator that could not keep up;
+//   - the outstanding-calls cap was hit (a call was due while
+//     MaxOutstanding calls were in flight);
+//   - calls had no target object (an empty object set or scratch pool, e.g.
+//     READLINK without symlinks);
+//   - a call could not be sent (the first send error).
+//
+// A slow server is not generator saturation: its replies count with their
+// full latency from t_i, its lost calls as timeouts, and achieved_rate
+// (calls finished in the measured interval per second) falls below
+// offered_rate.
+//
+// # File set and scratch pools
+//
+// The file set's size follows the offered rate (workload.FilesetSize), its
+// shape is a prefix-stable layout (GenLayout), and a manifest in the export
+// lets later runs look objects up instead of creating them (see
+// fileset.go). Name-space operations (CREATE, REMOVE, MKDIR, ...) work on
+// per-client scratch names that alternate between present and absent, so
+// the file set does not drift however long the run (see pool.go).
+package engine

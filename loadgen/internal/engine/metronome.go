@@ -1,0 +1,114 @@
+package engine
+
+import (
+	"context"
+	"os"
+	"strconv"
+	"time"
+)
+
+const (
+	// fineQuantum is the shortest timer the metronome arms: below it the
+	// metronome relies on reply wake-ups and batches every due send, so
+	// timers cost at most one arm per 100 µs.
+	fineQuantum = 100 * time.Microsecond
+
+	// coarseAbove: a wait longer than this is a Go timer (ms resolution)
+	// that ends coarseEarly before the target, then the metronome re-plans.
+	coarseAbove = 2 * time.Millisecond
+	coarseEarly = 1500 * time.Microsecond
+
+	// sendBatchDrain: within one wake-up, completions are applied and the
+	// clock re-read every this many sends.
+	sendBatchDrain = 1024
+)
+
+// minBatch is the shortest interval between reply-driven wake-ups of the
+// metronome (FSTRESS_BATCH_US overrides it, for tuning).
+var minBatch = func() time.Duration {
+	if v, err := strconv.Atoi(os.Getenv("FSTRESS_BATCH_US")); err == nil && v >= 0 {
+		return time.Duration(v) * time.Microsecond
+	}
+	return 50 * time.Microsecond
+}()
+
+// metronome is the metronome-loop phase. Call i is intended at
+// t_i = pacer.Next(i) (ns from the start); at each wake-up the loop applies
+// the queued completions, sends every call with t_i ≤ now (a batch when it
+// woke late) and parks until the next t_i. It ends once every call
+// intended before the end of the interval (endNs) has been sent, or when
+// ctx ends (calls not yet sent then are not counted as intended).
+func (r *runner) metronome(ctx context.Context) {
+	var i int64
+	next := int64(r.pacer.Next(0))
+	for {
+		t := r.now()
+		r.drain()
+		if ctx.Err() != nil {
+			return
+		}
+		batch := 0
+		for next <= t && next < r.endNs {
+			r.send(next)
+			i++
+			next = int64(r.pacer.Next(i))
+			if batch++; batch%sendBatchDrain == 0 {
+				r.drain()
+				t = r.now()
+			}
+		}
+		if t >= r.endNs {
+			return // every call intended before the end has been sent
+		}
+		r.park(ctx, min(next, r.endNs))
+	}
+}
+
+// park waits for target (ns from the start), with d = target − now:
+//
+//	d ≤ 0          behind schedule: return at once;
+//	d > 2 ms       a coarse Go timer for d − 1.5 ms (no CPU), then re-plan;
+//	otherwise      parkFine.
+func (r *runner) park(ctx context.Context, target int64) {
+	t := r.now()
+	d := time.Duration(target - t)
+	switch {
+	case d <= 0:
+	case d > coarseAbove:
+		sleepCoarse(ctx, d-coarseEarly)
+	default:
+		r.parkFine(ctx, t, target, d)
+	}
+}
+
+// sleepCoarse sleeps d on a Go timer, or until ctx ends.
+func sleepCoarse(ctx context.Context, d time.Duration) {
+	tm := time.NewTimer(d)
+	select {
+	case <-tm.C:
+	case <-ctx.Done():
+		tm.Stop()
+	}
+}
+
+// parkFine parks on the sleeper until its timer, armed for
+// max(d, fineQuantum) after t, fires or a reply arrives once the send is
+// due. Replies wake the metronome at most once per minBatch: the wake-up
+// time is max(target, t + minBatch), so at high rates every wake-up sends
+// a batch.
+func (r *runner) parkFine(ctx context.Context, t, target int64, d time.Duration) {
+	if d < fineQuantum {
+		d = fineQuantum
+	}
+	due := target
+	if lim := t + int64(minBatch); due < lim {
+		due = lim
+	}
+	r.nextDue.Store(due)
+	r.sl.arm(t, d)
+	r.waiting.Store(true)
+	if r.now() < target {
+		r.sl.wait(ctx.Done())
+	}
+	r.waiting.Store(false)
+}

@@ -1,0 +1,305 @@
+package engine
+
+import (
+	"encoding/binary"
+	"errors"
+	"math/rand"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"workbench/loadgen/internal/nfs3"
+	"workbench/loadgen/internal/objset"
+	"workbench/loadgen/internal/pace"
+	"workbench/loadgen/internal/results"
+	"workbench/loadgen/internal/rpc"
+	"workbench/loadgen/internal/workload"
+	"workbench/loadgen/internal/xdr"
+)
+
+// completion kinds
+const (
+	completedReply   = 0 // the server answered (any NFS status)
+	completedTimeout = 1 // no answer after every retransmit
+	completedError   = 2 // transport or send error
+)
+
+// completion is a finished call as the RPC reader goroutine saw it; the
+// metronome goroutine applies it (runner.drain).
+type completion struct {
+	slot    int32
+	retrans int32
+	status  uint32
+	kind    uint8 // completedReply, completedTimeout or completedError
+	at      int64 // ns from the start
+}
+
+// slot is one call in flight: its arguments, its intended send time and
+// what its completion changes (file size, scratch pool entries).
+type slot struct {
+	r        *runner
+	idx      int32
+	op       nfs3.Proc
+	intended int64 // intended send time, ns from the start
+	file     int32 // file index (READ/WRITE side effects)
+	pool     int32 // pool entry (CREATE/REMOVE/...)
+	pool2    int32 // second pool entry (RENAME)
+	end      uint64
+	req      nfs3.Request
+	encode   func(*xdr.Encoder)
+	done     func([]byte, rpc.CallInfo, error)
+}
+
+// seqRun is a sequential READ or WRITE series (see startSeqRun).
+type seqRun struct {
+	file int32
+	off  uint64
+	stop uint64 // file size when the run began ("whole" runs end there)
+	left int    // ops left in the run; -1: until the end of the file
+}
+
+// runner is the state of one Run: the configuration, the targets, the call
+// slots, the completion queue and the counters of the measured interval.
+// Everything but the completion queue and the wake-up flags is touched by
+// the metronome goroutine only.
+type runner struct {
+	cfg   RunConfig
+	s     *Session
+	fs    *Fileset
+	w     *workload.Workload
+	rec   *results.Recorder
+	pacer pace.Pacer
+
+	sched   *workload.Scheduler
+	rng     *rand.Rand
+	files   *objset.Set
+	dirs    *objset.Set
+	links   *objset.Set
+	fileOf  []int32 // objset id → file index
+	dirOf   []int32
+	linkOf  []int32
+	rd, wr  seqRun
+	files2  *pool // scratch file names (CREATE/REMOVE/LINK/SYMLINK/RENAME)
+	dirs2   *pool // scratch directory names (MKDIR/RMDIR)
+	clients []*rpc.Client
+	rr      int
+
+	chunks [][]slot // call slots, allocated slotChunk at a time up to MaxOutstanding (stable addresses)
+	nslots int
+	free   []int32
+
+	mu   sync.Mutex
+	q    []completion
+	qn   atomic.Int32
+	back []completion
+
+	start    time.Time
+	warmNs   int64 // start of the measured interval, ns from the start
+	endNs    int64 // its end
+	inFlight int
+
+	intended, sent, skipped, noTarget int64
+	capHit                            bool
+	minLat                            time.Duration
+	sl                                *sleeper
+	nextDue                           atomic.Int64 // intended time of the next send (ns), for reply wake-ups
+	waiting                           atomic.Bool  // the metronome is parked
+	sendErr                           error
+}
+
+// now is the time since the common start, ns.
+func (r *runner) now() int64 { return int64(time.Since(r.start)) }
+
+// onDone runs on an RPC reader goroutine: timestamp, status, queue; it wakes
+// the parked metronome when a send is due.
+func (s *slot) onDone(body []byte, info rpc.CallInfo, err error) {
+	r := s.r
+	c := completion{slot: s.idx, retrans: int32(info.Retransmits), at: r.now()}
+	switch {
+	case err == nil:
+		if s.op != nfs3.ProcNull && len(body) >= 4 {
+			c.status = binary.BigEndian.Uint32(body)
+		}
+	case errors.Is(err, rpc.ErrTimeout):
+		c.kind = completedTimeout
+	default:
+		c.kind = completedError
+	}
+	r.mu.Lock()
+	r.q = append(r.q, c)
+	r.mu.Unlock()
+	r.qn.Add(1)
+	if c.at >= r.nextDue.Load() && r.waiting.Load() {
+		r.sl.notify()
+	}
+}
+
+const slotChunk = 1024
+
+func (r *runner) slot(i int32) *slot { return &r.chunks[i/slotChunk][i%slotChunk] }
+
+// grow adds a chunk of free slots; false at the MaxOutstanding cap.
+func (r *runner) grow() bool {
+	n := min(slotChunk, r.cfg.MaxOutstanding-r.nslots)
+	if n <= 0 {
+		return false
+	}
+	c := make([]slot, slotChunk)
+	r.chunks = append(r.chunks, c)
+	for i := n - 1; i >= 0; i-- {
+		sl := &c[i]
+		sl.r, sl.idx = r, int32(r.nslots+i)
+		sl.encode = sl.encodeArgs
+		sl.done = sl.onDone
+		r.free = append(r.free, sl.idx)
+	}
+	r.nslots += n
+	return true
+}
+
+func (s *slot) encodeArgs(e *xdr.Encoder) { s.req.Encode(e) }
+
+// drain applies queued completions on the scheduling goroutine.
+func (r *runner) drain() {
+	if r.qn.Load() == 0 {
+		return
+	}
+	r.mu.Lock()
+	r.q, r.back = r.back[:0], r.q
+	r.qn.Store(0)
+	r.mu.Unlock()
+	for i := range r.back {
+		r.complete(&r.back[i])
+	}
+}
+
+// complete records a completion (when its call was intended inside the
+// measured interval), applies its side effect and frees its slot.
+// Latency = completion time − intended send time.
+func (r *runner) complete(c *completion) {
+	s := r.slot(c.slot)
+	if s.intended >= r.warmNs && s.intended < r.endNs {
+		switch c.kind {
+		case completedReply:
+			if l := time.Duration(c.at - s.intended); l < r.minLat {
+				r.minLat = l
+			}
+			r.rec.Done(s.op, time.Duration(c.at-s.intended), c.status, int(c.retrans))
+		case completedTimeout:
+			r.rec.Failed(s.op, "timeout", int(c.retrans))
+		default:
+			r.rec.Failed(s.op, "error", int(c.retrans))
+		}
+	}
+	ok := c.kind == completedReply && c.status == nfsOK
+	r.sideEffect(s, ok)
+	r.inFlight--
+	s.req.FH, s.req.ToFH = nil, nil
+	r.free = append(r.free, s.idx)
+}
+
+// sideEffect applies what a finished call changed: an extending WRITE grows
+// the file's size; name-space ops move their scratch names (pool.finish).
+func (r *runner) sideEffect(s *slot, ok bool) {
+	switch s.op {
+	case nfs3.ProcWrite:
+		if ok && s.end > r.fs.FileSize[s.file] {
+			r.fs.FileSize[s.file] = s.end
+		}
+	case nfs3.ProcCreate, nfs3.ProcSymlink, nfs3.ProcLink:
+		r.files2.finish(s.pool, ok, true)
+	case nfs3.ProcRemove:
+		r.files2.finish(s.pool, ok, false)
+	case nfs3.ProcRename:
+		r.files2.finish(s.pool, ok, false)
+		r.files2.finish(s.pool2, ok, true)
+	case nfs3.ProcMkdir:
+		r.dirs2.finish(s.pool, ok, true)
+	case nfs3.ProcRmdir:
+		r.dirs2.finish(s.pool, ok, false)
+	}
+}
+
+// send issues the next call of the schedule, intended at t (ns from the
+// start). A call with no free slot (cap hit) or no target is skipped.
+func (r *runner) send(t int64) {
+	measured := t >= r.warmNs
+	if measured {
+		r.intended++
+	}
+	op := r.sched.Next()
+	n := len(r.free)
+	if n == 0 {
+		if !r.grow() {
+			r.capHit = true
+			r.skipped++
+			return
+		}
+		n = len(r.free)
+	}
+	idx := r.free[n-1]
+	s := r.slot(idx)
+	s.op, s.intended = op, t
+	if !r.build(s) {
+		r.noTarget++
+		r.skipped++
+		return
+	}
+	r.free = r.free[:n-1]
+	c := r.clients[r.rr]
+	if r.rr++; r.rr == len(r.clients) {
+		r.rr = 0
+	}
+	now := r.now()
+	if measured {
+		r.rec.SendLag(time.Duration(now - t))
+		r.sent++
+	}
+	r.inFlight++
+	if err := c.GoInfo(nfs3.Program, nfs3.Version, uint32(op), s.encode, s.done); err != nil {
+		if r.sendErr == nil {
+			r.sendErr = err
+		}
+		r.complete(&completion{slot: idx, kind: completedError, at: now})
+	}
+}
+
+// countLeftovers records calls that never completed within the drain as
+// timeouts (the RPC layer should have timed them out already).
+func (r *runner) countLeftovers() {
+	busy := make([]bool, r.nslots)
+	for _, f := range r.free {
+		busy[f] = true
+	}
+	for i := 0; i < r.nslots; i++ {
+		if !busy[i] {
+			s := r.slot(int32(i))
+			if s.intended >= r.warmNs && s.intended < r.endNs {
+				r.rec.Failed(s.op, "timeout", 0)
+			}
+		}
+	}
+}
+
+// setupObjects fills the weighted object sets from the file set.
+func (r *runner) setupObjects() {
+	fs, w := r.fs, r.w
+	prng := rand.New(rand.NewSource(LayoutSeed + 7))
+	mk := func(n int, pop workload.Popularity) (*objset.Set, []int32) {
+		set := objset.New(n)
+		of := make([]int32, n)
+		ws := pop.Weights(n, prng) // zipf: rank = creation order (seed 003 §3.1)
+		for i := 0; i < n; i++ {
+			id := set.Insert(ws[i])
+			if id >= len(of) {
+				of = append(of, make([]int32, id-len(of)+1)...)
+			}
+			of[id] = int32(i)
+		}
+		return set, of
+	}
+	r.files, r.fileOf = mk(len(fs.FileFH), w.FilePopularity)
+	r.dirs, r.dirOf = mk(len(fs.DirFH), w.DirPopularity)
+	r.links, r.linkOf = mk(len(fs.LinkFH), w.SymlinkPopularity)
+	r.wr.file, r.rd.file = -1, -1
+}

@@ -71,7 +71,7 @@ def load_summary(trials: Sequence[Mapping[str, Any]], confidence: float = 0.95) 
     """One row per offered load (ascending): load_ops_s, n_valid, n_invalid, mean_ms, ci_lo, ci_hi.
 
     CI of the mean response time over the valid trials at that load, [CC] Eq. 1
-    (analysis.stats.mean_ci), weighted by runlength when runlengths differ, as the search does.
+    (workbench.stats.intervals.mean_ci), weighted by runlength when runlengths differ, as the search does.
     """
     groups: dict[float, list[Mapping[str, Any]]] = {}
     for t in trials:
@@ -275,7 +275,7 @@ def surface_png(points_df: Any, factor_x: str, factor_y: str, fit: Any = None, *
                 value: str = "peak_rate", code: Callable[[list[dict]], np.ndarray] | None = None,
                 grid_n: int = 60) -> bytes:
     """λ* over two factors: measured points (labelled) and, with a fitted ``QuadraticModel``
-    (analysis.surface, 2 numeric factors, no dummies), the model surface as filled contours.
+    (workbench.stats.rsm, 2 numeric factors, no dummies), the model surface as filled contours.
 
     ``code`` maps natural samples [{factor_x: .., factor_y: ..}] to the model's X columns (e.g.
     ``FactorSpace.coded`` when the model was fitted on coded factors); None = natural values.

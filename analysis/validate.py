@@ -15,7 +15,7 @@ re-judged on rate, mix or errors. A failing trial is excluded with a reason nami
 check; ``excluded`` maps trial n → reason. A record without a usable n gets the key −(position+1).
 
 Error rate = errors / ops_total. Timeouts in a trial the harness accepted as "overloaded" (a
-server above its peak, see workbench.harness.result_from_json) are not counted, only NFS errors.
+server above its peak, see workbench.measure.trialjson.result_from_json) are not counted, only NFS errors.
 """
 from __future__ import annotations
 

@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """Search cost on simulated response surfaces: seed 000 Figs. 8, 9, 10 and Table 4, in kind.
 
-Three simulated server families (db-, web-, mail-like; ``workbench.simulate.family_capacity``) on the
+Three simulated server families (db-, web-, mail-like; ``workbench.measure.simulated.family_capacity``) on the
 seed-000 §6 32-sample surface (disks 1..4 x nfsds 1,2,4,...,100). Every peak search is the real controller
-(``workbench.search.find_peak``) against a seeded ``SimulatedServer``; cost = sum of runlengths + per-trial
+(``workbench.controller.decide.find_peak``) against a seeded ``SimulatedServer``; cost = sum of runlengths + per-trial
 overhead as reported by ``PeakResult.cost_s``.
 
   Fig. 8   total cost of mapping each surface per policy (Linear = the section 3.1 strawman with t = 10

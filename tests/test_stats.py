@@ -1,4 +1,4 @@
-"""analysis.stats against scipy and hand-computed cases."""
+"""workbench.stats.intervals against scipy and hand-computed cases."""
 from __future__ import annotations
 
 import math

@@ -1,4 +1,4 @@
-"""Quadratic RSM fit, prediction, MAPE, leave-one-out CV, R² (analysis.surface)."""
+"""Quadratic RSM fit, prediction, MAPE, leave-one-out CV, R² (workbench.stats.rsm)."""
 import numpy as np
 import pytest
 

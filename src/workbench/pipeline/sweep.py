@@ -120,7 +120,7 @@ def rate_sample(store: Store, sweep: Mapping[str, Any], item: Mapping[str, Any],
 
 
 def fit_surface(sweep: Mapping[str, Any], rows: Sequence[Mapping[str, Any]]) -> tuple[Any, dict[str, Any]]:
-    """Quadratic RSM of λ* over the sweep's factors (analysis.surface) and its fit summary."""
+    """Quadratic RSM of λ* over the sweep's factors (workbench.stats.rsm) and its fit summary."""
     space = factor_space(sweep["factors"])
     samples = [dict(r["sample"]) for r in rows]
     y = np.array([float(r["peak_rate"]) for r in rows])

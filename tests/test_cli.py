@@ -65,6 +65,7 @@ def test_rate_killed_after_two_trials_resumes_with_every_trial_once(tmp_path):
     assert res["n_trials"] == len(trials) > len(before)
     for name, data in before.items():                # stored before the kill: kept, never re-run
         assert (trials_dir / name).read_bytes() == data, name
+    assert f"resuming after {len(before)} stored trial(s)" in again.stderr, again.stderr[-3000:]
     rerun = [ln for ln in again.stderr.splitlines() if ln.lstrip().startswith("trial ")]
     first_rerun = int(rerun[0].split()[1].rstrip(":"))
     assert first_rerun == len(before), rerun[:3]     # the re-run starts after the stored trials

@@ -17,7 +17,7 @@ from workbench.pipeline.console import trial_line
 from workbench.pipeline.leases import lease_slot
 from workbench.pipeline.plan import RatingPlan
 from workbench.pipeline.steps import (decide_step, deploy, provision, publish_step, report_step,
-                                      summarise_step, teardown, trial_step, validate_step)
+                                      summarise_step, teardown, trial_log, trial_step, validate_step)
 from workbench.pipeline.store import Store
 
 
@@ -31,12 +31,16 @@ def run_rating(plan: RatingPlan, store: Store, log: Callable[[str], None] = prin
     try:
         provision(plan, store, make)
         log(f"  {deploy(plan, make)}")
+        stored = len(trial_log(store, plan.rating_id))
+        if stored:
+            log(f"  resuming after {stored} stored trial(s)")
         for k in range(MAX_TRIAL_TASKS + 1):
             d = decide_step(plan, store, k)
             if isinstance(d, Done) or k == MAX_TRIAL_TASKS:
                 break
             record = trial_step(plan, store, k, make)
-            (on_trial or (lambda r: log(trial_line(r))))(record)
+            if k >= stored:                        # a stored trial is not run again, nor shown again
+                (on_trial or (lambda r: log(trial_line(r))))(record)
         result = summarise_step(plan, store, validate_step(plan, store))
         report_step(plan, store)
         urls = publish_step(plan, store)

@@ -32,10 +32,9 @@ def harness_for(plan: RatingPlan, make: HarnessFactory = AnsibleHarness) -> Harn
     if plan.slot == "auto":
         raise RuntimeError("the plan has no slot yet: lease_slot first")
     spec = plan.rating_spec()
-    return make(slot=plan.slot, inventory=plan.inventory, factors=plan.factors,
-                          workload=plan.workload, results_dir=plan.local_dir(),
-                          warmup_s=plan.warmup_s, fileset_rate=plan.fileset_rate,
-                          extravars=plan.extravars, overload_ms=spec.r_sat_ms * (1.0 + spec.width))
+    return make(slot=plan.slot, inventory=plan.inventory, factors=plan.factors, workload=plan.workload,
+                results_dir=plan.local_dir(), warmup_s=plan.warmup_s, fileset_rate=plan.fileset_rate,
+                extravars=plan.extravars, overload_ms=spec.r_sat_ms * (1.0 + spec.width))
 
 
 def provision(plan: RatingPlan, store: Store, make: HarnessFactory = AnsibleHarness) -> dict[str, Any]:
@@ -101,7 +100,7 @@ def trial_step(plan: RatingPlan, store: Store, k: int,
         raise RuntimeError(f"trial_{k}: the controller has stopped ({d.result.reason})")
     prev = trial_log(store, plan.rating_id)[:k]
     t = harness_for(plan, make).measure(d.load_ops_s, d.runlength_s, trial_id=k,
-                                  check_server=k == 0 or not prev[-1].valid)
+                                        check_server=k == 0 or not prev[-1].valid)
     record = {"n": k, "decision": d.reason, **t.at(d.load_ops_s, d.runlength_s).to_dict()}
     store.put_trial(plan.rating_id, k, record)
     return record

@@ -17,6 +17,7 @@ from workbench.measure.ansible import AnsibleHarness
 from workbench.measure.playbook import PlaybookRun, _event_failure
 from workbench.config.factors import factor_vars
 from workbench.measure.trialjson import result_from_json
+from workbench.config import paths
 from workbench.controller.spec import RatingSpec
 from workbench.controller.decide import find_peak
 
@@ -275,7 +276,13 @@ def test_cli_bad_input_one_line_before_provisioning(tmp_path, capsys):
     assert not (tmp_path / "out").exists()
 
 
-def test_cli_rate_with_fake_harness_writes_results(tmp_path, capsys):
+@pytest.fixture
+def private_leases(tmp_path, monkeypatch):
+    """Fake-harness ratings take their slot leases here, never a real rating's slot."""
+    monkeypatch.setattr(paths, "LEASES", tmp_path / "leases")
+
+
+def test_cli_rate_with_fake_harness_writes_results(tmp_path, capsys, private_leases):
     cap = 800.0
 
     def result(ev):
@@ -309,7 +316,7 @@ def test_cli_rate_with_fake_harness_writes_results(tmp_path, capsys):
     assert f"R̄ at {nearest:g} ops/s " in out and "the tested load nearest λ*" in out
 
 
-def test_cli_teardown_runs_when_the_search_fails(tmp_path):
+def test_cli_teardown_runs_when_the_search_fails(tmp_path, private_leases):
     fake = FakeRunner()
 
     def factory(**kw):

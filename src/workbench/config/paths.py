@@ -12,7 +12,6 @@ FSTRESS = REPO / "bin" / "fstress"
 PLAYBOOKS = REPO / "playbooks"
 DAGS = REPO / "dags"
 DEFAULT_INVENTORY = REPO / "inventory" / "local" / "hosts.yml"
-NIGHTLY_CONFIG = REPO / "config" / "nightly.yml"
 
 WORKDIR = Path(os.environ.get("WB_WORKDIR", "/tmp/workbench"))   # local state of this workbench
 LEASES = WORKDIR / "leases"                                       # one lease file per SUT slot

@@ -14,7 +14,7 @@ import yaml
 from analysis.regression import compare_to_history, reference_load
 from analysis.report import nightly_report_html
 from workbench.config.paths import REPO
-from workbench.pipeline.plan import _ID_RE, ParamError, plan_from_params, seeded, strict_json
+from workbench.pipeline.plan import UNSAFE_ID_CHARS, ParamError, plan_from_params, seeded, strict_json
 from workbench.pipeline.runner import run_rating
 from workbench.pipeline.store import Store
 
@@ -40,7 +40,7 @@ def load_nightly_config(path: str | Path) -> dict[str, Any]:
     for b in base:
         if not isinstance(b, dict) or not isinstance(b.get("name"), str) or not b["name"]:
             raise ParamError(f"nightly config {p}: every baseline needs a name, got {b!r}")
-        if b["name"] in names or _ID_RE.search(b["name"]):
+        if b["name"] in names or UNSAFE_ID_CHARS.search(b["name"]):
             raise ParamError(f"nightly config {p}: baseline name {b['name']!r} duplicated or not id-safe")
         names.add(b["name"])
         plan_from_params(b.get("params") or {}, "check")   # fail at load, naming the field

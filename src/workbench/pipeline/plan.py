@@ -59,7 +59,7 @@ SPEC_PARAMS = ("r_sat_ms", "l_sat_ms", "width", "confidence", "accuracy", "polic
                "budget_s", "max_trials")
 
 
-_ID_RE = re.compile(r"[^A-Za-z0-9._-]+")
+UNSAFE_ID_CHARS = re.compile(r"[^A-Za-z0-9._-]+")
 
 
 class ParamError(ValueError):
@@ -68,7 +68,7 @@ class ParamError(ValueError):
 
 def rating_id_for(dag_id: str, run_id: str) -> str:
     """Deterministic, store-safe id of the rating a DAG run makes (retries reuse it)."""
-    rid = _ID_RE.sub("_", f"{dag_id}__{run_id}").strip("._-")
+    rid = UNSAFE_ID_CHARS.sub("_", f"{dag_id}__{run_id}").strip("._-")
     return rid[:128]
 
 
@@ -120,7 +120,7 @@ class RatingPlan:
         return dataclasses.replace(self, slot=slot)
 
 
-def _check_param(name: str, value: Any) -> None:
+def check_param(name: str, value: Any) -> None:
     schema = PARAMS[name]
     types = schema["type"] if isinstance(schema["type"], list) else [schema["type"]]
     if value is None:
@@ -156,7 +156,7 @@ def plan_from_params(params: Mapping[str, Any], rating_id: str, workload_files: 
     p = {k: params.get(k, PARAMS[k].get("default")) for k in PARAMS}
     for name, value in p.items():
         if not (name == "workload" and workload_files and Path(str(value)).is_file()):
-            _check_param(name, value)
+            check_param(name, value)
     prof = PROFILES[p["profile"]]
     factors = with_rules(prof["factors"], {name: p[name] for name in FACTOR_PARAMS})
     try:
@@ -181,7 +181,7 @@ def plan_from_params(params: Mapping[str, Any], rating_id: str, workload_files: 
         RatingSpec(**spec)
     except (TypeError, ValueError) as e:
         raise ParamError(str(e)) from None
-    if not rating_id or _ID_RE.search(rating_id):
+    if not rating_id or UNSAFE_ID_CHARS.search(rating_id):
         raise ParamError(f"rating_id {rating_id!r}: only letters, digits, '.', '_' and '-'")
     return RatingPlan(rating_id=rating_id, workload=p["workload"], profile=p["profile"], slot=p["slot"],
                       factors=factors, spec=spec, warmup_s=float(prof["warmup_s"]),

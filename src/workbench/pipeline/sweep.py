@@ -17,7 +17,7 @@ from analysis.plots import surface_png
 from analysis.report import surface_report_html
 from workbench.config.factors import sweep_factors
 from workbench.config.vocabulary import DESIGNS
-from workbench.pipeline.plan import ParamError, RatingPlan, _check_param, plan_from_params, seeded, strict_json
+from workbench.pipeline.plan import ParamError, RatingPlan, check_param, plan_from_params, seeded, strict_json
 from workbench.pipeline.runner import run_rating
 from workbench.pipeline.store import PARQUET_TYPE, Store
 from workbench.planning.design import Categorical, FactorSpace, Numeric
@@ -33,22 +33,18 @@ def factor_space(levels: Mapping[str, Sequence[Any]]) -> FactorSpace:
     """Factors named like the rate_peak params; numeric ones need ≥ 2 distinct levels."""
     if not isinstance(levels, Mapping) or not levels:
         raise ParamError("factors: give an object {factor: [levels...]}, e.g. "
-                                  '{"memory_mb": [128, 256], "read_iops": [100, 200]}')
+                         '{"memory_mb": [128, 256], "read_iops": [100, 200]}')
     out = []
     for name, lv in levels.items():
         if not isinstance(lv, (list, tuple)) or len(lv) < 2:
             raise ParamError(f"factors.{name}: give a list of at least 2 levels, got {lv!r}")
-        if name in NUMERIC_FACTORS:
-            for v in lv:
-                _check_param(name, v)
-            out.append(Numeric(name, levels=tuple(lv), integer=True))
-        elif name in CATEGORICAL_FACTORS:
-            for v in lv:
-                _check_param(name, v)
-            out.append(Categorical(name, tuple(lv)))
-        else:
+        if name not in NUMERIC_FACTORS + CATEGORICAL_FACTORS:
             raise ParamError(f"factors: unknown factor {name!r}; numeric: {', '.join(NUMERIC_FACTORS)}; "
-                                      f"categorical: {', '.join(CATEGORICAL_FACTORS)}")
+                             f"categorical: {', '.join(CATEGORICAL_FACTORS)}")
+        for v in lv:
+            check_param(name, v)
+        out.append(Numeric(name, levels=tuple(lv), integer=True) if name in NUMERIC_FACTORS
+                   else Categorical(name, tuple(lv)))
     try:
         return FactorSpace(out)
     except ValueError as e:

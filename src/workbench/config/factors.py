@@ -5,7 +5,7 @@ Each row says the word users type, the ``nfs_server`` role variable it sets, its
 default, its bounds or choices, and whether a response-surface sweep treats it as numeric or
 categorical. The Params schema of the DAGs (``params_schema``), the CLI flags (``add_cli_flags``),
 the harness's extra-vars (``factor_vars``) and the sweep's factor kinds (``sweep_kind``) all derive
-from ``FACTORS``; ``tests/test_factors.py`` checks it against ``roles/nfs_server/meta/
+from ``FACTORS``; ``tests/config/test_factors.py`` checks it against ``roles/nfs_server/meta/
 argument_specs.yml`` and the role's defaults. Adding a factor: one row here, plus the role variable.
 """
 from __future__ import annotations

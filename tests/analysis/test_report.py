@@ -1,0 +1,264 @@
+"""Plots and HTML reports on real rating records (tests/data/report_*.json, from a real
+web_server rating: 8 of its 23 trials; per-op histograms kept only at 900 ops/s, the load nearest λ*)."""
+from __future__ import annotations
+
+import copy
+import io
+import json
+import re
+from pathlib import Path
+
+import matplotlib
+import matplotlib.image as mpimg
+import numpy as np
+import pandas as pd
+import pytest
+from hdrh.histogram import HdrHistogram
+from scipy import stats as st
+
+from analysis import plots, report
+from workbench.stats.rsm import fit_quadratic
+
+DATA = Path(__file__).resolve().parents[1] / "data"
+PNG_SIG = b"\x89PNG\r\n\x1a\n"
+
+
+def _load(name):
+    return json.loads((DATA / f"report_{name}.json").read_text())
+
+
+@pytest.fixture
+def rating():
+    trials = _load("trials")
+    # one real trial re-labelled invalid, as the validity rules / GX would do
+    bad = next(t for t in trials if t["n"] == 7)
+    bad["valid"], bad["reason"] = False, "achieved rate < 90% of offered <b>"
+    bad["raw"]["host_steal_pct"] = 3.14159  # fstress: share of the load host's CPU time stolen in the window
+    return {"spec": _load("spec"), "result": _load("result"), "trials": trials, "sysinfo": _load("sysinfo")}
+
+
+def _decode_png(b: bytes) -> np.ndarray:
+    assert b[:8] == PNG_SIG
+    return mpimg.imread(io.BytesIO(b), format="png")
+
+
+def _hist(values) -> HdrHistogram:
+    h = HdrHistogram(1, 120_000_000, 3)
+    for v in values:
+        h.record_value(v)
+    return h
+
+
+# --------------------------------------------------------------------------- data functions
+
+def test_backend_is_agg():
+    assert matplotlib.get_backend().lower() == "agg"
+
+
+def test_latency_cdf_hand_case_merges_and_ends_at_one():
+    a = _hist([100, 200, 200, 1000])                     # µs
+    b = _hist([1000, 1000])
+    x, f = plots.latency_cdf([a.encode(), b])            # base64 string and object both accepted
+    np.testing.assert_allclose(x, [0.1, 0.2, 1.0])      # ms
+    np.testing.assert_allclose(f, [1 / 6, 3 / 6, 1.0])
+    assert a.get_total_count() == 4                      # inputs not mutated by the merge
+    x0, f0 = plots.latency_cdf([None, ""])
+    assert x0.size == 0 and f0.size == 0
+
+
+def test_latency_cdf_real_histograms_monotone_and_in_ms(rating):
+    at_peak = [t for t in rating["trials"] if t["load_ops_s"] == 900.0]
+    assert len(at_peak) >= 2
+    hists = [t["raw"]["histogram"] for t in at_peak]
+    merged = plots.merge_histograms(hists)
+    assert merged.get_total_count() == sum(HdrHistogram.decode(h).get_total_count() for h in hists)
+    x, f = plots.latency_cdf(hists)
+    assert np.all(np.diff(x) > 0) and np.all(np.diff(f) >= 0) and f[-1] == 1.0 and f[0] > 0
+    for t in at_peak:                                    # unit check: HDR µs → ms matches fstress p95_ms
+        h = HdrHistogram.decode(t["raw"]["histogram"])
+        assert h.get_value_at_percentile(95) * plots.HDR_UNIT_MS == pytest.approx(t["p95_ms"], rel=1e-3)
+
+
+def test_cdf_trials_picks_nearest_load_and_lowest(rating):
+    groups = plots.cdf_trials(rating["trials"], rating["result"]["peak_rate"])
+    assert [g[0] for g in groups] == [900.0, 200.0]
+    assert all(t["valid"] for _, ts in groups for t in ts)
+
+
+def test_load_summary_ci_matches_scipy_and_skips_invalid(rating):
+    trials = rating["trials"]
+    rows = {r["load_ops_s"]: r for r in plots.load_summary(trials, 0.9)}
+    means = [t["mean_ms"] for t in trials if t["load_ops_s"] == 900.0]
+    # [CC] Eq. 1: mean ± t_{(1+c)/2; N−1} · s/√N
+    lo, hi = st.t.interval(0.9, len(means) - 1, loc=np.mean(means), scale=st.sem(means))
+    assert rows[900.0]["ci_lo"] == pytest.approx(lo) and rows[900.0]["ci_hi"] == pytest.approx(hi)
+    assert rows[1600.0]["n_invalid"] == 1 and rows[1600.0]["n_valid"] == 0
+    assert np.isnan(rows[1600.0]["mean_ms"])
+
+
+def test_per_op_rows_at_peak_load(rating):
+    trials = rating["trials"]
+    at = [t for t in trials if t["load_ops_s"] == 900.0]
+    rows = report.per_op_rows(trials, 900.0)
+    assert {r["op"] for r in rows} == set(at[0]["raw"]["ops"])
+    assert sum(r["count"] for r in rows) == sum(t["raw"]["ops_total"] for t in at)
+    assert sum(r["actual_pct"] for r in rows) == pytest.approx(100.0)
+    assert sum(r["time_pct"] for r in rows) == pytest.approx(100.0)
+    read = next(r for r in rows if r["op"] == "read")
+    assert read["mix_target_pct"] == pytest.approx(28.0)
+    n = sum(t["raw"]["ops"]["read"]["count"] for t in at)
+    exact_mean = sum(t["raw"]["ops"]["read"]["exact"]["sum_ns"] for t in at) / n / 1e6
+    assert read["mean_ms"] == pytest.approx(exact_mean)
+    p95s = [t["raw"]["ops"]["read"]["p95_ms"] for t in at]      # a mixture's quantile lies between
+    assert min(p95s) <= read["p95_ms"] <= max(p95s)
+    # 200 ops/s: two trials without per-op histograms → no percentiles, counts still add up
+    low = report.per_op_rows(trials, 200.0)
+    assert all(np.isnan(r["p95_ms"]) for r in low)
+    assert sum(r["count"] for r in low) == 2000
+
+
+# --------------------------------------------------------------------------- PNGs
+
+def test_rating_plots_are_pngs_of_the_expected_size(rating):
+    out = report.rating_plots(rating["spec"], rating["result"], rating["trials"])
+    assert set(out) == {"latency_vs_load.png", "search_trace.png", "latency_cdf.png"}
+    for name, b in out.items():
+        assert _decode_png(b).shape == (500, 800, 4), name
+
+
+def test_plots_survive_empty_and_missing_histograms(rating):
+    trials = copy.deepcopy(rating["trials"])
+    for t in trials:
+        t["raw"] = None
+    assert _decode_png(plots.latency_cdf_png(trials, rating["result"])).shape == (500, 800, 4)
+    assert _decode_png(plots.latency_vs_load_png([], {}, None)).shape == (500, 800, 4)
+    assert _decode_png(plots.search_trace_png([], {})).shape == (500, 800, 4)
+
+
+def _grid():
+    return pd.DataFrame({"disks": [1, 1, 4, 4], "threads": [4, 32, 4, 32],
+                         "peak_rate": [310.0, 350.0, 620.0, 905.0]})
+
+
+def test_surface_png_2x2_without_and_with_fit():
+    df = _grid()
+    assert _decode_png(plots.surface_png(df, "disks", "threads")).shape == (550, 700, 4)
+    fit = fit_quadratic(df[["disks", "threads"]].to_numpy(float), df["peak_rate"], degree=2)
+    assert _decode_png(plots.surface_png(df, "disks", "threads", fit)).shape == (550, 700, 4)
+    # a model fitted on coded factors, with the coding passed in
+    code = lambda rows: np.array([[(r["disks"] - 2.5) / 1.5, (r["threads"] - 18) / 14] for r in rows])  # noqa: E731
+    coded = fit_quadratic(code(df.to_dict("records")), df["peak_rate"], degree=2)
+    assert _decode_png(plots.surface_png(df, "disks", "threads", coded, code=code)).shape == (550, 700, 4)
+
+
+def test_surface_png_rejects_bad_inputs():
+    df = _grid()
+    with pytest.raises(ValueError, match="column 'memory_mb' missing"):
+        plots.surface_png(df, "disks", "memory_mb")
+    fit3 = fit_quadratic(np.random.default_rng(0).random((12, 3)), np.arange(12.0) + 1, degree=2)
+    with pytest.raises(ValueError, match="exactly 2 numeric factors"):
+        plots.surface_png(df, "disks", "threads", fit3)
+
+
+def test_history_png():
+    hist = [{"date": "2026-11-20", "peak_rate": 900, "ci_lo": 850, "ci_hi": 950},
+            {"date": "2026-11-21", "peak_rate": 920, "peak_rate_ci": [880, 990]}]
+    cur = {"date": "2026-11-22", "peak_rate": 700, "ci_lo": 650, "ci_hi": 760, "regression": True}
+    assert _decode_png(plots.history_png(hist, cur)).shape == (500, 800, 4)
+    assert _decode_png(plots.history_png([], None)).shape == (500, 800, 4)
+
+
+# --------------------------------------------------------------------------- HTML
+
+_EXTERNAL = re.compile(r"""(?:src|href)\s*=\s*["']?\s*(?:https?:)?//""", re.I)
+
+
+def test_rating_report_html(rating):
+    spec = copy.deepcopy(rating["spec"])
+    spec["workload"] = "<script>alert(1)</script>"
+    validation = {"success": False, "excluded": {"7": "mix error 12% > 5% on <read>"}, "gx": {"n": 1}}
+    page = report.rating_report_html(spec, rating["result"], rating["trials"], rating["sysinfo"], validation)
+    assert page.startswith("<!DOCTYPE html>")
+    assert "898.9" in page and "CONVERGED" in page
+    for t in rating["trials"]:
+        row = '<tr class="invalid">' if not t["valid"] else "<tr>"
+        assert f'{row}<td>{t["n"]}</td>' in page
+    for op in rating["trials"][0]["raw"]["ops"]:
+        assert f'<td class="l">{op}</td>' in page
+    assert "mix error 12% &gt; 5% on &lt;read&gt;" in page
+    assert "achieved rate &lt; 90% of offered &lt;b&gt;" in page
+    assert "<th>host steal %</th>" in page and "<td>3.14</td>" in page   # absent elsewhere: "—"
+    assert "<script>" not in page and "&lt;script&gt;alert(1)&lt;/script&gt;" in page
+    assert not _EXTERNAL.search(page)
+    assert page.count('src="data:image/png;base64,') == 3
+    assert "6.18.44-fc-v657" in page and "RPC_Ioq_ThrdMax" in page    # sysinfo: kernel, server config
+
+
+def test_rating_report_uses_given_plots(rating):
+    png = plots.history_png([], None)
+    page = report.rating_report_html(rating["spec"], rating["result"], rating["trials"], plots={"only.png": png})
+    assert page.count("data:image/png;base64,") == 1 and "only.png" in page
+    assert "no great_expectations result recorded" in page
+
+
+def test_surface_report_html():
+    samples = [dict(r, rating_id=f"r{i}", n_trials=5, seed_load=None) for i, r in enumerate(_grid().to_dict("records"))]
+    samples[0]["rating_id"] = "<img src=x>"
+    page = report.surface_report_html(
+        {"sweep_id": "sw1", "factors": ["disks", "threads"], "levels": {"disks": [1, 4], "threads": [4, 32]},
+         "design": "fullfact"},
+        samples, {"mape_loo": 12.5, "mape_all": 3.25, "r2": 0.97, "coefficients": {"1": 546.25, "disks": 216.2}},
+        {"surface.png": plots.surface_png(_grid(), "disks", "threads")})
+    assert "fullfact" in page and "12.5" in page and "3.25" in page and "216.2" in page and "905" in page
+    assert "&lt;img src=x&gt;" in page and "<img src=x>" not in page
+    assert not _EXTERNAL.search(page)
+    samples[1]["report_href"] = "../../ratings/r1/report.html"
+    samples[0]["report_href"] = '../../ratings/"x/report.html'
+    page = report.surface_report_html({"sweep_id": "sw1", "factors": ["disks", "threads"]}, samples, None)
+    assert '<a href="../../ratings/r1/report.html">r1</a>' in page
+    assert '<a href="../../ratings/&quot;x/report.html">&lt;img src=x&gt;</a>' in page
+    assert '<td class="l">r2</td>' in page or ">r2</td>" in page       # no href: plain text
+
+
+def test_nightly_report_shows_regression():
+    verdicts = [
+        {"name": "web-mem128", "config": {"memory_mb": 96}, "current_peak": 600.0, "baseline_peak": 900.0,
+         "rel_change": -1 / 3, "diff_ci": [-350.0, -250.0], "welch_p": 0.001, "regression": True,
+         "test": "welch", "reason": "λ* down 33% (significant, beyond 10% tolerance)", "report_url": "s3://workbench/ratings/x/report.html"},
+        {"name": "db-tp", "config": {"disks": 2}, "current_peak": 505.0, "baseline_peak": 500.0, "rel_change": 0.01,
+         "diff_ci": [-20.0, 30.0], "welch_p": 0.6, "regression": False, "reason": "within tolerance",
+         "report_url": None},
+    ]
+    page = report.nightly_report_html("2026-11-22", verdicts, {"history.png": plots.history_png([], None)})
+    assert '<span class="status bad">REGRESSION</span>' in page
+    assert '<span class="status ok">OK</span>' in page
+    assert "1 of 2 baseline(s) regressed" in page and "-33.3 %" in page
+    assert ">decided by</th>" in page and ">Welch</td>" in page
+    assert ">s3://workbench/ratings/x/report.html</td>" in page     # no href: the URL as text
+    linked = report.nightly_report_html("2026-11-22", [{**verdicts[0], "report_href": "../../ratings/x/report.html"}])
+    assert '<a href="../../ratings/x/report.html">s3://workbench/ratings/x/report.html</a>' in linked
+    ok_page = report.nightly_report_html("2026-11-22", verdicts[1:], None)
+    assert "REGRESSION" not in ok_page and "ALL OK" in ok_page
+    stuck = {**verdicts[1], "inconclusive": True, "reason": "tonight's rating did not converge (...)"}
+    grey = report.nightly_report_html("2026-11-22", [stuck], None)
+    assert grey.count('<span class="status na">NO VERDICT</span>') == 2 and "ALL OK" not in grey
+    assert not _EXTERNAL.search(page)
+
+
+def test_rating_report_on_40_trials(rating):
+    base = [t for t in rating["trials"] if t["valid"]]
+    trials = []
+    for n in range(40):
+        t = copy.deepcopy(base[n % len(base)])
+        t["n"] = n
+        trials.append(t)
+    page = report.rating_report_html(rating["spec"], rating["result"], trials)
+    assert all(f"<tr><td>{n}</td>" in page for n in range(40))
+
+
+def test_mean_at_peak_names_its_load_and_has_no_negative_bound(rating):
+    # the real rating: λ* 898.9 interpolated, the tested load nearest it 900 ops/s; the t-interval
+    # of its 4 trial means is [−62.4, 215.9] ms, of which only [0, 215.9] holds a response time
+    page = report.rating_report_html(rating["spec"], rating["result"], rating["trials"])
+    assert "mean at 900 ops/s (tested load nearest λ*)" in page
+    assert "76.75 ms, CI [0, 215.9]" in page and "-62.39" not in page

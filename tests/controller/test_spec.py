@@ -1,0 +1,47 @@
+"""RatingSpec: defaults from the paper, validation naming the field, goals."""
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import pytest
+
+from workbench.controller.spec import RatingSpec
+
+
+def test_spec_defaults_follow_the_paper():
+    s = RatingSpec()
+    assert (s.r_sat_ms, s.width, s.l_sat_ms, s.confidence, s.accuracy) == (40, 0.10, 2000, 0.95, 0.90)
+    assert s.policy == "binsearch" and s.first_load == 50 and s.seed_load is None
+    assert s.region == pytest.approx((36, 44))
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        s.r_sat_ms = 10
+
+
+@pytest.mark.parametrize("field,value", [
+    ("r_sat_ms", 0), ("r_sat_ms", -1), ("r_sat_ms", math.nan), ("r_sat_ms", "40"),
+    ("width", 0), ("width", 1.0), ("l_sat_ms", 0), ("p_sat", 1.5), ("p_sat", 0),
+    ("confidence", 1.0), ("confidence", 0), ("accuracy", 1.0), ("accuracy", -0.1),
+    ("policy", "random"), ("seed_load", 0), ("seed_load", -5), ("first_load", 0),
+    ("runlength_s", 0), ("runlength_s", math.inf), ("runlength_policy", "auto"),
+    ("runlength_min_s", -1), ("runlength_max_s", 0), ("max_trials", 1), ("max_trials", 2.5),
+    ("budget_s", 0), ("trial_overhead_s", -1), ("goals_ms", []), ("goals_ms", [40, -1]),
+    ("goals_ms", 40), ("stop_rule", "contain"), ("min_trials", 1), ("max_trials_per_load", 1),
+    ("max_loads", 1), ("max_invalid_per_load", 0), ("linear_step_ops_s", 0),
+    ("linear_trials", 1), ("linear_trials", 2.5),
+    ("model_form", "poly"), ("seed_step", 0), ("resolution", 0), ("bound_confidence", 1.0),
+])
+def test_spec_validation_names_field_and_range(field, value):
+    with pytest.raises(ValueError) as e:
+        RatingSpec(**{field: value})
+    assert field in str(e.value) and "must be" in str(e.value)
+
+
+def test_spec_runlength_bounds_ordered():
+    with pytest.raises(ValueError, match="runlength_min_s"):
+        RatingSpec(runlength_min_s=100, runlength_max_s=50)
+
+
+def test_spec_goals():
+    s = RatingSpec(goals_ms=[50, 30])
+    assert s.goals == (30.0, 40.0, 50.0) and s.goals_ms == (50.0, 30.0)

@@ -1,0 +1,180 @@
+"""The three DAGs end to end with dag.test() on real Ganesha slots and a real MinIO (the `smoke`
+profile: real but short ratings), and the rate_peak DAG's params and tasks."""
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+from pathlib import Path
+
+import pytest
+from helpers import load_recorded_nights
+
+from analysis.regression import reference_load
+from workbench import pipeline
+from workbench.config import paths
+from workbench.config.vocabulary import CANNED_WORKLOADS, MAX_TRIAL_TASKS
+from workbench.pipeline import nightly
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+# dag.test ratings lease slot1 (auto: the first free slot); under xdist they run on one worker, in order
+SLOT1 = pytest.mark.xdist_group("slot1")
+
+
+def test_dag_params_match_the_checked_table():
+    dag = _dag("rate_peak")
+    assert set(dag.params.keys()) == set(pipeline.PARAMS)
+    assert dag.params.get_param("workload").schema["enum"] == list(CANNED_WORKLOADS)
+    ids = {t.task_id for t in dag.tasks}
+    assert {"validate", "lease_slot", "provision", "deploy", "gx_check", "summarise", "report", "publish",
+            "teardown", "verdict"} <= ids
+    assert {f"decide_{k}" for k in range(MAX_TRIAL_TASKS)} <= ids
+    assert dag.get_task("teardown").trigger_rule == "all_done"
+    assert dag.get_task("trial_0").pool == "workbench_sut"
+
+
+def _dag(dag_id):
+    from workbench.dagrun import load_dag
+    return load_dag(dag_id)
+
+
+def _states(dr) -> dict[str, str]:
+    return {ti.task_id + (f"[{ti.map_index}]" if ti.map_index >= 0 else ""): str(ti.state)
+            for ti in dr.get_task_instances()}
+
+
+@pytest.fixture(scope="session")
+def airflow_db():
+    """`airflow db migrate` once for the session's AIRFLOW_HOME (set in conftest.py)."""
+    import subprocess
+    import sys
+    out = subprocess.run([str(Path(sys.executable).parent / "airflow"), "db", "migrate"], env=dict(os.environ),
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    return os.environ["AIRFLOW_HOME"]
+
+
+@pytest.fixture
+def airflow_env(airflow_db, store, monkeypatch):
+    """The migrated Airflow home and this test's store (fresh bucket) in the tasks' environment."""
+    cfg = store.config
+    for k, v in {"WB_S3_ENDPOINT": cfg.endpoint, "WB_S3_ACCESS_KEY": cfg.access_key,
+                 "WB_S3_SECRET_KEY": cfg.secret_key, "WB_S3_BUCKET": cfg.bucket, "WB_S3_SECURE": "false"}.items():
+        monkeypatch.setenv(k, v)
+    return store
+
+
+def _root():
+    if os.geteuid() != 0:
+        pytest.skip("needs root (network namespaces, loop devices, cgroups)")
+
+
+@SLOT1
+@pytest.mark.integration
+@pytest.mark.timeout(900)
+def test_rate_peak_end_to_end(airflow_env):
+    _root()
+    store = airflow_env
+    dr = _dag("rate_peak").test(run_conf={"profile": "smoke", "slot": "slot1"})
+    states = _states(dr)
+    assert str(dr.state).endswith("success"), states
+    rid = pipeline.rating_id_for("rate_peak", dr.run_id)
+    res = store.get_json(store.rating_key(rid, "result.json"))
+    n = res["n_trials"]
+    assert res["converged"], res["reason"]
+    # one task per trial; after the decision to stop every later trial is skipped
+    assert all(states[f"trial_{k}"].endswith("success") for k in range(n)), states
+    assert all(states[f"trial_{k}"].endswith("skipped") for k in range(n, MAX_TRIAL_TASKS)), states
+    assert states[f"done_{n}"].endswith("success") and states["teardown"].endswith("success")
+    keys = set(store.list_keys(f"ratings/{rid}/"))
+    for name in ("spec.json", "sysinfo.json", "result.json", "trials.parquet", "gx.json", "report.html",
+                 "plots/latency_vs_load.png", "plots/search_trace.png", "plots/latency_cdf.png"):
+        assert f"ratings/{rid}/{name}" in keys, sorted(keys)
+    assert [r["n"] for r in store.trials(rid)] == list(range(n))
+    gx = store.get_json(store.rating_key(rid, "gx.json"))
+    assert gx["n_checked"] == n and "gx" in gx
+    html = store.get_bytes(store.rating_key(rid, "report.html")).decode()
+    assert f"λ* = <b>{res['peak_rate']:.4g}</b> ops/s" in html and "data:image/png;base64," in html
+    info = store.get_json(store.rating_key(rid, "sysinfo.json"))
+    assert info["host"] == "sut1"
+    assert not (paths.LEASES / "slot1").exists()          # lease released by teardown
+
+
+@SLOT1
+@pytest.mark.integration
+@pytest.mark.timeout(300)
+def test_rate_peak_bad_params_fail_at_validate_before_provisioning(airflow_env):
+    _root()
+    store = airflow_env
+    dag = _dag("rate_peak")
+    # memory_mb 50 passes the form's JSON schema (0..16384) but not the role's 96 MiB floor: the
+    # validate task names it and nothing downstream runs
+    dr = dag.test(run_conf={"memory_mb": 50, "slot": "slot1"})
+    states = _states(dr)
+    assert str(dr.state).endswith("failed") and states["validate"].endswith("failed"), states
+    assert states["provision"].endswith("upstream_failed") and states["trial_0"].endswith("upstream_failed")
+    assert not [k for k in store.list_keys("ratings/") if "spec.json" in k]
+    # wrong type / unknown workload: Airflow's own Param schema check refuses the run, naming the field
+    for conf, field in (({"workload": "nosuch"}, "workload"), ({"disks": "two"}, "disks")):
+        try:
+            dr = dag.test(run_conf=conf)
+        except ValueError as e:                 # ParamValidationError, before any task runs
+            assert field in str(e)
+        else:
+            assert _states(dr)["validate"].endswith("failed")
+    assert not [k for k in store.list_keys("ratings/") if "spec.json" in k]
+
+
+@SLOT1
+@pytest.mark.integration
+@pytest.mark.timeout(1500)
+def test_map_surface_2x2_with_seeding(airflow_env):
+    _root()
+    store = airflow_env
+    dr = _dag("map_surface").test(run_conf={"profile": "smoke", "workload": "web_server",
+                                            "factors": {"memory_mb": [128, 256], "read_iops": [50, 100]}})
+    assert str(dr.state).endswith("success"), _states(dr)
+    sid = pipeline.rating_id_for("map_surface", dr.run_id)
+    rows = [store.get_json(k) for k in store.list_keys(f"surfaces/{sid}/samples/")]
+    assert len(rows) == 4 and all(r["peak_rate"] > 0 for r in rows)
+    # the first sample to run has nothing to seed from; every later one is seeded from a finished one
+    assert sum(r["seed_load"] is None for r in rows) == 1, rows
+    assert {r["seed_load"] for r in rows if r["seed_load"]} <= {r["peak_rate"] for r in rows}, rows
+    model = store.get_json(f"surfaces/{sid}/model.json")
+    assert model["n_samples"] == 4 and model["coefficients"]
+    keys = store.list_keys(f"surfaces/{sid}/")
+    assert f"surfaces/{sid}/plots/surface_memory_mb_read_iops.png" in keys
+    assert f"surfaces/{sid}/report.html" in keys
+    page = store.get_bytes(f"surfaces/{sid}/report.html").decode()
+    for r in rows:      # each sample links its rating's report (relative), and that report exists
+        assert f'href="../../ratings/{r["rating_id"]}/report.html"' in page
+        assert store.rating_key(r["rating_id"], "report.html") in store.list_keys(f"ratings/{r['rating_id']}/")
+
+
+@SLOT1
+@pytest.mark.integration
+@pytest.mark.timeout(900)
+def test_nightly_flags_a_worse_configuration(airflow_env, tmp_path):
+    """One real night (read_iops 40) against two recorded nights of read_iops 100: seeded at the
+    history's reference load, flagged, the run red, the report linking the night's rating report."""
+    _root()
+    store = airflow_env
+    load_recorded_nights(store, "2026-11-01", "2026-11-02")
+    history = nightly.nightly_history(store, "web", "2026-11-03")
+    cfg = tmp_path / "nightly.yml"
+    worse = {"workload": "web_server", "profile": "smoke", "read_iops": 40}
+    cfg.write_text("tolerance: 0.25\nconfidence: 0.95\nbaselines:\n"
+                   f"  - name: web\n    params: {json.dumps(worse)}\n")
+    bad = _dag("nightly_regression").test(
+        run_conf={"config_path": str(cfg)}, logical_date=dt.datetime(2026, 11, 3, 3, tzinfo=dt.timezone.utc))
+    v_bad = store.get_json("nightly/2026-11-03/verdicts.json")
+    assert v_bad[0]["regression"] and v_bad[0]["history_nights"] == ["2026-11-01", "2026-11-02"], v_bad
+    assert str(bad.state).endswith("failed") and _states(bad)["verdict"].endswith("failed")
+    rec = store.get_json("nightly/2026-11-03/web.json")
+    assert rec["seed_load"] == reference_load(history), (rec["seed_load"], reference_load(history))
+    page = store.get_bytes("nightly/2026-11-03/report.html").decode()
+    rid = v_bad[0]["rating_id"]
+    assert "REGRESSION" in page and f'href="../../ratings/{rid}/report.html"' in page
+    assert store.rating_key(rid, "report.html") in store.list_keys(f"ratings/{rid}/")

@@ -1,0 +1,170 @@
+"""Crash the scheduler in the middle of a rating: the rating still completes, with no lost and no
+repeated trial record.
+
+A real Airflow (LocalExecutor, SQLite), real MinIO and a real Ganesha slot: rate_peak runs the
+`smoke` profile on slot2; once ≥ 2 trial objects are in the store and a trial_k is running, the
+scheduler is SIGKILLed together with its LocalExecutor workers and their task processes (the
+trial's fstress included), like a crashed host.  A new scheduler then finds the dead task instance
+(its heartbeat stops; LiveAirflow sets a 15 s timeout), retries it (trial_k has retries, and
+re-running trial_k rewrites the same key), and the run finishes.
+
+    .venv/bin/python -m pytest -q tests/dags/test_restart.py      (root: the slot needs netns/cgroups)
+"""
+from __future__ import annotations
+
+import dataclasses
+import os
+import re
+import subprocess
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+from airflow_live import REPO, LiveAirflow
+
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.xdist_group("slot2"),       # slot2's tests run on one xdist worker, in order
+    pytest.mark.skipif(os.geteuid() != 0, reason="a workbench slot needs root (netns, cgroups, loop devices)"),
+]
+
+DAG_ID = "rate_peak"
+CONF = {"profile": "smoke", "slot": "slot2", "workload": "web_server"}
+TRIAL_KEY = re.compile(r"/trials/(\d{5})\.json$")
+
+
+def _trial_numbers(store, rating_id: str) -> list[int]:
+    keys = store.list_keys(f"ratings/{rating_id}/trials/")
+    return sorted(int(m.group(1)) for k in keys if (m := TRIAL_KEY.search(k)))
+
+
+def _wait_slot_free(slot: str, timeout_s: float = 900) -> None:
+    """Other tests on this machine (dag.test ratings, nightly) may hold the slot's lease."""
+    from workbench.config import paths
+    deadline = time.monotonic() + timeout_s
+    while (paths.LEASES / slot).exists():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{slot} still leased after {timeout_s:.0f} s: {paths.LEASES / slot}")
+        time.sleep(5)
+
+
+def _load_host_fstress(slot: str) -> list[str]:
+    """fstress processes still running in the slot's load-host namespace (wb-loadK)."""
+    ns = f"wb-load{slot.removeprefix('slot')}"
+    out = subprocess.run(["ip", "netns", "pids", ns], capture_output=True, text=True, timeout=10)
+    found = []
+    for pid in out.stdout.split():
+        try:
+            cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if "fstress" in cmd:
+            found.append(f"{pid}: {cmd.strip()}")
+    return found
+
+
+def _measuring(states: dict[str, str | None], recorded: list[int]) -> str | None:
+    """The trial_k that is running and has not recorded trial k yet (mid-measurement)."""
+    k = len(recorded)
+    return f"trial_{k}" if states.get(f"trial_{k}") == "running" else None
+
+
+@pytest.mark.timeout(1800)
+def test_scheduler_crash_mid_rating_loses_and_repeats_no_trial(minio_server, tmp_path):
+    from workbench import pipeline
+    from workbench.config import paths
+    from workbench.config.vocabulary import MAX_TRIAL_TASKS
+    from workbench.pipeline.s3store import ResultsStore
+
+    cfg = dataclasses.replace(minio_server, bucket=f"restart-{uuid.uuid4().hex[:10]}")
+    store = ResultsStore(cfg)
+    store.ensure_bucket()
+    env = {"WB_S3_ENDPOINT": cfg.endpoint, "WB_S3_ACCESS_KEY": cfg.access_key,
+           "WB_S3_SECRET_KEY": cfg.secret_key, "WB_S3_BUCKET": cfg.bucket, "WB_S3_SECURE": "false"}
+    t_start = time.monotonic()
+    with LiveAirflow(tmp_path / "airflow", REPO / "dags", env) as af:
+        af.wait_ready(DAG_ID)
+        print(f"airflow up in {time.monotonic() - t_start:.1f} s {af.timings_s}")
+        _wait_slot_free(CONF["slot"])
+        run_id = af.trigger(DAG_ID, CONF)
+        rid = pipeline.rating_id_for(DAG_ID, run_id)
+        plan = pipeline.plan_from_params(CONF, rid)
+        try:
+            # 1. Wait for ≥ 2 recorded trials and the next trial task in the middle of measuring.
+            deadline = time.monotonic() + 600
+            while True:
+                states = af.task_states(DAG_ID, run_id)
+                recorded = _trial_numbers(store, rid)
+                victim = _measuring(states, recorded)
+                if len(recorded) >= 2 and victim:
+                    time.sleep(1.0)               # well inside the trial (≈ 10 s: setup + 3 s run)
+                    if _trial_numbers(store, rid) == recorded:
+                        break
+                    continue
+                run_state = af.run_state(DAG_ID, run_id)
+                assert run_state not in ("success", "failed"), \
+                    f"run ended ({run_state}) before the crash could be staged: {states}"
+                assert time.monotonic() < deadline, f"no 2 trials + a running trial in 600 s: {states}"
+                time.sleep(0.5)
+            before = _trial_numbers(store, rid)
+            tries_before = {ti["task_id"]: ti["try_number"] for ti in af.task_instances(DAG_ID, run_id)}
+
+            # 2. Crash: scheduler, executor workers, task processes — all SIGKILLed at once.
+            t_kill = time.monotonic()
+            killed = af.kill_scheduler()
+            print(f"killed scheduler tree ({len(killed)} processes) while {victim} ran; "
+                  f"trials recorded: {before}")
+            time.sleep(2)
+            orphans = _load_host_fstress(CONF["slot"])
+            assert not orphans, f"fstress of the killed trial survived the crash: {orphans}"
+            time.sleep(3)
+            af.start_scheduler()
+
+            # 3. The restarted scheduler notices the dead task, retries it and finishes the rating.
+            while af.task_states(DAG_ID, run_id).get(victim) == "running":
+                assert time.monotonic() - t_kill < 180, f"{victim} still 'running' 180 s after the crash"
+                time.sleep(1)
+            t_detect = time.monotonic() - t_kill
+            state = af.wait_run(DAG_ID, run_id, timeout_s=900)
+            t_done = time.monotonic() - t_kill
+            tis = {ti["task_id"]: ti for ti in af.task_instances(DAG_ID, run_id)}
+            states = {t: ti["state"] for t, ti in tis.items()}
+            print(f"dead {victim} detected {t_detect:.1f} s after the kill; run {state} "
+                  f"{t_done:.1f} s after the kill; total {time.monotonic() - t_start:.1f} s")
+            assert state == "success", {t: s for t, s in states.items() if s not in ("success", "skipped")}
+        finally:
+            if af.run_state(DAG_ID, run_id) not in ("success", "failed"):
+                af.set_run_state(DAG_ID, run_id, "failed")
+            print("cleanup:", pipeline.teardown(plan.with_slot(CONF["slot"])))
+
+    # 4. The store: result, trials 0..n−1 once each, parquet without duplicates.
+    result = store.get_json(store.rating_key(rid, "result.json"))
+    n = result["n_trials"]
+    print(f"rating {rid}: {n} trials, λ* = {result['peak_rate']:.1f} ops/s ({result['reason']})")
+    numbers = _trial_numbers(store, rid)
+    assert numbers == list(range(n)), f"trial objects {numbers}, result says n_trials={n}"
+    assert set(before) <= set(numbers)
+    records = store.trials(rid)
+    assert [r["n"] for r in records] == list(range(n))
+    df = store.trials_df(rid)
+    pq = store.get_bytes(store.rating_key(rid, "trials.parquet"))
+    import io
+
+    import pyarrow.parquet as pq_mod
+    table = pq_mod.read_table(io.BytesIO(pq)).to_pandas()
+    assert len(table) == n and table["n"].is_unique and sorted(table["n"]) == list(range(n))
+    assert len(df) == n
+
+    # 5. The tasks: trial_0..n−1 succeeded (the victim on a retry), every later trial skipped.
+    for k in range(MAX_TRIAL_TASKS):
+        want = "success" if k < n else "skipped"
+        assert states[f"trial_{k}"] == want, f"trial_{k} is {states[f'trial_{k}']}, expected {want}"
+    assert states[f"done_{n}"] == "success", states
+    assert states["teardown"] == "success" and states["verdict"] == "success", states
+    assert tis[victim]["try_number"] > tries_before[victim], \
+        f"{victim} was not retried after the crash (try {tis[victim]['try_number']})"
+    # Trials that had finished before the crash were not run again.
+    for k in set(before) - {int(victim.split("_")[1])}:
+        assert tis[f"trial_{k}"]["try_number"] == tries_before[f"trial_{k}"], f"trial_{k} re-ran"
+    assert not (paths.LEASES / CONF["slot"]).exists(), "slot2 lease not released"

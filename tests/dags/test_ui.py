@@ -1,0 +1,235 @@
+"""The Airflow UI in a real browser: headless Chromium (Debian's package) fills rate_peak's Params
+form, presses Trigger, and the run appears with those values (checked through the REST API).
+
+The run is real (scheduler, LocalExecutor, MinIO) but never touches a workbench slot: right after
+the trigger the test marks the run's `lease_slot` task failed through the API (it waits for
+validate, which takes seconds).  validate must still accept the form's values, provision and the
+trials become upstream_failed, and the DAG's `teardown` (trigger_rule all_done) must still run.
+If anything goes wrong half-way, the finally marks the run failed and calls `pipeline.teardown`
+for both slots (a no-op unless this rating holds a slot's lease).
+
+    .venv/bin/python -m pytest -q tests/dags/test_ui.py      (root: slots need netns/cgroups)
+"""
+from __future__ import annotations
+
+import io
+import os
+import tempfile
+import time
+import urllib.parse
+from pathlib import Path
+
+import pytest
+from airflow_live import REPO, LiveAirflow
+
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.skipif(os.geteuid() != 0, reason="a workbench slot needs root (netns, cgroups, loop devices)"),
+]
+
+DAG_ID = "rate_peak"
+CHROMIUM = "/usr/bin/chromium"
+CHROMEDRIVER = "/usr/bin/chromedriver"
+SCREENSHOT = REPO / "docs" / "img" / "rate_peak_trigger_form.png"
+FORM = {"profile": "smoke", "memory_mb": 192}   # what the test types into the form (slot stays auto)
+WAIT_S = 30
+
+
+@pytest.fixture(scope="module")
+def airflow(minio_server, tmp_path_factory):
+    cfg = minio_server
+    env = {"WB_S3_ENDPOINT": cfg.endpoint, "WB_S3_ACCESS_KEY": cfg.access_key,
+           "WB_S3_SECRET_KEY": cfg.secret_key, "WB_S3_BUCKET": f"ui-{os.getpid()}",
+           "WB_S3_SECURE": "false"}
+    with LiveAirflow(tmp_path_factory.mktemp("airflow"), REPO / "dags", env) as af:
+        af.wait_ready(DAG_ID)
+        yield af
+
+
+@pytest.fixture
+def browser():
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    opts = webdriver.ChromeOptions()
+    opts.binary_location = CHROMIUM
+    # Without these Chromium stalls on this offline box (network/update/sync probes).
+    for arg in ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                "--disable-dev-shm-usage", "--window-size=1280,1000",
+                f"--user-data-dir={tempfile.mkdtemp(prefix='wb-chromium-')}"):
+        opts.add_argument(arg)
+    drv = webdriver.Chrome(service=Service(CHROMEDRIVER), options=opts)
+    drv.set_page_load_timeout(60)
+    try:
+        yield drv
+    finally:
+        drv.quit()
+
+
+class TriggerForm:
+    """rate_peak's trigger dialog. Airflow 3.3 renders each Param as a field whose value lives in
+    an input named `element_<param>`: enums are react-select comboboxes (value in a hidden input),
+    numbers are number inputs."""
+
+    def __init__(self, driver):
+        from selenium.webdriver.support.ui import WebDriverWait
+        self.d = driver
+        self.wait = WebDriverWait(driver, WAIT_S)
+
+    def open(self, base_url: str) -> None:
+        from selenium.webdriver.common.by import By
+        from selenium.webdriver.support import expected_conditions as EC
+        self.d.get(f"{base_url}/dags/{DAG_ID}")
+        self.wait.until(EC.element_to_be_clickable((By.CSS_SELECTOR, "[data-testid=trigger-dag-button]"))).click()
+        self.wait.until(EC.presence_of_element_located((By.NAME, "element_workload")))
+
+    def value(self, name: str) -> str:
+        from selenium.webdriver.common.by import By
+        return self.d.find_element(By.NAME, f"element_{name}").get_attribute("value")
+
+    def _center(self, el) -> None:
+        self.d.execute_script("arguments[0].scrollIntoView({block: 'center'})", el)
+
+    def set_enum(self, name: str, value: str) -> None:
+        from selenium.webdriver.common.by import By
+        from selenium.webdriver.common.keys import Keys
+        hidden = self.d.find_element(By.NAME, f"element_{name}")
+        box = hidden.find_element(
+            By.XPATH, "./ancestor::*[.//input[@role='combobox']][1]//input[@role='combobox']")
+        self._center(box)
+        box.click()
+        box.send_keys(value)
+        box.send_keys(Keys.ENTER)
+        self.wait.until(lambda _: self.value(name) == value,
+                        f"form field {name} did not take {value!r}")
+
+    def set_number(self, name: str, value: int | float) -> None:
+        from selenium.webdriver.common.by import By
+        from selenium.webdriver.common.keys import Keys
+        inp = self.d.find_element(By.NAME, f"element_{name}")
+        self._center(inp)
+        inp.click()
+        inp.send_keys(Keys.CONTROL, "a")
+        inp.send_keys(str(value))
+        inp.send_keys(Keys.TAB)               # the number input commits on blur
+        self.wait.until(lambda _: self.value(name) == str(value),
+                        f"form field {name} did not take {value!r}")
+
+    def screenshot(self, path: Path) -> None:
+        """The whole dialog (the window is made tall enough for all the Params first)."""
+        from selenium.webdriver.common.by import By
+        dialog = self.d.find_element(By.CSS_SELECTOR, "[data-scope=dialog][data-part=content]")
+        self.d.execute_script("document.activeElement && document.activeElement.blur()")
+        size = self.d.get_window_size()
+        self.d.set_window_size(size["width"], dialog.size["height"] + 200)
+        time.sleep(0.5)
+        self.d.execute_script("arguments[0].scrollIntoView({block: 'start'})", dialog)
+        png = dialog.screenshot_as_png
+        self.d.set_window_size(size["width"], size["height"])
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(_shrink_png(png))
+
+    def submit(self) -> str:
+        """Press Trigger; the UI then navigates to the new run's page: return its run_id."""
+        from selenium.webdriver.common.by import By
+        btn = self.d.find_element(By.CSS_SELECTOR, "[data-testid=trigger-dag-submit]")
+        self._center(btn)
+        btn.click()
+        self.wait.until(lambda d: f"/dags/{DAG_ID}/runs/" in d.current_url,
+                        "the UI did not open the new run's page after Trigger")
+        return urllib.parse.unquote(self.d.current_url.split("/runs/", 1)[1].split("/")[0].split("?")[0])
+
+
+def _shrink_png(png: bytes) -> bytes:
+    """A palette PNG of the screenshot (UI colours are few): ~4× smaller, fine for docs."""
+    from PIL import Image
+    img = Image.open(io.BytesIO(png)).convert("RGB").quantize(colors=128, method=Image.Quantize.MEDIANCUT)
+    out = io.BytesIO()
+    img.save(out, format="PNG", optimize=True)
+    return out.getvalue()
+
+
+def _wait_task(af: LiveAirflow, run_id: str, task_id: str, timeout_s: float) -> str:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        state = af.task_states(DAG_ID, run_id).get(task_id)
+        if state in ("success", "failed", "upstream_failed", "skipped"):
+            return state
+        time.sleep(1)
+    raise AssertionError(f"{task_id} of {run_id} not finished after {timeout_s:.0f} s: "
+                         f"{af.task_states(DAG_ID, run_id)}")
+
+
+def _cleanup(af: LiveAirflow, run_id: str | None, conf: dict | None) -> None:
+    """Whatever happened: no running rating, slot torn down, lease released."""
+    from workbench import pipeline
+    from workbench.config.vocabulary import SLOTS
+    if run_id is not None:
+        try:
+            if af.run_state(DAG_ID, run_id) not in ("success", "failed"):
+                af.set_run_state(DAG_ID, run_id, "failed")
+            for _ in range(60):                 # let killed tasks exit before tearing down
+                if not any(s in ("running", "queued") for s in af.task_states(DAG_ID, run_id).values()):
+                    break
+                time.sleep(1)
+            time.sleep(10)                      # a killed task's ansible-runner cleans up after it
+        finally:
+            # pipeline.teardown is a no-op unless this rating holds the slot's lease.
+            plan = pipeline.plan_from_params(conf or {}, pipeline.rating_id_for(DAG_ID, run_id))
+            for slot in SLOTS:
+                for attempt in (1, 2):
+                    try:
+                        print(f"cleanup {slot}:", pipeline.teardown(plan.with_slot(slot)))
+                        break
+                    except Exception as e:      # e.g. ansible-runner racing a killed task's runner
+                        print(f"cleanup {slot} attempt {attempt} failed: {e!r}")
+                        if attempt == 2:
+                            raise
+                        time.sleep(10)
+
+
+@pytest.mark.timeout(600)
+def test_trigger_rate_peak_from_the_params_form(airflow, browser, tmp_path):
+    af = airflow
+    before = {r["dag_run_id"] for r in af.dag_runs(DAG_ID)}
+    form = TriggerForm(browser)
+    t0 = time.monotonic()
+    form.open(af.base_url)
+    assert form.value("workload") == "web_server" and form.value("profile") == "quick"   # Param defaults
+    form.set_enum("profile", FORM["profile"])
+    form.set_number("memory_mb", FORM["memory_mb"])
+    form.screenshot(SCREENSHOT)
+    run_id = form.submit()
+    conf = None
+    try:
+        # First thing after the trigger (validate needs ≥ 5 s, so lease_slot has not started):
+        # keep the SUT out of it — see the module docstring.
+        ti_path = f"/dags/{DAG_ID}/dagRuns/{urllib.parse.quote(run_id, safe='')}/taskInstances"
+        assert af.task_states(DAG_ID, run_id)["lease_slot"] is None, "lease_slot started too early"
+        af.api("PATCH", f"{ti_path}/lease_slot", {"new_state": "failed"})
+        browser.save_screenshot(str(tmp_path / "run_page.png"))
+        print(f"UI: form filled and triggered in {time.monotonic() - t0:.1f} s; run page "
+              f"screenshot {tmp_path / 'run_page.png'}")
+
+        runs = {r["dag_run_id"]: r for r in af.dag_runs(DAG_ID)}
+        new = set(runs) - before
+        assert new == {run_id}, f"expected exactly the UI's run {run_id}, new runs: {new}"
+        conf = runs[run_id]["conf"]
+        print(f"run {run_id} conf from the form: {conf}")
+        assert {k: conf.get(k) for k in FORM} == FORM, f"run conf {conf} lacks the form's values"
+        assert conf["workload"] == "web_server"          # untouched fields keep their defaults
+        assert runs[run_id]["run_type"] == "manual"
+
+        # The real DAG accepts what the form sent: validate turns the conf into a plan.
+        assert _wait_task(af, run_id, "validate", 180) == "success", af.task_states(DAG_ID, run_id)
+        assert af.wait_run(DAG_ID, run_id, timeout_s=300) == "failed"
+        states = af.task_states(DAG_ID, run_id)
+        assert states["provision"] == "upstream_failed" and states["trial_0"] == "upstream_failed", states
+        assert states["teardown"] == "success", states
+        browser.refresh()
+        time.sleep(2)
+        browser.save_screenshot(str(tmp_path / "run_page_finished.png"))
+    finally:
+        _cleanup(af, run_id, conf)
+    assert SCREENSHOT.stat().st_size < 400_000

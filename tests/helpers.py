@@ -1,0 +1,90 @@
+"""Helpers shared by test modules: a fake ansible-runner, fstress JSON, rating files,
+the integration slot, recorded nightly nights."""
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+
+from workbench.controller.spec import RatingSpec
+from workbench.measure.playbook import PlaybookRun
+
+MAX_INVALID_PER_LOAD = RatingSpec.max_invalid_per_load   # the controller's re-runs of one load
+
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def fstress_json(**over):
+    d = {"offered_rate": 500.0, "achieved_rate": 500.0, "duration_s": 5.0, "ops_total": 2500,
+         "mean_ms": 3.5, "std_ms": 1.2, "p50_ms": 3.0, "p95_ms": 6.0, "p99_ms": 9.0, "max_ms": 20.0,
+         "errors": 0, "timeouts": 0, "retransmits": 0, "generator_saturated": False,
+         "saturation_reason": "", "send_lag_ms": {"mean": 0.01, "p99": 0.1, "max": 0.5}}
+    d.update(over)
+    return d
+
+
+class FakeRunner:
+    """Stands in for ansible-runner: records calls; run_trial writes `result` (or fails)."""
+
+    def __init__(self, result="default", fail=None, rc=0):
+        self.calls: list[tuple[str, dict]] = []
+        self.result = fstress_json() if result == "default" else result
+        self.fail = fail
+        self.rc = rc
+
+    def __call__(self, playbook, extravars, *, inventory, private_data_dir, log_path):
+        self.calls.append((Path(playbook).name, dict(extravars)))
+        if "sysinfo_dest" in extravars:            # provision_sut.yml fetches the SUT's sysinfo
+            Path(extravars["sysinfo_dest"]).write_text(json.dumps({"host": "fake"}))
+        if Path(playbook).name == "run_trial.yml":
+            res = self.result(extravars) if callable(self.result) else self.result
+            if res is not None:
+                Path(extravars["trial_out"]).write_text(json.dumps(res))
+        if self.fail:
+            return PlaybookRun(rc=2, status="failed", failures=[self.fail])
+        return PlaybookRun(rc=self.rc, status="successful" if self.rc == 0 else "failed")
+
+
+def rating_files(results: Path) -> tuple[dict, list[dict], Path]:
+    """(result, trial records in order, rating directory) of a `workbench rate --results DIR`."""
+    rating = results / "ratings" / results.name
+    trials = [json.loads(f.read_text()) for f in sorted((rating / "trials").glob("*.json"))]
+    return json.loads((rating / "result.json").read_text()), trials, rating
+
+
+INTEGRATION_SLOT = os.environ.get("WB_HARNESS_SLOT", "slot2")
+
+
+STATE = Path("/tmp/workbench/hosts")
+
+
+def send_lag_only(trial: dict) -> bool:
+    """Invalid only because fstress's send-lag p99 passed its bound: the generator was late, as
+    when this VM stalls (20-45 ms at times, tests/loadgen/test_fstress_integration.py LAG_BOUND)."""
+    reason = str(trial.get("reason") or "")
+    return (not trial.get("valid") and reason.startswith("generator saturated: ")
+            and all(x.startswith("send-lag") for x in reason.removeprefix("generator saturated: ").split("; ")))
+
+
+def renumbered_inventory(dst: Path, new_numbers: dict[int, int]) -> Path:
+    """inventory/local/hosts.yml with slot K renamed slot new_numbers[K]: groups, hosts, namespaces
+    and addresses (10.251.K.x); every other setting as in the original."""
+    text = (REPO / "inventory" / "local" / "hosts.yml").read_text()
+    for old, k in new_numbers.items():
+        text = re.sub(rf"\b(slot|sut|load){old}\b", rf"\g<1>{k}", text)
+        text = text.replace(f"10.251.{old}.", f"10.251.{k}.")
+    dst.write_text(text)
+    return dst
+
+
+NIGHTLY_STORE = Path(__file__).resolve().parent / "data" / "nightly_store"
+
+
+def load_recorded_nights(store, *nights: str) -> None:
+    """Put the recorded nights (tests/data/nightly_store, scripts/record-nightly-sample.py) into `store`."""
+    for path in sorted(NIGHTLY_STORE.rglob("*.json")):
+        key = path.relative_to(NIGHTLY_STORE).as_posix()
+        if any(f"/{n}/" in key or f"__{n}__" in key for n in nights):
+            store.put_bytes(key, path.read_bytes(), "application/json")

@@ -1,0 +1,235 @@
+"""AnsibleHarness: JSON → TrialResult mapping and validity rules (fake runner), the
+playbooks' order and variables, and (integration) deploy and one trial on a real slot."""
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+from helpers import (
+    INTEGRATION_SLOT,
+    MAX_INVALID_PER_LOAD,
+    FakeRunner,
+    fstress_json,
+    send_lag_only,
+)
+
+from workbench.config.factors import factor_vars
+from workbench.controller.decide import find_peak
+from workbench.controller.spec import RatingSpec
+from workbench.measure.ansible import AnsibleHarness
+
+
+def harness(tmp_path, runner, **kw):
+    return AnsibleHarness(slot="slot1", factors=kw.pop("factors", {"threads": 8, "memory_mb": 128}),
+                          workload="web_server", results_dir=tmp_path, runner=runner, warmup_s=1.0, **kw)
+
+
+def test_valid_trial_maps_every_field(tmp_path):
+    r = FakeRunner()
+    h = harness(tmp_path, r)
+    t = h.measure(500, 5)
+    assert t.valid and t.reason == ""
+    assert (t.mean_ms, t.p95_ms, t.p99_ms, t.std_ms) == (3.5, 6.0, 9.0, 1.2)
+    assert t.achieved_rate == 500.0 and t.ops_total == 2500 and t.errors == 0
+    assert t.load_ops_s == 500 and t.runlength_s == 5
+    assert t.raw["send_lag_ms"]["p99"] == 0.1
+    assert json.loads((tmp_path / "trials" / "0.json").read_text())["mean_ms"] == 3.5
+    name, ev = r.calls[-1]
+    assert name == "run_trial.yml"
+    assert ev["load_ops_s"] == 500.0 and ev["runlength_s"] == 5.0 and ev["warmup_s"] == 1.0
+    assert ev["trial_id"] == 0 and ev["slot"] == "slot1" and ev["workload"] == "web_server"
+    assert ev["nfs_server_threads"] == 8 and ev["nfs_server_memory_mb"] == 128
+    assert ev["trial_out"] == str((tmp_path / "trials" / "0.json").resolve())
+    assert ev["ensure_server"] is True             # first trial: make sure the server runs
+    h.measure(400, 5)
+    assert r.calls[-1][1]["trial_id"] == 1 and (tmp_path / "trials" / "1.json").is_file()
+    assert r.calls[-1][1]["ensure_server"] is False     # after a clean trial the check is skipped
+
+
+def test_server_checked_again_after_a_failed_trial(tmp_path):
+    r = FakeRunner(result=None, fail="load1: Run fstress failed: connection reset")
+    h = harness(tmp_path, r)
+    h.measure(500, 5)
+    r.fail, r.result = None, fstress_json()
+    h.measure(500, 5)
+    assert r.calls[-1][1]["ensure_server"] is True
+    r.result = fstress_json(errors=12)          # server killed mid-run: fstress finishes with errors
+    h.measure(500, 5)
+    assert r.calls[-1][1]["ensure_server"] is False
+    h.measure(500, 5)
+    assert r.calls[-1][1]["ensure_server"] is True   # checked after any invalid trial
+    r.result = fstress_json()
+    h.measure(500, 5)
+    h.measure(500, 5)
+    assert r.calls[-1][1]["ensure_server"] is False
+
+
+def test_generator_saturated_is_invalid_with_fstress_reason(tmp_path):
+    r = FakeRunner(fstress_json(generator_saturated=True, saturation_reason="send-lag p99 3.1 ms > 2 ms"),
+                   rc=2)   # exit 3 is not a task failure, but a merged saturated result still counts
+    t = harness(tmp_path, r).measure(9000, 5)
+    assert not t.valid
+    assert t.reason.startswith("generator saturated: send-lag p99 3.1 ms > 2 ms")
+    assert t.mean_ms == 3.5 and t.raw["generator_saturated"]
+
+
+@pytest.mark.parametrize("errors,timeouts", [(3, 0), (0, 2), (1, 1)])
+def test_errors_or_timeouts_are_invalid(tmp_path, errors, timeouts):
+    t = harness(tmp_path, FakeRunner(fstress_json(errors=errors, timeouts=timeouts))).measure(500, 5)
+    assert not t.valid and f"{errors} errors, {timeouts} timeouts" in t.reason
+    assert t.errors == errors + timeouts
+
+
+def test_achieved_below_95_percent_is_invalid(tmp_path):
+    t = harness(tmp_path, FakeRunner(fstress_json(achieved_rate=470.0))).measure(500, 5)
+    assert not t.valid and "achieved 470.0 ops/s < 95% of offered 500.0" in t.reason
+    t = harness(tmp_path, FakeRunner(fstress_json(achieved_rate=476.0))).measure(500, 5)
+    assert t.valid
+
+
+def test_playbook_failure_is_invalid_with_the_failing_task(tmp_path):
+    msg = "load1: Run fstress failed: non-zero return code: fstress: connection reset by peer"
+    t = harness(tmp_path, FakeRunner(result=None, fail=msg)).measure(500, 5)
+    assert not t.valid and t.reason == "harness: " + msg
+    assert t.mean_ms == 0.0 and t.load_ops_s == 500
+
+
+def test_missing_json_is_invalid(tmp_path):
+    t = harness(tmp_path, FakeRunner(result=None)).measure(500, 5)
+    assert not t.valid and "no merged result" in t.reason
+
+
+def test_stale_json_of_an_earlier_run_is_not_reused(tmp_path):
+    (tmp_path / "trials").mkdir(parents=True)
+    (tmp_path / "trials" / "0.json").write_text(json.dumps(fstress_json()))
+    t = harness(tmp_path, FakeRunner(result=None, fail="x: Run fstress failed: killed")).measure(500, 5)
+    assert not t.valid and "killed" in t.reason
+
+
+def test_runner_exception_is_an_invalid_trial(tmp_path):
+    def broken(*a, **k):
+        raise OSError("pexpect: cannot spawn")
+    t = harness(tmp_path, broken).measure(500, 5)
+    assert not t.valid and "runner error: OSError: pexpect: cannot spawn" in t.reason
+
+
+def test_provision_deploy_teardown_order_and_vars(tmp_path):
+    r = FakeRunner()
+    h = harness(tmp_path, r, factors={"fs": "btrfs", "disks": 2, "read_iops": 100})
+    h.provision(); h.deploy(); h.measure(100, 2); h.teardown()
+    assert [c[0] for c in r.calls] == ["provision_sut.yml", "deploy_loadgen.yml", "run_trial.yml", "teardown.yml"]
+    ev = r.calls[0][1]
+    assert ev["nfs_server_fs_type"] == "btrfs" and ev["nfs_server_disks"] == 2
+    assert ev["nfs_server_disk_read_iops"] == 100
+    assert ev["sysinfo_dest"] == str(tmp_path / "sysinfo.json")
+
+
+def test_provision_failure_raises(tmp_path):
+    from workbench.measure.ansible import HarnessError
+    h = harness(tmp_path, FakeRunner(fail="sut1: Validate failed: nfs_server_fs_type must be ..."))
+    with pytest.raises(HarnessError, match="provision_sut.yml failed: sut1: Validate failed"):
+        h.provision()
+
+
+@pytest.mark.parametrize("factors,match", [
+    ({"fs": "zfs"}, "fs must be one of"),
+    ({"disks": 0}, "disks must be >= 1"),
+    ({"disks": 2, "fs": "ext4"}, "needs fs=btrfs"),
+    ({"memory_mb": 16}, "memory_mb must be 0"),
+    ({"threads": "many"}, "threads must be a whole number"),
+    ({"colour": "red"}, "unknown factor"),
+])
+def test_bad_factors_fail_before_any_playbook(tmp_path, factors, match):
+    r = FakeRunner()
+    with pytest.raises(ValueError, match=match):
+        harness(tmp_path, r, factors=factors)
+    assert r.calls == []
+
+
+def test_factor_vars_mapping():
+    assert factor_vars({"threads": 4, "fs": "xfs", "memory_mb": 0, "sync": False, "write_bps": 1 << 20}) == {
+        "nfs_server_threads": 4, "nfs_server_fs_type": "xfs", "nfs_server_memory_mb": 0,
+        "nfs_server_export_sync": False, "nfs_server_disk_write_bps": 1 << 20}
+
+
+def test_workload_file_is_shipped_by_the_role(tmp_path):
+    wl = tmp_path / "mine.wl"
+    wl.write_text("name = mine\nmix = getattr:1\n")
+    r = FakeRunner()
+    h = AnsibleHarness(slot="slot1", workload=str(wl), results_dir=tmp_path / "r", runner=r)
+    h.deploy()
+    ev = r.calls[-1][1]
+    assert ev["workload"] == "mine.wl" and ev["fstress_workload_files"] == [str(wl.resolve())]
+
+
+def test_measure_rejects_bad_load(tmp_path):
+    h = harness(tmp_path, FakeRunner())
+    for bad in (0, -1, float("nan"), float("inf")):
+        with pytest.raises(ValueError):
+            h.measure(bad, 5)
+
+
+def test_find_peak_through_the_fake_harness(tmp_path):
+    """The controller drives the harness: an M/M/1-ish fake server, one invalid trial re-run."""
+    cap = 1000.0
+    calls = {"n": 0}
+
+    def result(ev):
+        calls["n"] += 1
+        load = ev["load_ops_s"]
+        if calls["n"] == 3:
+            return None                  # e.g. fstress killed: no JSON → invalid, re-run
+        mean = 1.0 / max(cap - load, 1.0) * 1000 * 2
+        return fstress_json(offered_rate=load, achieved_rate=load, mean_ms=mean, p95_ms=3 * mean)
+
+    spec = RatingSpec(r_sat_ms=40, width=0.25, confidence=0.9, accuracy=0.8, first_load=100,
+                      runlength_s=5, resolution=0.05, budget_s=1000, trial_overhead_s=3)
+    h = harness(tmp_path, FakeRunner(result=result))
+    res = find_peak(spec, h.measure)
+    assert res.converged, res.reason
+    assert res.n_invalid == 1
+    assert 900 < res.peak_rate < 1000
+
+
+def test_send_lag_only_reads_the_reason():
+    lag = "generator saturated: send-lag p99 43.295 ms > bound 10.000 ms"
+    assert send_lag_only({"valid": False, "reason": lag})
+    assert send_lag_only({"valid": False, "reason": lag + "; send-lag p99 18.3 ms > bound 10.000 ms"})
+    assert not send_lag_only({"valid": True, "reason": ""})
+    assert not send_lag_only({"valid": False, "reason": lag + "; 3 errors, 0 timeouts"})
+    assert not send_lag_only({"valid": False, "reason": "generator saturated: send error: rpc: connection "
+                                                         "closed; 1747 errors, 0 timeouts"})
+    assert not send_lag_only({"valid": False, "reason": "harness: load2: Run fstress failed"})
+
+
+@pytest.mark.integration
+@pytest.mark.xdist_group("slot2")
+@pytest.mark.timeout(300)
+def test_deploy_is_idempotent_and_run_trial_checks_its_input(tmp_path):
+    """deploy_loadgen.yml a second time reports changed=0 (file set reused); run_trial.yml without
+    trial_out, or a SCHED_FIFO priority out of range, fails with a message naming it; a trial on
+    tmpfs (the local inventory runs fstress SCHED_FIFO) is valid."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root (network namespaces, loop devices, cgroups)")
+    slot = INTEGRATION_SLOT
+    h = AnsibleHarness(slot=slot, factors={"fs": "tmpfs"}, results_dir=tmp_path, warmup_s=1,
+                       fileset_rate=500, extravars={"fstress_lag_bound": "10ms"})
+    try:
+        h.provision()
+        first = h.deploy()
+        assert sum(first.stats.get("changed", {}).values()) >= 0
+        again = h.deploy()
+        assert again.ok and sum(again.stats.get("changed", {}).values()) == 0, again.stats
+        bad = h._play("run_trial.yml", trial_id=0, load_ops_s=100.0, runlength_s=1.0)
+        assert not bad.ok and "trial_out" in bad.message(), bad.message()
+        bad = h._play("deploy_loadgen.yml", fstress_rt_priority=100)
+        assert not bad.ok and "fstress_rt_priority=100 (0-99)" in bad.message(), bad.message()
+        for _ in range(MAX_INVALID_PER_LOAD):     # re-run when the VM stalled, as the controller does
+            t = h.measure(200, 2)
+            if t.valid or not send_lag_only({"valid": t.valid, "reason": t.reason}):
+                break
+        assert t.valid, t.reason
+        assert t.raw["offered_rate"] == 200 and t.ops_total == 400
+    finally:
+        h.teardown()

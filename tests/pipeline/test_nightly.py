@@ -1,0 +1,44 @@
+"""The nightly configuration and verdicts on recorded real nights (tests/data/nightly_store)."""
+from __future__ import annotations
+
+import pytest
+from helpers import load_recorded_nights
+
+from workbench import pipeline
+from workbench.pipeline import nightly
+from workbench.pipeline.localstore import LocalStore
+
+
+def test_nightly_config_in_the_repo_is_valid(tmp_path):
+    cfg = nightly.load_nightly_config("config/nightly.yml")
+    assert cfg["baselines"] and 0 < cfg["tolerance"] < 1
+    bad = tmp_path / "n.yml"
+    bad.write_text("baselines:\n  - name: x\n    params: {disks: 0}\n")
+    with pytest.raises(pipeline.ParamError, match="disks"):
+        nightly.load_nightly_config(bad)
+    assert cfg["seed_trials"] == 6 == nightly.NIGHTLY_SEED_TRIALS
+    for v in ("1", "true", "2.5", "21"):
+        bad.write_text(f"seed_trials: {v}\nbaselines:\n  - name: x\n    params: {{}}\n")
+        with pytest.raises(pipeline.ParamError, match="seed_trials must be an integer in"):
+            nightly.load_nightly_config(bad)
+
+
+def test_recorded_nights_same_is_no_regression_worse_is(tmp_path):
+    """compare and report on three recorded real nights: night 2 (same configuration) is not a
+    regression, night 3 (read_iops 40) is, judged against nights 1-2; the report says so and links it."""
+    store = LocalStore(tmp_path)
+    load_recorded_nights(store, "2026-11-01", "2026-11-02")
+    same = store.get_json("nightly/2026-11-02/web.json")
+    v_same = nightly.compare(store, "2026-11-02", [same])
+    assert not v_same[0]["regression"] and v_same[0]["history_nights"] == ["2026-11-01"], v_same
+    assert nightly.failures(v_same) is None
+    load_recorded_nights(store, "2026-11-03")
+    worse = store.get_json("nightly/2026-11-03/web.json")
+    assert worse["params"]["read_iops"] == 40 and worse["seed_load"]       # seeded from the history
+    v_bad = nightly.compare(store, "2026-11-03", [worse])
+    assert v_bad[0]["regression"] and v_bad[0]["history_nights"] == ["2026-11-01", "2026-11-02"], v_bad
+    assert store.get_json("nightly/2026-11-03/verdicts.json") == v_bad
+    assert "web" in nightly.failures(v_bad)
+    nightly.report(store, "2026-11-03", v_bad)
+    page = store.get_bytes("nightly/2026-11-03/report.html").decode()
+    assert "REGRESSION" in page and 'href="../../ratings/nightly__2026-11-03__web/report.html"' in page

@@ -49,10 +49,11 @@ test-go:
 	# -p 1: packages with timing tests must not compete for the 2 cores
 	cd loadgen && $(GO) vet ./... && $(GO) test -count=1 -p 1 ./...
 
-# Two xdist workers: the integration tests mostly wait on trials. Tests that share a slot (or a
-# module-wide server) carry xdist_group(<slot>) and so run on one worker, in order (--dist loadgroup).
+# Three xdist workers: the integration tests mostly wait on trials. Tests that share a slot (or a
+# module-wide server) carry xdist_group(<slot>) and so run on one worker, in order (--dist loadgroup);
+# collection order (no reorder by group size) starts the slot1 and slot2 groups, the longest, first.
 test-py:
-	$(PY) -m pytest -q -ra --durations=15 -n 2 --dist loadgroup
+	$(PY) -m pytest -q -ra --durations=15 -n 3 --dist loadgroup --no-loadscope-reorder
 
 # Main job: the rate_peak DAG, Airflow in-process, on the local default (web_server on slot1's
 # Ganesha, quick profile): provision -> deploy -> decide_k/trial_k -> GX -> report -> MinIO ->

@@ -88,3 +88,15 @@ def ganesha(fstress_bin) -> GaneshaSlot:
         yield slot
     finally:
         stop_slot(name)
+
+
+@pytest.hookimpl(trylast=True)           # after xdist's worker hook, which tags grouped node ids
+def pytest_collection_modifyitems(config, items):
+    """Under --dist loadgroup a test of an xdist_group must carry its group in its node id, or two
+    workers would share a slot (pytest 9.2 + xdist 3.8 drop the tag silently: pytest-xdist#1386)."""
+    if getattr(config.option, "dist", "no") != "loadgroup" or not hasattr(config, "workerinput"):
+        return
+    lost = [i.nodeid for i in items if i.get_closest_marker("xdist_group") and "@" not in i.nodeid]
+    if lost:
+        raise pytest.UsageError(f"xdist_group ignored for {len(lost)} test(s), e.g. {lost[0]}: "
+                                "pin pytest/pytest-xdist versions that group (see pyproject.toml)")

@@ -204,3 +204,20 @@ def test_files_and_functions_are_small():
                 if length > MAX_FUNCTION_LINES:
                     bad.append(f"{rel}:{node.lineno}: {node.name}() {length} lines (> {MAX_FUNCTION_LINES})")
     assert not bad, "too big:\n" + "\n".join(bad)
+
+
+def test_test_files_mirror_the_modules():
+    """tests/<layer>/test_<module>[_<aspect>].py tests src/workbench/<layer>/<module>.py (analysis/:
+    the top-level package); every layer folder of the package has its folder of tests."""
+    tests = REPO / "tests"
+    layer_dirs = {p.name: p for p in PKG.iterdir() if p.is_dir() and (p / "__init__.py").exists()}
+    layer_dirs["analysis"] = ANALYSIS
+    assert set(layer_dirs) <= {p.name for p in tests.iterdir() if p.is_dir()}, sorted(layer_dirs)
+    strays = []
+    for name, src in layer_dirs.items():
+        modules = {p.stem for p in src.glob("*.py")} - {"__init__"}
+        for f in (tests / name).glob("test_*.py"):
+            stem = f.stem.removeprefix("test_")
+            if not any(stem == m or stem.startswith(f"{m}_") for m in modules):
+                strays.append(f"{f.relative_to(REPO)}: no module {name}/{stem.split('_')[0]}.py")
+    assert not strays, "\n".join(strays)

@@ -19,7 +19,8 @@ from workbench.pipeline import nightly
 REPO = Path(__file__).resolve().parents[2]
 
 
-# dag.test ratings lease slot1 (auto: the first free slot); under xdist they run on one worker, in order
+# dag.test ratings on slot1 (auto: the first free slot, as slot2's tests name theirs); under xdist
+# they run on one worker, in order
 SLOT1 = pytest.mark.xdist_group("slot1")
 
 
@@ -102,7 +103,6 @@ def test_rate_peak_end_to_end(airflow_env):
     assert not (paths.LEASES / "slot1").exists()          # lease released by teardown
 
 
-@SLOT1
 @pytest.mark.integration
 @pytest.mark.timeout(300)
 def test_rate_peak_bad_params_fail_at_validate_before_provisioning(airflow_env):
@@ -153,8 +153,8 @@ def test_map_surface_2x2_with_seeding(airflow_env):
         assert store.rating_key(r["rating_id"], "report.html") in store.list_keys(f"ratings/{r['rating_id']}/")
 
 
-@SLOT1
 @pytest.mark.integration
+@pytest.mark.xdist_group("slot2")        # beside the slot1 group: the two are the longest chains
 @pytest.mark.timeout(900)
 def test_nightly_flags_a_worse_configuration(airflow_env, tmp_path):
     """One real night (read_iops 40) against two recorded nights of read_iops 100: seeded at the
@@ -164,7 +164,7 @@ def test_nightly_flags_a_worse_configuration(airflow_env, tmp_path):
     load_recorded_nights(store, "2026-11-01", "2026-11-02")
     history = nightly.nightly_history(store, "web", "2026-11-03")
     cfg = tmp_path / "nightly.yml"
-    worse = {"workload": "web_server", "profile": "smoke", "read_iops": 40}
+    worse = {"workload": "web_server", "profile": "smoke", "read_iops": 40, "slot": "slot2"}
     cfg.write_text("tolerance: 0.25\nconfidence: 0.95\nbaselines:\n"
                    f"  - name: web\n    params: {json.dumps(worse)}\n")
     bad = _dag("nightly_regression").test(

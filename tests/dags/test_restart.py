@@ -30,7 +30,8 @@ pytestmark = [
 ]
 
 DAG_ID = "rate_peak"
-CONF = {"profile": "smoke", "slot": "slot2", "workload": "web_server"}
+# max_trials 6: the crash comes after 2 stored trials; 6 leave 3 to run after the restart
+CONF = {"profile": "smoke", "slot": "slot2", "workload": "web_server", "max_trials": 6}
 TRIAL_KEY = re.compile(r"/trials/(\d{5})\.json$")
 
 

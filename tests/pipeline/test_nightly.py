@@ -24,10 +24,15 @@ def test_nightly_config_in_the_repo_is_valid(tmp_path):
 
 
 def test_recorded_nights_same_is_no_regression_worse_is(tmp_path):
-    """compare and report on three recorded real nights: night 2 (same configuration) is not a
-    regression, night 3 (read_iops 40) is, judged against nights 1-2; the report says so and links it."""
+    """compare and report on three recorded real nights: night 1 has no history (no verdict, a green
+    night), night 2 (same configuration) is not a regression, night 3 (read_iops 40) is, judged
+    against nights 1-2; the report says so and links the night's rating report."""
     store = LocalStore(tmp_path)
-    load_recorded_nights(store, "2026-11-01", "2026-11-02")
+    load_recorded_nights(store, "2026-11-01")
+    first = nightly.compare(store, "2026-11-01", [store.get_json("nightly/2026-11-01/web.json")])
+    assert first[0]["reason"] == "no baseline yet" and not first[0]["regression"], first
+    assert nightly.failures(first) is None
+    load_recorded_nights(store, "2026-11-02")
     same = store.get_json("nightly/2026-11-02/web.json")
     v_same = nightly.compare(store, "2026-11-02", [same])
     assert not v_same[0]["regression"] and v_same[0]["history_nights"] == ["2026-11-01"], v_same

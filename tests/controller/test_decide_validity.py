@@ -8,7 +8,7 @@ Goals at c = 0.95: (a) ≥ 90 %, (b) ≥ 95 %, each "within sampling error": the
 sit at most 1.645 binomial standard errors (one-sided 95 %) below the goal.
 The paper's rule (stop_rule="overlap") is run on the same servers for contrast and cost.
 
-Run `python tests/controller/test_validity.py` to print the table recorded in docs/controller.md.
+Run `python tests/controller/test_decide_validity.py` to print the table recorded in docs/controller.md.
 """
 from __future__ import annotations
 

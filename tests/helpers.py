@@ -8,6 +8,7 @@ import re
 from pathlib import Path
 
 from workbench.controller.spec import RatingSpec
+from workbench.controller.trial import TrialResult
 from workbench.measure.playbook import PlaybookRun
 
 MAX_INVALID_PER_LOAD = RatingSpec.max_invalid_per_load   # the controller's re-runs of one load
@@ -88,3 +89,12 @@ def load_recorded_nights(store, *nights: str) -> None:
         key = path.relative_to(NIGHTLY_STORE).as_posix()
         if any(f"/{n}/" in key or f"__{n}__" in key for n in nights):
             store.put_bytes(key, path.read_bytes(), "application/json")
+
+
+def mm1(capacity=1000.0, base=2.0):
+    """Deterministic M/M/1-like fake measurer: R = base / (1 − λ/cap); overload grows without bound."""
+    def measure(load, r):
+        rho = load / capacity
+        m = base / (1 - rho) if rho < 0.999 else 1e4 * rho
+        return TrialResult(mean_ms=m, p95_ms=3 * m, achieved_rate=min(load, capacity))
+    return measure

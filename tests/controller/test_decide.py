@@ -4,6 +4,7 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
+from helpers import mm1
 
 from workbench.controller.decide import Done, NextTrial, decide, find_peak
 from workbench.controller.spec import RatingSpec
@@ -15,15 +16,6 @@ from workbench.measure.simulated import SimulatedServer
 def T(mean, load, r=180.0, valid=True, p95=None, reason=""):
     return TrialResult(mean_ms=mean, p95_ms=p95 if p95 is not None else 2 * mean,
                        achieved_rate=load, valid=valid, reason=reason).at(load, r)
-
-
-def mm1(capacity=1000.0, base=2.0):
-    """Deterministic M/M/1-like fake: R = base / (1 − λ/cap); overload grows without bound."""
-    def measure(load, r):
-        rho = load / capacity
-        m = base / (1 - rho) if rho < 0.999 else 1e4 * rho
-        return TrialResult(mean_ms=m, p95_ms=3 * m, achieved_rate=min(load, capacity))
-    return measure
 
 
 SEND_LAG = "generator saturated: send-lag p99 52.7 ms > bound 10.000 ms"

@@ -3,20 +3,13 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from helpers import mm1
 
 from workbench.controller.decide import find_peak
 from workbench.controller.pickers import two_point_fit
 from workbench.controller.spec import RatingSpec
 from workbench.controller.trial import TrialResult
 from workbench.measure.simulated import SimulatedServer
-
-
-def mm1(capacity=1000.0, base=2.0):
-    def measure(load, r):
-        rho = load / capacity
-        m = base / (1 - rho) if rho < 0.999 else 1e4 * rho
-        return TrialResult(mean_ms=m, p95_ms=3 * m, achieved_rate=min(load, capacity))
-    return measure
 
 
 def loads_of(result):

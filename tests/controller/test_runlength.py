@@ -6,22 +6,7 @@ import pytest
 from workbench.controller.decide import find_peak
 from workbench.controller.runlength import next_runlength, plan_runlength, unit_variance
 from workbench.controller.spec import RatingSpec
-from workbench.controller.trial import TrialResult
 from workbench.measure.simulated import SimulatedServer
-
-
-def T(mean, load, r=180.0, valid=True, p95=None, reason=""):
-    return TrialResult(mean_ms=mean, p95_ms=p95 if p95 is not None else 2 * mean,
-                       achieved_rate=load, valid=valid, reason=reason).at(load, r)
-
-
-def mm1(capacity=1000.0, base=2.0):
-    """Deterministic M/M/1-like fake: R = base / (1 − λ/cap); overload grows without bound."""
-    def measure(load, r):
-        rho = load / capacity
-        m = base / (1 - rho) if rho < 0.999 else 1e4 * rho
-        return TrialResult(mean_ms=m, p95_ms=3 * m, achieved_rate=min(load, capacity))
-    return measure
 
 
 def test_unit_variance_and_plan_hand_case():

@@ -22,6 +22,7 @@ import pytest
 from helpers import (
     INTEGRATION_SLOT,
     MAX_INVALID_PER_LOAD,
+    REPO,
     STATE,
     FakeRunner,
     fstress_json,
@@ -33,9 +34,6 @@ from helpers import (
 from workbench import cli
 from workbench.config import paths
 from workbench.measure.ansible import AnsibleHarness
-
-REPO = Path(__file__).resolve().parent.parent
-
 
 WORKBENCH = str(Path(sys.executable).parent / "workbench")
 

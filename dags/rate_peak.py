@@ -37,8 +37,10 @@ class DecideOperator(BranchPythonOperator):
 
     def skip_all_except(self, ti, branch_task_ids):
         k = int(self.task_id.rsplit("_", 1)[1])
-        if branch_task_ids != f"done_{k}":
-            return super().skip_all_except(ti, branch_task_ids)
+        # Airflow passes the branch as a generator of task ids (task groups expanded)
+        followed = [branch_task_ids] if isinstance(branch_task_ids, str) else list(branch_task_ids or [])
+        if followed != [f"done_{k}"]:
+            return super().skip_all_except(ti, followed)
         rest = ([f"trial_{j}" for j in range(k, K)] + [f"decide_{j}" for j in range(k + 1, K)]
                 + [f"done_{j}" for j in range(k + 1, K + 1)])
         ti.xcom_push(key=XCOM_SKIPMIXIN_KEY, value={XCOM_SKIPMIXIN_FOLLOWED: [f"done_{k}"]})

@@ -286,13 +286,14 @@ def test_smoke_rating_end_to_end_with_faults(tmp_path, capsys):
 @pytest.mark.integration
 @pytest.mark.timeout(900)
 def test_two_slots_rate_concurrently(tmp_path):
-    """`workbench rate --profile quick` on two slots at the same time: both converge, each
-    SUT's sysinfo names its own host and address, and the two λ* agree within 1.3× (same
-    configuration on the same machine; the other slot is only a neighbour, not a client).
+    """`workbench rate --profile smoke` on two slots at the same time: both converge, each
+    SUT's sysinfo names its own host and address, every trial was sent to the slot's own server,
+    and the two λ* agree within 1.3× (same configuration on the same machine; the other slot is
+    only a neighbour, not a client).
     The disk is throttled to 40 read IOPS (λ* ≈ 340 ops/s): both fstress share core 1 and both
-    Ganesha core 0, and at quick's own 100 IOPS (λ* ≈ 950) the search offers 800 ops/s per slot,
-    where two generators on one core miss the 10 ms send-lag bound (CI: p99 12.7 ms, 3 invalid
-    trials in a row, rating unconverged). Isolation is what is tested here, not the box's ceiling.
+    Ganesha core 0, and at 100 IOPS (λ* ≈ 950) the search offers 800+ ops/s per slot, where two
+    generators on one core miss the 10 ms send-lag bound (CI: p99 12.7 ms, 3 invalid trials in a
+    row, rating unconverged). Isolation is what is tested here, not the box's ceiling.
     The slots are slot3 and slot4 of a copy of the local inventory, so that the tests of slot1 and
     slot2 may run beside this one (make test runs two xdist workers)."""
     if os.geteuid() != 0:
@@ -302,7 +303,7 @@ def test_two_slots_rate_concurrently(tmp_path):
     procs = {}
     for k in (3, 4):
         out = tmp_path / f"slot{k}"
-        cmd = [exe, "rate", "--workload", "web_server", "--profile", "quick", "--slot", f"slot{k}",
+        cmd = [exe, "rate", "--workload", "web_server", "--profile", "smoke", "--slot", f"slot{k}",
                "--inventory", str(inventory), "--read-iops", "40", "--quiet", "--out", str(out)]
         procs[k] = (out, subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.PIPE,
                                           stderr=subprocess.STDOUT, text=True))

@@ -220,7 +220,7 @@ def _ganesha_pid(slot: str) -> list[int]:
 
 
 @pytest.mark.integration
-@pytest.mark.xdist_group("slot2")
+@pytest.mark.xdist_group("slot1")        # beside the DAG ratings on slot1: the groups balance
 @pytest.mark.timeout(600)
 def test_smoke_rating_end_to_end_with_faults(tmp_path, capsys):
     """`workbench rate --profile smoke` on a real slot converges, while trial 2 loses its fstress
@@ -228,7 +228,7 @@ def test_smoke_rating_end_to_end_with_faults(tmp_path, capsys):
     reason, re-run, the rating completes."""
     if os.geteuid() != 0:
         pytest.skip("needs root (network namespaces, loop devices, cgroups)")
-    slot = INTEGRATION_SLOT
+    slot = "slot1"
     fstress_exe = str(STATE / _load_host(slot) / "bin" / "fstress")
     kills: dict[int, list[str]] = {}
 
@@ -295,7 +295,7 @@ def test_two_slots_rate_concurrently(tmp_path):
     generators on one core miss the 10 ms send-lag bound (CI: p99 12.7 ms, 3 invalid trials in a
     row, rating unconverged). Isolation is what is tested here, not the box's ceiling.
     The slots are slot3 and slot4 of a copy of the local inventory, so that the tests of slot1 and
-    slot2 may run beside this one (make test runs two xdist workers)."""
+    slot2 may run beside this one (make test runs three xdist workers)."""
     if os.geteuid() != 0:
         pytest.skip("needs root (network namespaces, loop devices, cgroups)")
     exe = str(Path(sys.executable).parent / "workbench")

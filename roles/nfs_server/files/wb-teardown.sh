@@ -52,17 +52,11 @@ for dev in $(losetup -n -l -O NAME,BACK-FILE | awk -v p="$state/" 'index($2, p) 
   losetup -d "$dev" && changed=1 || { echo "cannot detach $dev" >&2; fail=1; }
 done
 
-for c in memory blkio; do
-  d=/sys/fs/cgroup/$c/workbench/$host
-  [ -d "$d" ] || continue
-  i=0
-  until rmdir "$d" 2>/dev/null; do
-    i=$((i + 1)); [ $i -lt 50 ] || { echo "cannot remove cgroup $d" >&2; fail=1; break; }
-    sleep 0.1
-  done
-  changed=1
-  rmdir "/sys/fs/cgroup/$c/workbench" 2>/dev/null || true
-done
+# the cgroups (v1 or v2) by the helper the role installed in STATE_DIR
+if [ -x "$state/wb-cgroup.sh" ]; then
+  out=$("$state/wb-cgroup.sh" remove "$host") || fail=1
+  [ "$out" = CHANGED ] && changed=1
+fi
 
 if [ "$purge" = true ] && [ -e "$state" ] && [ "$fail" = 0 ]; then
   rm -rf "$state"; changed=1

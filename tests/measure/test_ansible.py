@@ -8,6 +8,7 @@ import os
 import pytest
 from helpers import (
     INTEGRATION_SLOT,
+    REPO,
     MAX_INVALID_PER_LOAD,
     FakeRunner,
     fstress_json,
@@ -231,5 +232,46 @@ def test_deploy_is_idempotent_and_run_trial_checks_its_input(tmp_path):
                 break
         assert t.valid, t.reason
         assert t.raw["offered_rate"] == 200 and t.ops_total == 400
+    finally:
+        h.teardown()
+
+
+@pytest.mark.integration
+@pytest.mark.xdist_group("slot2")
+@pytest.mark.timeout(300)
+def test_two_load_hosts_split_the_rate_with_their_own_op_streams(tmp_path):
+    """A slot with two load hosts (a second inventory host in load2's namespace): both run the
+    trial at half the rate with different seeds, so their op sequences differ; the merged trial
+    is the exact sum of the two."""
+    import yaml
+    if os.geteuid() != 0:
+        pytest.skip("needs root (network namespaces, loop devices, cgroups)")
+    slot = INTEGRATION_SLOT
+    load = f"load{slot.removeprefix('slot')}"
+    inv = yaml.safe_load((REPO / "inventory" / "local" / "hosts.yml").read_text())
+    groups = inv["all"]["children"]
+    groups["loadgen"]["hosts"][f"{load}b"] = None
+    groups[slot]["hosts"][f"{load}b"] = dict(groups[slot]["hosts"][load])
+    (tmp_path / "hosts.yml").write_text(yaml.safe_dump(inv))
+    h = AnsibleHarness(slot=slot, inventory=tmp_path / "hosts.yml", factors={"fs": "tmpfs"},
+                       results_dir=tmp_path / "r", warmup_s=1, fileset_rate=500, keep_parts=True,
+                       extravars={"fstress_lag_bound": "10ms"})
+    try:
+        h.provision()
+        assert h.deploy().ok
+        for _ in range(MAX_INVALID_PER_LOAD):     # re-run when the VM stalled, as the controller does
+            t = h.measure(300, 2)
+            if t.valid or not send_lag_only({"valid": t.valid, "reason": t.reason}):
+                break
+        assert t.valid, t.reason
+        last = max((tmp_path / "r" / "trials").glob("*.json.d"), key=lambda d: int(d.name.split(".")[0]))
+        parts = {p.stem: json.loads(p.read_text()) for p in last.glob("*.json")}
+        assert set(parts) == {load, f"{load}b"}, sorted(parts)
+        a, b = parts[load], parts[f"{load}b"]
+        assert a["offered_rate"] == b["offered_rate"] == 150 and a["seed"] != b["seed"]
+        counts = [{op: v["count"] for op, v in p["ops"].items()} for p in (a, b)]
+        assert counts[0] != counts[1], counts            # the same seed gives the same op mix, to the op
+        assert t.ops_total == a["ops_total"] + b["ops_total"] == 600
+        assert t.raw["clients"] == 2
     finally:
         h.teardown()

@@ -64,22 +64,26 @@ def spec_for(fields: dict, overhead_s: float, **kw) -> RatingSpec:
 
 def rate_family(family: str, spec: RatingSpec, n: int) -> dict:
     """Rate n servers of `family` with `spec`; the study's figures for that cell."""
-    inside = covered = conv = fit_stops = 0
+    inside = covered = conv = fit_stops = fit_inside = 0
     costs, trials, widths = [], [], []
     for srv in family_servers(family, n):
         res = find_peak(spec, srv.measure)
         lo, hi = true_region(srv, spec.r_sat_ms, spec.width)
         true = srv.true_peak_rate(spec.r_sat_ms)
-        inside += lo <= res.peak_rate <= hi
+        ok = lo <= res.peak_rate <= hi
+        inside += ok
         covered += res.peak_rate_ci[0] <= true <= res.peak_rate_ci[1]
         conv += res.converged
         fit_stops += res.reason.startswith("fit:")
+        fit_inside += ok and res.reason.startswith("fit:")
         costs.append(res.cost_s)
         trials.append(res.n_trials)
         widths.append((res.peak_rate_ci[1] - res.peak_rate_ci[0]) / true)
     return {"in_region": 100.0 * inside / n, "ci_covers": 100.0 * covered / n, "converged": 100.0 * conv / n,
             "median_cost_s": float(np.median(costs)), "mean_cost_s": float(np.mean(costs)),
-            "median_trials": float(np.median(trials)), "fit_stops": 100.0 * fit_stops / n, "median_ci_width": 100.0 * float(np.median(widths))}
+            "median_trials": float(np.median(trials)), "fit_stops": 100.0 * fit_stops / n,
+            "fit_in_region": 100.0 * fit_inside / fit_stops if fit_stops else math.nan,
+            "median_ci_width": 100.0 * float(np.median(widths))}
 
 
 def run_cells(families, labels, n, overhead_s, spec_kw=None) -> list[dict]:
@@ -103,12 +107,13 @@ def add_ratios(rows: list[dict], ref: dict[str, float]) -> None:
 
 
 FMT = {"in_region": "{:.1f}", "ci_covers": "{:.1f}", "converged": "{:.1f}", "median_cost_s": "{:.0f}",
-       "mean_cost_s": "{:.0f}", "median_trials": "{:.0f}", "median_ci_width": "{:.1f}", "x_default": "{:.2f}", "fit_stops": "{:.1f}",
+       "mean_cost_s": "{:.0f}", "median_trials": "{:.0f}", "median_ci_width": "{:.1f}", "x_default": "{:.2f}",
+       "fit_stops": "{:.1f}", "fit_in_region": "{:.1f}",
        "confidence": "{:.2f}", "accuracy": "{:.2f}"}
 COLS = [("family", "family"), ("policy", "policy"), ("in region %", "in_region"), ("λ* CI covers %", "ci_covers"),
         ("median cost (s)", "median_cost_s"), ("× default cost", "x_default"), ("mean cost (s)", "mean_cost_s"),
         ("median trials", "median_trials"), ("converged %", "converged"), ("median CI width % of λ*", "median_ci_width"),
-        ("stopped by the fit %", "fit_stops")]
+        ("stopped by the fit %", "fit_stops"), ("in region when stopped by the fit %", "fit_in_region")]
 
 
 def frontier(families, labels, n, overhead_s) -> list[dict]:

@@ -28,12 +28,13 @@ import math
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
+from workbench.controller.fit import fit_peak
 from workbench.controller.pickers import Binsearch, Linear, Model, Picker
 from workbench.controller.result import PeakResult, result_of
 from workbench.controller.runlength import next_runlength
 from workbench.controller.safeguarded import Safeguarded
 from workbench.controller.spec import RatingSpec
-from workbench.controller.state import LoadStatus, load_key
+from workbench.controller.state import LoadStatus, LoadSummary, load_key
 from workbench.controller.summary import search_state, summarize, trial_cost_s
 from workbench.controller.trial import TrialResult
 
@@ -78,6 +79,24 @@ def _unmeasurable(spec: RatingSpec, trials: Sequence[TrialResult]) -> dict[float
     return out
 
 
+def _stop_now(spec: RatingSpec, r_sat: float, loads: list[LoadSummary]) -> tuple | None:
+    """The done payload when the stop rule holds: a load whose CI meets it, or (stop_rule "fit")
+    the local fit's λ* CI inside the fitted peak-rate region; else None."""
+    peaks = [s for s in loads if s.status == LoadStatus.PEAK]
+    if peaks:
+        best = min(peaks, key=lambda s: (abs(s.mean - r_sat), s.order))
+        rule = "CI overlaps" if spec.stop_rule == "overlap" else "CI inside"
+        return (True, f"{rule} the peak-rate region at {best.load:g} ops/s with accuracy "
+                      f"{best.ci.accuracy:.3f} ≥ {spec.accuracy:g}", best, loads)
+    if spec.stop_rule == "fit":
+        fit = fit_peak(loads, r_sat, spec.width, spec.confidence)
+        if fit is not None and fit.inside:
+            return (True, f"fit: λ* CI [{fit.ci[0]:.4g}, {fit.ci[1]:.4g}] inside the fitted region "
+                          f"[{fit.region[0]:.4g}, {fit.region[1]:.4g}] ({fit.n_trials} trials at "
+                          f"{len(fit.loads)} loads)", None, loads, fit)
+    return None
+
+
 def _decide_goal(spec: RatingSpec, r_sat: float, trials: Sequence[TrialResult],
                  unmeasurable: Mapping[float, TrialResult] | None = None) -> tuple[str, Any]:
     """("next", (load, reason)) or ("done", (converged, reason, peak_summary|None, loads)).
@@ -87,12 +106,9 @@ def _decide_goal(spec: RatingSpec, r_sat: float, trials: Sequence[TrialResult],
     unmeasurable = unmeasurable or {}
     loads = [s for s in summarize(spec, trials, r_sat)
              if not (s.status == LoadStatus.OPEN and load_key(s.load) in unmeasurable)]
-    peaks = [s for s in loads if s.status == LoadStatus.PEAK]
-    if peaks:
-        best = min(peaks, key=lambda s: (abs(s.mean - r_sat), s.order))
-        rule = "CI inside" if spec.stop_rule == "inside" else "CI overlaps"
-        return "done", (True, f"{rule} the peak-rate region at {best.load:g} ops/s with accuracy "
-                              f"{best.ci.accuracy:.3f} ≥ {spec.accuracy:g}", best, loads)
+    stop = _stop_now(spec, r_sat, loads)
+    if stop is not None:
+        return "done", stop
     st = search_state(spec, r_sat, loads)
     lo, hi = st.lo, st.hi
     # an undecided load inside the bracket: keep sampling it (Algorithm 2 step 6)

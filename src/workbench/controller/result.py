@@ -8,6 +8,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from workbench.controller.fit import FitPeak
 from workbench.controller.pickers import two_point_fit
 from workbench.controller.spec import RatingSpec
 from workbench.controller.state import LoadSummary, load_key
@@ -117,12 +118,16 @@ def _model_ci(loads: Sequence[LoadSummary], r_sat: float, spec: RatingSpec) -> t
 
 
 def _goal_result(spec: RatingSpec, r_sat: float, trials: Sequence[TrialResult], converged: bool,
-                 reason: str, peak: LoadSummary | None, loads: list[LoadSummary] | None) -> PeakResult:
+                 reason: str, peak: LoadSummary | None, loads: list[LoadSummary] | None,
+                 fit: FitPeak | None = None) -> PeakResult:
     if loads is None:
         loads = summarize(spec, trials, r_sat)
     st = search_state(spec, r_sat, loads)
     lo, hi = st.lo, st.hi
-    if peak is None:
+    if fit is not None:                  # stop_rule "fit": λ* on the local fit, its Fieller CI
+        lam = fit.peak_rate
+        near = min((s for s in loads if s.n >= 1), key=lambda s: abs(s.load - lam))
+    elif peak is None:
         cands = [s for s in loads if s.n >= 1]
         if lo is not None and hi is not None and spec.strawman:
             lam, near = lo.load, lo          # §3.1: the largest load that does not saturate
@@ -139,7 +144,7 @@ def _goal_result(spec: RatingSpec, r_sat: float, trials: Sequence[TrialResult], 
     else:
         near, lam = peak, peak.load
     bracket = (lo.load if lo is not None else 0.0, hi.load if hi is not None else math.inf)
-    pci = _peak_ci(loads, r_sat, spec)
+    pci = _peak_ci(loads, r_sat, spec) if fit is None else fit.ci
     if math.isfinite(lam):
         pci = (min(pci[0], lam), max(pci[1], lam))
     mean = near.mean if near is not None else math.nan
@@ -166,8 +171,8 @@ def result_of(spec: RatingSpec, trials: Sequence[TrialResult], done: dict[float,
     per: dict[float, PeakResult] = {}
     for g in spec.goals:
         if g in done:
-            conv, why, peak, loads = done[g]
-            per[g] = _goal_result(spec, g, trials, conv, why, peak, loads)
+            conv, why, peak, loads, *fit = done[g]
+            per[g] = _goal_result(spec, g, trials, conv, why, peak, loads, fit[0] if fit else None)
         else:
             per[g] = _goal_result(spec, g, trials, False, stop_reason or "not reached", None, None)
     main = per[float(spec.r_sat_ms)]

@@ -38,7 +38,8 @@ class RatingSpec:
     budget_s: float = math.inf             # total cost cap (runlengths + overheads), seconds
     trial_overhead_s: float = 0.0          # per-trial setup/teardown cost, seconds
     goals_ms: tuple[float, ...] | None = None   # extra R_sat goals (multi-goal; trials reused)
-    stop_rule: str = "inside"              # inside (default, valid) | overlap (the paper's)
+    stop_rule: str = "inside"              # inside (default, valid) | overlap (the paper's) | fit
+                                           # (inside, or a local fit's λ* CI inside the region)
     min_trials: int = 2                    # trials before the first CI (Algorithm 2 step 7)
     max_trials_per_load: int = 30          # then the load is classified by its mean alone
     max_loads: int = 60                    # distinct loads
@@ -110,7 +111,7 @@ class RatingSpec:
                 raise bad("goals_ms", "a non-empty sequence of numbers > 0 (ms)")
             object.__setattr__(self, "goals_ms", tuple(float(x) for x in g))
         if self.stop_rule not in STOP_RULES:
-            raise bad("stop_rule", "'inside' or 'overlap'")
+            raise bad("stop_rule", "'inside', 'overlap' or 'fit'")
         integer("min_trials", 2, 1000)
         integer("max_trials_per_load", self.min_trials, 10**5)
         integer("max_loads", 2, 10**5)

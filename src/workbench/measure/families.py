@@ -1,0 +1,127 @@
+"""Server families of the validity study (bench/validity.py, issue 16): seeded `SimulatedServer`s
+whose trials misbehave in the ways real ones do — outlier trials, heavy-tailed noise, a sharp knee,
+an inflated first trial at each new load (Ganesha's cache warm-up).
+
+The TRUTH of a server is its steady-state model (`true_mean_ms`, `true_peak_rate`): outliers and
+the cold start are trial-level faults, not part of R(λ). The true peak-rate region is
+[λ(R_sat·(1 − s)), λ(R_sat·(1 + s))] (`true_region`), where λ(R) inverts the true mean response.
+
+Families (`family_servers(name, n)`):
+  mm     the M/M/m-like noisy family of issue 16: mostly M/M/1 means, trial noise rising steeply
+         with load and falling with runlength, 3 % outlier trials
+  knee   the same noise on M/M/m with many servers: R flat, then a wall
+  heavy  Student-t(3) trial noise and 5 % larger outliers
+  cold   the mm servers without outliers, the first trial at every new load inflated
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Any
+
+import numpy as np
+
+from workbench.controller.state import load_key
+from workbench.controller.trial import TrialResult
+from workbench.measure.simulated import SimulatedServer
+
+
+__all__ = ["FAMILY_NAMES", "ValidityServer", "family_servers", "true_region"]
+
+
+FAMILY_NAMES = ("mm", "knee", "heavy", "cold")
+
+STUDY_SEED = 12345                      # seed of the server draws (the same as test_decide_validity)
+CAPACITY_OPS_S = (200.0, 5000.0)        # capacity, log-uniform
+BASE_MS = (0.5, 3.0)                    # non-queueing floor per op, uniform
+SERVICE_MS = (2.0, 10.0)                # mean service time of the queueing part, uniform
+MM_SERVERS = (1, 1, 2, 4, 8)            # M/M/m parallelism m, one of these (mostly M/M/1)
+NOISE = (0.03, 0.08)                    # trial cv at idle for a 60 s trial, uniform
+LOAD_EXPONENT = 1.0                     # cv ∝ (1 + (R − R0)/10 ms)^1.0: ≈ 4× idle at 40 ms
+MM_OUTLIER_PROB = 0.03                  # mm: share of outlier trials
+OUTLIER_FACTOR = (1.5, 3.0)             # mm, cold: an outlier's mean and p95 × U(1.5, 3)
+KNEE_SERVERS = (8.0, 32.0)              # knee: m log-uniform; region only ≈ 0.1–0.4 % of λ* wide
+KNEE_OUTLIER_PROB = 0.03                # knee: share of outlier trials, as mm
+HEAVY_NOISE_DIST = "t"                  # heavy: Student t(3) trial noise scaled to unit variance
+HEAVY_OUTLIER_PROB = 0.05               # heavy: share of outlier trials
+HEAVY_OUTLIER_FACTOR = (1.5, 5.0)       # heavy: an outlier's mean and p95 × U(1.5, 5)
+COLD_START_FACTOR = (1.2, 1.6)          # cold: first trial at a new load, mean and p95 × U(1.2, 1.6)
+FAULT_SEED_OFFSET = 7_654_321           # the faults' own generator: seed + this (noise draws unchanged)
+
+
+class ValidityServer(SimulatedServer):
+    """A `SimulatedServer` with trial-level faults drawn from their own seeded generator.
+
+    outlier_prob: chance that a trial is an outlier (mean and p95 × U(outlier_factor)).
+    cold_start_factor: (lo, hi): the first trial at each new load has mean and p95 × U(lo, hi);
+      None: no cold start. Faults draw exactly two uniforms per trial (deterministic per seed).
+    """
+
+    def __init__(self, *, outlier_prob: float = 0.0, outlier_factor: tuple[float, float] = OUTLIER_FACTOR,
+                 cold_start_factor: tuple[float, float] | None = None, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        if not 0 <= outlier_prob < 1:
+            raise ValueError(f"outlier_prob must be in [0, 1), got {outlier_prob!r}")
+        self.outlier_prob = float(outlier_prob)
+        self.outlier_factor = tuple(float(x) for x in outlier_factor)
+        self.cold_start_factor = None if cold_start_factor is None else tuple(float(x) for x in cold_start_factor)
+        self.fault_rng = np.random.default_rng(int(self.seed) + FAULT_SEED_OFFSET)
+        self.seen_loads: set[float] = set()
+
+    def measure(self, load_ops_s: float, runlength_s: float) -> TrialResult:
+        t = super().measure(load_ops_s, runlength_s)
+        u_out, u_size = (float(x) for x in self.fault_rng.random(2))
+        factor = 1.0
+        key = load_key(load_ops_s)
+        if self.cold_start_factor is not None and key not in self.seen_loads:
+            lo, hi = self.cold_start_factor
+            factor *= lo + (hi - lo) * u_size
+        self.seen_loads.add(key)
+        if u_out < self.outlier_prob:
+            lo, hi = self.outlier_factor
+            factor *= lo + (hi - lo) * u_size
+        if factor == 1.0:
+            return t
+        raw = {**(t.raw or {}), "fault_factor": factor}
+        return dataclasses.replace(t, mean_ms=t.mean_ms * factor, p95_ms=t.p95_ms * factor, raw=raw)
+
+    __call__ = measure
+
+
+def true_region(server: SimulatedServer, r_sat_ms: float, width: float) -> tuple[float, float]:
+    """The true peak-rate region in loads: [λ(R_sat(1 − s)), λ(R_sat(1 + s))] of the true mean."""
+    return (server.true_peak_rate(r_sat_ms * (1.0 - width)), server.true_peak_rate(r_sat_ms * (1.0 + width)))
+
+
+def _log_uniform(rng: np.random.Generator, lo: float, hi: float) -> float:
+    return float(np.exp(rng.uniform(math.log(lo), math.log(hi))))
+
+
+def family_servers(name: str, n: int, seed: int = STUDY_SEED) -> list[ValidityServer]:
+    """n seeded servers of family `name` (FAMILY_NAMES); server i's trials use seed 1000 + i.
+
+    Every family draws the same variates in the same order, so server i of mm, knee, heavy and
+    cold share capacity, base, service and noise level (knee only replaces m); mm's are the
+    servers of tests/controller/test_decide_validity.py plus outlier trials."""
+    if name not in FAMILY_NAMES:
+        raise ValueError(f"family must be one of {', '.join(FAMILY_NAMES)}; got {name!r}")
+    rng = np.random.default_rng(seed)
+    knee_rng = np.random.default_rng(seed + 1)      # its own stream: mm keeps test_decide_validity's servers
+    out = []
+    for i in range(n):
+        kw: dict[str, Any] = dict(
+            capacity_ops_s=_log_uniform(rng, *CAPACITY_OPS_S), base_ms=float(rng.uniform(*BASE_MS)),
+            service_ms=float(rng.uniform(*SERVICE_MS)), servers=float(rng.choice(MM_SERVERS)),
+            noise=float(rng.uniform(*NOISE)), load_exponent=LOAD_EXPONENT, seed=1000 + i, name=f"{name}{i}")
+        knee_m = _log_uniform(knee_rng, *KNEE_SERVERS)
+        if name == "mm":
+            kw.update(outlier_prob=MM_OUTLIER_PROB)
+        elif name == "knee":
+            kw.update(servers=knee_m, outlier_prob=KNEE_OUTLIER_PROB)
+        elif name == "heavy":
+            kw.update(noise_dist=HEAVY_NOISE_DIST, outlier_prob=HEAVY_OUTLIER_PROB,
+                      outlier_factor=HEAVY_OUTLIER_FACTOR)
+        else:
+            kw.update(cold_start_factor=COLD_START_FACTOR)
+        out.append(ValidityServer(**kw))
+    return out

@@ -69,6 +69,11 @@ def send_lag_only(trial: dict) -> bool:
             and all(x.startswith("send-lag") for x in reason.removeprefix("generator saturated: ").split("; ")))
 
 
+def load_host(slot: str) -> str:
+    """The load host of a slot of the local inventory: slotK → loadK."""
+    return "load" + slot.removeprefix("slot")
+
+
 def renumbered_inventory(dst: Path, new_numbers: dict[int, int]) -> Path:
     """inventory/local/hosts.yml with slot K renamed slot new_numbers[K]: groups, hosts, namespaces
     and addresses (10.251.K.x); every other setting as in the original."""

@@ -26,6 +26,7 @@ from helpers import (
     STATE,
     FakeRunner,
     fstress_json,
+    load_host,
     rating_files,
     renumbered_inventory,
     send_lag_only,
@@ -202,10 +203,6 @@ def _kill_later(delay_s: float, pids_fn, what: list[str], start_when=None) -> th
     return th
 
 
-def _load_host(slot: str) -> str:
-    return "load" + slot.removeprefix("slot")
-
-
 def _sut_host(slot: str) -> str:
     return "sut" + slot.removeprefix("slot")
 
@@ -229,7 +226,7 @@ def test_smoke_rating_end_to_end_with_faults(tmp_path, capsys):
     if os.geteuid() != 0:
         pytest.skip("needs root (network namespaces, loop devices, cgroups)")
     slot = "slot1"
-    fstress_exe = str(STATE / _load_host(slot) / "bin" / "fstress")
+    fstress_exe = str(STATE / load_host(slot) / "bin" / "fstress")
     kills: dict[int, list[str]] = {}
 
     class FaultyHarness(AnsibleHarness):

@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pytest
 from airflow_live import REPO, LiveAirflow
+from helpers import load_host
 
 pytestmark = [
     pytest.mark.integration,
@@ -52,7 +53,7 @@ def _wait_slot_free(slot: str, timeout_s: float = 900) -> None:
 
 def _load_host_fstress(slot: str) -> list[str]:
     """fstress processes still running in the slot's load-host namespace (wb-loadK)."""
-    ns = f"wb-load{slot.removeprefix('slot')}"
+    ns = f"wb-{load_host(slot)}"
     out = subprocess.run(["ip", "netns", "pids", ns], capture_output=True, text=True, timeout=10)
     found = []
     for pid in out.stdout.split():

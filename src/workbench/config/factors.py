@@ -63,7 +63,7 @@ FACTORS: tuple[Factor, ...] = (
            off_flag="--async"),
     Factor("cache_policy", "nfs_server_cache_policy", str, "keep", "server cache between trials",
            choices=("keep", "drop", "restart"), sweep="categorical"),
-    Factor("server_cpus", "nfs_server_cpus", str, "0", 'taskset CPU list of the server ("" = no pinning)',
+    Factor("server_cpus", "nfs_server_cpus", str, "", 'taskset CPU list of the server ("" = no pinning)',
            form=False),
 )
 BY_NAME: dict[str, Factor] = {f.name: f for f in FACTORS}

@@ -175,9 +175,36 @@ def rating_plots(spec: Mapping[str, Any], result: Mapping[str, Any],
     }
 
 
+def _external_html(sysinfo: Mapping[str, Any]) -> str:
+    """An external server as its client saw it (`fstress probe`) and as the user described it."""
+    server, probe = sysinfo.get("server") or {}, sysinfo.get("probe") or {}
+    ep = server.get("endpoint") or {}
+    rtt = probe.get("rtt_us") or {}
+    pairs = [("external server", server.get("description") or "(no description)"),
+             ("endpoint", f"{ep.get('address')}:{ep.get('export')}"),
+             ("NFS port", f"{ep.get('nfs_port')} ({probe.get('nfs_port_from', 'given')})"),
+             ("MOUNT port", f"{ep.get('mount_port')} ({probe.get('mount_port_from', 'given')})"),
+             ("NULL round trip", f"median {_num(rtt.get('median'))} µs, p90 {_num(rtt.get('p90'))} µs "
+                                 f"over {rtt.get('n', '?')} calls" if rtt else None)]
+    out = [_kv((k, v) for k, v in pairs if v is not None)]
+    programs = probe.get("rpc_programs") or []
+    if programs:
+        out.append("<h3>RPC programs (portmapper)</h3>" + _table(
+            ["program", "name", "version", "protocol", "port"],
+            [[p.get("program"), p.get("name"), p.get("version"), p.get("protocol"), p.get("port")] for p in programs]))
+    elif probe.get("rpc_programs_error"):
+        out.append(f'<p class="muted">portmapper: {_e(probe["rpc_programs_error"])}</p>')
+    for name in ("fsinfo", "fsstat", "pathconf"):
+        if probe.get(name):
+            out.append(f"<h3>{name.upper()} of the export</h3>" + _kv(sorted(probe[name].items())))
+    return "".join(out)
+
+
 def _sysinfo_html(sysinfo: Mapping[str, Any] | None) -> str:
     if not sysinfo:
         return '<p class="muted">no system information recorded</p>'
+    if sysinfo.get("mode") == "external":
+        return _external_html(sysinfo)
     system = sysinfo.get("system") or {}
     server = sysinfo.get("server") or {}
     kernel = system.get("kernel") or {}
@@ -231,8 +258,11 @@ def rating_report_html(spec: Mapping[str, Any], result: Mapping[str, Any],
     mci = result.get("mean_ms_ci") or [None, None]
     # a mean response time is > 0: the t-interval's negative part holds no possible value
     mci = [max(0.0, mci[0]) if _plots._finite(mci[0]) else None, mci[1]]
+    ext = spec.get("external") or {}
+    what = (f"external server {ext.get('address')}:{ext.get('export')}" + (f" ({ext['description']})" if
+            ext.get("description") else "")) if ext else _fmt_dict(spec.get("factors"))
     head = [
-        f"<h1>Peak rate of {_e(workload)} — {_e(_fmt_dict(spec.get('factors')))}</h1>",
+        f"<h1>Peak rate of {_e(workload)} — {_e(what)}</h1>",
         f'<p class="headline">λ* = <b>{_num(peak)}</b> ops/s &nbsp; CI {_pair(result.get("peak_rate_ci"))} '
         f'&nbsp; bracket {_pair(result.get("bracket"))} &nbsp; '
         f'{_status(not result.get("converged"), "NOT CONVERGED", "CONVERGED")}</p>',

@@ -2,6 +2,7 @@
 
     workbench rate [--workload web_server] [--slot slot1] [--profile quick|smoke|standard]
                    [--results DIR] [factor flags: --fs --disks --memory-mb --read-iops ...]
+                   [--server-address A --server-export PATH [--server-description TEXT] ...]
                    [--check] [--no-teardown] [--quiet]
     workbench plan [--workload web_server] [--profile quick] [--capacity OPS] [--reps N]
 
@@ -23,13 +24,13 @@ import time
 from pathlib import Path
 from typing import Any, Sequence
 
-import yaml
-
+from workbench.config.external import EXTERNAL_PARAMS
 from workbench.config.factors import FACTORS, add_cli_flags
 from workbench.config.paths import DEFAULT_INVENTORY, FSTRESS, REPO
 from workbench.config.profiles import FAMILY_OF_WORKLOAD, PROFILES
 from workbench.config.vocabulary import POLICIES
 from workbench.measure.ansible import AnsibleHarness, HarnessError
+from workbench.measure.inventory import InventoryError, slot_load_hosts
 
 # CLI option → Params name (the rest of the Params are factors, from the factor table)
 _SPEC_OPTIONS = ("policy", "r_sat_ms", "runlength_s", "budget_s", "confidence", "accuracy", "seed_load")
@@ -60,11 +61,16 @@ def _parser() -> argparse.ArgumentParser:
     common(r)
     r.add_argument("--slot", default="slot1")
     r.add_argument("--inventory", type=Path, default=DEFAULT_INVENTORY)
+    r.add_argument("--load-hosts", type=int, help="the slot's first N load hosts share the load (default: all)")
     r.add_argument("--results", "--out", dest="results", type=Path,
                    help="results directory (default results/<time>-<workload>-<slot>); re-use it to resume")
     r.add_argument("--warmup-s", type=float)
     r.add_argument("--fileset-rate", type=float)
-    r.add_argument("--fstress-cpus", default=None, help='taskset CPU list for fstress (default "1")')
+    r.add_argument("--fstress-cpus", default=None, help='taskset CPU list for fstress (default: the inventory\'s; local "1", real hosts none)')
+    ext = r.add_argument_group("external server (rate an NFS server Workbench does not provision; "
+                               "use a slot of load hosts only, e.g. --inventory inventory/external/hosts.yml)")
+    for name, (_, text) in EXTERNAL_PARAMS.items():
+        ext.add_argument("--" + name.replace("_", "-"), type=int if name.endswith("_port") else str, help=text)
     r.add_argument("--check", action="store_true", help="check every input, touch no host, exit")
     r.add_argument("--no-teardown", action="store_true", help="leave the slot provisioned (and leased)")
     r.add_argument("--quiet", action="store_true", help="no per-trial progress")
@@ -77,35 +83,17 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
-def _inventory_groups(path: Path) -> set[str]:
-    groups: set[str] = set()
-
-    def walk(name: str, node: Any) -> None:
-        groups.add(name)
-        if isinstance(node, dict):
-            for child, sub in (node.get("children") or {}).items():
-                walk(child, sub)
-
-    try:
-        data = yaml.safe_load(path.read_text()) or {}
-    except (OSError, yaml.YAMLError) as e:
-        raise UsageError(f"cannot read inventory {path}: {e}") from None
-    for name, node in data.items():
-        walk(name, node)
-    return groups
-
-
 def check_rate_inputs(args: argparse.Namespace) -> None:
     """What the plan cannot check (it has checked the workload): fstress is built, the slot is a
-    group of the inventory."""
+    group of the inventory with as many load hosts as asked for."""
     if not FSTRESS.is_file():
         raise UsageError(f"fstress binary {FSTRESS} is missing: run `make fstress`")
     if not args.inventory.is_file():
         raise UsageError(f"inventory {args.inventory} not found")
-    groups = _inventory_groups(args.inventory)
-    if args.slot not in groups:
-        slots = sorted(g for g in groups if g.startswith("slot"))
-        raise UsageError(f"slot {args.slot!r} is not a group of {args.inventory} (slots: {', '.join(slots)})")
+    try:
+        slot_load_hosts(args.inventory, args.slot, args.load_hosts or 0)
+    except InventoryError as e:
+        raise UsageError(str(e)) from None
     for name in ("warmup_s", "fileset_rate"):
         v = getattr(args, name)
         if v is not None and (not math.isfinite(v) or v < 0 or (name == "fileset_rate" and v == 0)):
@@ -120,6 +108,8 @@ def build_plan(args: argparse.Namespace, rating_id: str):
     params: dict[str, Any] = {"workload": args.workload, "profile": args.profile, "slot": "auto"}
     params.update({f.name: getattr(args, f.name) for f in FACTORS})
     params.update({k: getattr(args, k) for k in _SPEC_OPTIONS})
+    params.update({k: getattr(args, k) for k in EXTERNAL_PARAMS})
+    params["load_hosts"] = args.load_hosts
     if args.seed_load is not None:
         params["seed_source"] = "load"
     try:
@@ -143,7 +133,7 @@ def cmd_rate(args: argparse.Namespace, harness_factory=None) -> int:
     if harness_factory is None:
         check_rate_inputs(args)
     if args.check:
-        print(f"workbench rate: inputs OK ({plan.workload} on {plan.slot}, factors {plan.factors})")
+        print(f"workbench rate: inputs OK ({plan.workload} on {plan.slot}, {plan.server_text()})")
         return 0
     store = LocalStore(out)
     try:
@@ -153,8 +143,8 @@ def cmd_rate(args: argparse.Namespace, harness_factory=None) -> int:
     spec = plan.rating_spec()
     prog = Progress(spec.budget_s, spec.trial_overhead_s, enabled=not args.quiet)
     err = sys.stderr
-    err.write(f"workbench rate: {plan.workload} on {plan.slot}, profile {plan.profile}, factors "
-              f"{plan.factors}\n  results: {out}\n")
+    err.write(f"workbench rate: {plan.workload} on {plan.slot}, profile {plan.profile}, "
+              f"{plan.server_text()}\n  results: {out}\n")
     t0 = time.monotonic()
     res = run_rating(plan, store, log=lambda s: err.write(s + "\n"), on_trial=prog.trial,
                      teardown_after=not args.no_teardown, make=harness_factory or AnsibleHarness)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -206,3 +207,65 @@ def test_nightly_flags_a_worse_configuration(airflow_env, tmp_path):
     rid = v_bad[0]["rating_id"]
     assert "REGRESSION" in page and f'href="../../ratings/{rid}/report.html"' in page
     assert store.rating_key(rid, "report.html") in store.list_keys(f"ratings/{rid}/")
+
+
+EXTERNAL_INVENTORY = REPO / "inventory" / "external" / "hosts.yml"
+FILER = {"server_address": "10.251.11.1", "server_export": "/export",
+         "server_description": "operator's Ganesha (scripts/ganesha-slot.sh)"}
+
+
+def _filer_up() -> None:
+    """An NFS server started the way an operator would, outside Workbench's provisioning."""
+    from conftest import start_slot, stop_slot
+    stop_slot("filer")
+    start_slot("filer")
+
+
+@SLOT1
+@pytest.mark.integration
+@pytest.mark.timeout(900)
+def test_an_external_filer_is_rated_from_a_load_host_only(airflow_env, tmp_path, monkeypatch, capsys):
+    """The filer's ports are not given (its portmapper is asked); its slot has a load host only; the
+    CLI and rate_peak rate it, and result, sysinfo and report say "external server"; a server factor
+    on it fails before anything runs."""
+    from conftest import stop_slot
+    from workbench import cli
+    _root()
+    store = airflow_env
+    _filer_up()
+    try:
+        argv = ["rate", "--inventory", str(EXTERNAL_INVENTORY), "--slot", "slot1", "--profile", "smoke",
+                "--fileset-rate", "2000", "--budget-s", "40", "--quiet",
+                *[f"--{k.replace('_', '-')}={v}" for k, v in FILER.items()]]
+        assert cli.main(argv + ["--fs", "xfs", "--results", str(tmp_path / "xfs")]) == 2
+        assert "fs=xfs cannot apply to an external server" in capsys.readouterr().err
+        assert not (tmp_path / "xfs").exists() and not (paths.LEASES / "slot1").exists()
+        cli.main(argv + ["--results", str(tmp_path / "cli")])
+        rating = tmp_path / "cli" / "ratings" / "cli"
+        info = json.loads((rating / "sysinfo.json").read_text())
+        assert info["mode"] == "external" and info["server"]["description"] == FILER["server_description"]
+        probe = info["probe"]
+        assert (probe["nfs_port_from"], probe["mount_port_from"]) == ("portmapper", "portmapper")
+        assert (probe["nfs_port"], probe["mount_port"]) == (2049, 20048)      # ganesha-slot.sh's ports
+        assert {p["name"] for p in probe["rpc_programs"]} >= {"nfs", "mountd", "portmapper"}
+        assert probe["fsinfo"]["rtmax"] > 0 and probe["fsstat"]["tbytes"] > 0 and probe["pathconf"]["name_max"] > 0
+        trials = [json.loads(f.read_text()) for f in sorted((rating / "trials").glob("*.json"))]
+        assert trials and any(t["valid"] and t["raw"]["ops_total"] > 0 for t in trials), trials
+        result = json.loads((rating / "result.json").read_text())
+        assert result["factors"] == {} and result["external"]["address"] == FILER["server_address"]
+        assert "external server 10.251.11.1:/export" in (rating / "report.html").read_text()
+
+        monkeypatch.setenv("WB_INVENTORY", str(EXTERNAL_INVENTORY))
+        dr = _dag("rate_peak").test(run_conf={"profile": "smoke", "slot": "slot1", "budget_s": 40, **FILER})
+        states = _states(dr)
+        assert str(dr.state).endswith("success") and states["teardown"].endswith("success"), states
+        rid = pipeline.rating_id_for("rate_peak", dr.run_id)
+        assert store.get_json(store.rating_key(rid, "sysinfo.json"))["mode"] == "external"
+        assert store.get_json(store.rating_key(rid, "result.json"))["external"]["export"] == "/export"
+        html = store.get_bytes(store.rating_key(rid, "report.html")).decode()
+        assert "external server 10.251.11.1:/export" in html and "FSINFO of the export" in html
+        assert not (paths.LEASES / "slot1").exists()
+        ns = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, check=True).stdout
+        assert "wb-filer" in ns and "wb-xload1" not in ns     # teardown took the load host, not the filer
+    finally:
+        stop_slot("filer")

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import threading
 
 import pytest
 from helpers import (
@@ -165,6 +167,43 @@ def test_workload_file_is_shipped_by_the_role(tmp_path):
     assert ev["workload"] == "mine.wl" and ev["fstress_workload_files"] == [str(wl.resolve())]
 
 
+def _two_host_runner(**part_b):
+    """run_trial on hosts a and b at 250 ops/s each: the parts fetched, the merge written."""
+    from pathlib import Path
+
+    def result(ev):
+        parts = Path(ev["trial_out"] + ".d")
+        parts.mkdir()
+        a = fstress_json(offered_rate=250.0, achieved_rate=250.0, ops_total=1250, seed=1)
+        b = fstress_json(**{"offered_rate": 250.0, "achieved_rate": 250.0, "ops_total": 1250, "seed": 1000004,
+                            **part_b})
+        for host, part in (("a", a), ("b", b)):
+            (parts / f"{host}.json").write_text(json.dumps(part))
+        return fstress_json(achieved_rate=a["achieved_rate"] + b["achieved_rate"], ops_total=2500,
+                            generator_saturated=bool(b.get("generator_saturated")),
+                            saturation_reason=b.get("saturation_reason", ""))
+    return FakeRunner(result=result)
+
+
+def test_each_load_hosts_figures_are_kept_beside_the_merge(tmp_path):
+    t = harness(tmp_path, _two_host_runner()).measure(500, 5)
+    assert t.valid, t.reason
+    assert [(h["host"], h["offered_rate"], h["ops_total"], h["seed"]) for h in t.raw["per_host"]] == [
+        ("a", 250.0, 1250, 1), ("b", 250.0, 1250, 1000004)]
+    assert not (tmp_path / "trials" / "0.json.d").exists()      # the parts are not kept
+
+
+@pytest.mark.parametrize("part_b, reason", [
+    ({"achieved_rate": 200.0, "ops_total": 1000}, "load host b fell behind: achieved 200.0 of 250.0 ops/s"),
+    ({"generator_saturated": True, "saturation_reason": "send lag p99 12 ms"},
+     "generator saturated on b: send lag p99 12 ms"),
+])
+def test_a_load_host_that_falls_behind_invalidates_the_trial_by_name(tmp_path, part_b, reason):
+    # the merge (450 of 500 = 90 %) hides which host it was; the per-host rule names it
+    t = harness(tmp_path, _two_host_runner(**part_b)).measure(500, 5)
+    assert not t.valid and reason in t.reason, t.reason
+
+
 def test_measure_rejects_bad_load(tmp_path):
     h = harness(tmp_path, FakeRunner())
     for bad in (0, -1, float("nan"), float("inf")):
@@ -250,7 +289,8 @@ def test_deploy_is_idempotent_and_run_trial_checks_its_input(tmp_path):
 def test_two_load_hosts_split_the_rate_with_their_own_op_streams(tmp_path):
     """A slot with two load hosts (a second inventory host in load2's namespace): both run the
     trial at half the rate with different seeds, so their op sequences differ; the merged trial
-    is the exact sum of the two."""
+    is the exact sum of the two, each host's figures are kept beside it, and a host whose fstress
+    is killed makes its trial invalid, by name."""
     import yaml
     if os.geteuid() != 0:
         pytest.skip("needs root (network namespaces, loop devices, cgroups)")
@@ -278,5 +318,13 @@ def test_two_load_hosts_split_the_rate_with_their_own_op_streams(tmp_path):
         assert counts[0] != counts[1], counts            # the same seed gives the same op mix, to the op
         assert t.ops_total == a["ops_total"] + b["ops_total"] == 600
         assert t.raw["clients"] == 2
+        assert [(p["host"], p["ops_total"]) for p in t.raw["per_host"]] == [
+            (load, a["ops_total"]), (f"{load}b", b["ops_total"])]     # kept beside the merge
+        # one host's fstress killed mid-trial: the trial is invalid and names that host
+        killer = threading.Timer(3.0, subprocess.run, [["pkill", "-KILL", "-f", r"fstress run .*--client-id 1 --seed"]])
+        killer.start()
+        t = h.measure(300, 6)
+        killer.join()
+        assert not t.valid and f"{load}b" in t.reason, t.reason
     finally:
         h.teardown()

@@ -53,27 +53,41 @@ func authSys() rpc.AuthSys {
 	return rpc.AuthSys{Stamp: uint32(time.Now().Unix()), Machine: host, UID: 0, GID: 0}
 }
 
+// askPortmapper returns the TCP port the portmapper on host (port 111) has for prog/vers.
+func askPortmapper(ctx context.Context, host string, prog, vers uint32, what string) (int, error) {
+	gctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	p, err := rpc.GetPort(gctx, net.JoinHostPort(host, "111"), prog, vers)
+	if err != nil {
+		return 0, fmt.Errorf("cannot ask the portmapper at %s:111 for the %s port: %v", host, what, oneLine(err))
+	}
+	if p == 0 {
+		return 0, fmt.Errorf("portmapper at %s:111 has no %s registration", host, what)
+	}
+	return int(p), nil
+}
+
 // Connect mounts the export and dials cfg.Conns NFS connections. Errors are
 // one-line and name the problem (unreachable server, wrong export, ...).
 func Connect(ctx context.Context, cfg ConnConfig) (*Session, error) {
 	cfg.defaults()
-	host, _, err := net.SplitHostPort(cfg.Server)
+	host, port, err := net.SplitHostPort(cfg.Server)
 	if err != nil {
 		return nil, fmt.Errorf("bad --server %q: want HOST:PORT", cfg.Server)
 	}
 	opt := rpc.Options{Timeout: cfg.Timeout, MaxRetransmits: cfg.Retransmits, Auth: authSys()}
+	if port == "0" { // an external server whose NFS port the user left to its portmapper
+		p, err := askPortmapper(ctx, host, nfs3.Program, nfs3.Version, "NFS v3")
+		if err != nil {
+			return nil, err
+		}
+		cfg.Server = net.JoinHostPort(host, strconv.Itoa(p))
+	}
 	mport := cfg.MountPort
 	if mport == 0 {
-		gctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		p, err := rpc.GetPort(gctx, net.JoinHostPort(host, "111"), nfs3.MountProgram, nfs3.MountVersion)
-		cancel()
-		if err != nil {
-			return nil, fmt.Errorf("cannot ask the portmapper at %s:111 for the MOUNT port: %v", host, oneLine(err))
+		if mport, err = askPortmapper(ctx, host, nfs3.MountProgram, nfs3.MountVersion, "MOUNT v3"); err != nil {
+			return nil, err
 		}
-		if p == 0 {
-			return nil, fmt.Errorf("portmapper at %s:111 has no MOUNT v3 registration", host)
-		}
-		mport = int(p)
 	}
 	maddr := net.JoinHostPort(host, strconv.Itoa(mport))
 	mopt := opt

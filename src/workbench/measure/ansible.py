@@ -30,14 +30,37 @@ import time
 from pathlib import Path
 from typing import Any, Mapping
 
+from workbench.config.external import ExternalServer, refuse_server_factors
 from workbench.config.factors import factor_vars
 from workbench.config.paths import DEFAULT_INVENTORY, PLAYBOOKS
 from workbench.controller.trial import TrialResult
+from workbench.measure.inventory import slot_load_hosts
 from workbench.measure.playbook import PlaybookRun, Runner, ansible_runner_run
-from workbench.measure.trialjson import MIN_ACHIEVED_FRACTION, invalid_result, result_from_json
+from workbench.measure.trialjson import MIN_ACHIEVED_FRACTION, invalid_result, per_host_figures, result_from_json
 
 
 __all__ = ["AnsibleHarness", "HarnessError"]
+
+
+def external_sysinfo(server: ExternalServer, probe: Mapping[str, Any]) -> dict[str, Any]:
+    """sysinfo.json of an external server: what a client learnt (`fstress probe`: portmapper
+    programs, FSINFO/FSSTAT/PATHCONF of the export, NULL round trips) and the user's description."""
+    endpoint = {**server.endpoint(), "nfs_port": probe.get("nfs_port", server.nfs_port),
+                "mount_port": probe.get("mount_port", server.mount_port)}
+    return {"mode": "external", "host": server.address,
+            "server": {"kind": "external server", "description": server.description, "endpoint": endpoint},
+            "probe": dict(probe)}
+
+
+def _parts(parts_dir: Path) -> dict[str, dict[str, Any]]:
+    """The load hosts' own results of a trial (run_trial.yml fetches <host>.json before merging)."""
+    out = {}
+    for f in sorted(parts_dir.glob("*.json")):
+        try:
+            out[f.stem] = json.loads(f.read_text())
+        except (OSError, ValueError):
+            continue                  # the merge read them all, or the run failed already
+    return out
 
 
 class HarnessError(RuntimeError):
@@ -57,6 +80,10 @@ class AnsibleHarness:
     overload_ms: see result_from_json (timeouts in a clearly overloaded trial keep it valid).
     fileset_rate: total rate the file set is sized for (once per sample; default 2000 ops/s).
     extravars: further extra-vars for every playbook (data, e.g. fstress_cpus / nfs_server_cpus).
+    load_hosts: the slot's first N load hosts share the load (0 = all); InventoryError when the slot
+        has fewer.
+    external: an external server's fields (config.external.ExternalServer; {} = the slot's SUT): no
+        provision, cache policy or server teardown; `provision` describes it from a load host.
     runner: ``runner(playbook, extravars, *, inventory, private_data_dir, log_path) -> PlaybookRun``
         (default: ansible-runner); tests inject a fake.
     """
@@ -67,7 +94,8 @@ class AnsibleHarness:
                  fileset_rate: float = 2000.0, extravars: Mapping[str, Any] | None = None,
                  runner: Runner | None = None, playbook_dir: str | Path | None = None,
                  start_margin_s: float = 0.5, min_achieved: float = MIN_ACHIEVED_FRACTION,
-                 overload_ms: float | None = None, keep_parts: bool = False) -> None:
+                 overload_ms: float | None = None, keep_parts: bool = False,
+                 external: Mapping[str, Any] | None = None, load_hosts: int = 0) -> None:
         if not isinstance(slot, str) or not slot or not slot.replace("_", "").replace("-", "").isalnum():
             raise ValueError(f"slot must be an inventory group name like slot1, got {slot!r}")
         if not isinstance(workload, str) or not workload:
@@ -82,6 +110,11 @@ class AnsibleHarness:
         self.server_vars = factor_vars(self.factors)
         self.workload = workload
         self.extravars = dict(extravars or {})
+        self.external = ExternalServer(**external) if external else None
+        if self.external is not None:
+            if self.factors:
+                refuse_server_factors(self.factors)
+            self.extravars.update(fstress_endpoint=self.external.endpoint(), wb_external=True)
         wl_file = Path(workload)
         if wl_file.is_file():          # a workload file: the fstress role copies it to the load hosts
             self.workload = wl_file.name
@@ -102,6 +135,9 @@ class AnsibleHarness:
         self.timings: list[dict[str, float]] = []
         if runner is None and not self.inventory.is_file():
             raise ValueError(f"inventory {self.inventory} not found")
+        if self.inventory.is_file():     # the load hosts (and enough of them) before any host changes
+            self.load_hosts = slot_load_hosts(self.inventory, slot, load_hosts)
+            self.extravars["wb_load_hosts"] = ",".join(self.load_hosts)
         (self.results_dir / "trials").mkdir(parents=True, exist_ok=True)
 
     # ------------------------------------------------------------------ plumbing
@@ -134,8 +170,15 @@ class AnsibleHarness:
 
     # ------------------------------------------------------------------ steps
     def provision(self) -> PlaybookRun:
-        """provision_sut.yml: the SUT of the slot with this sample's factors; sysinfo.json fetched."""
-        return self._must("provision_sut.yml", sysinfo_dest=str(self.results_dir / "sysinfo.json"))
+        """provision_sut.yml: the SUT of the slot with this sample's factors; sysinfo.json fetched.
+        An external server: probe_server.yml describes it from the first load host instead."""
+        dest = self.results_dir / "sysinfo.json"
+        if self.external is None:
+            return self._must("provision_sut.yml", sysinfo_dest=str(dest))
+        probe = self.results_dir / "probe.json"
+        run = self._must("probe_server.yml", probe_dest=str(probe))
+        dest.write_text(json.dumps(external_sysinfo(self.external, json.loads(probe.read_text())), indent=1))
+        return run
 
     def deploy(self) -> PlaybookRun:
         """deploy_loadgen.yml: fstress on the slot's load hosts and the sample's file set."""
@@ -176,7 +219,7 @@ class AnsibleHarness:
                              load_ops_s=float(load_ops_s),
                              runlength_s=float(runlength_s), warmup_s=self.warmup_s,
                              trial_out=str(out), start_margin_s=self.start_margin_s,
-                             ensure_server=self._server_suspect)
+                             ensure_server=self._server_suspect and self.external is None)
         except Exception as e:  # the runner itself broke: this trial is lost, the rating goes on
             run = PlaybookRun(rc=-1, status="error", failures=[f"runner error: {type(e).__name__}: {e}"],
                               elapsed_s=time.monotonic() - t0)
@@ -184,9 +227,9 @@ class AnsibleHarness:
         self.timings.append({"trial": n, "wall_s": wall, "playbook_s": run.elapsed_s,
                              "runlength_s": float(runlength_s), "warmup_s": self.warmup_s,
                              "overhead_s": wall - float(runlength_s) - self.warmup_s})
+        result = self._judge(run, out, load_ops_s, runlength_s)
         if not self.keep_parts:
             shutil.rmtree(f"{out}.d", ignore_errors=True)
-        result = self._judge(run, out, load_ops_s, runlength_s)
         # after any invalid trial (a killed server shows up as errors or a failed run) the next
         # run_trial first makes sure the server runs
         self._server_suspect = not result.valid
@@ -203,6 +246,7 @@ class AnsibleHarness:
             return invalid_result(load_ops_s, runlength_s, f"harness: {run.message()}", raw)
         if raw is None:
             return invalid_result(load_ops_s, runlength_s, f"harness: no merged result at {out}")
+        raw["per_host"] = per_host_figures(_parts(Path(f"{out}.d")))
         return result_from_json(raw, load_ops_s, runlength_s, self.min_achieved, self.overload_ms)
 
     __call__ = measure

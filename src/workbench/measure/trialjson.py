@@ -19,6 +19,30 @@ def _num(d: Mapping[str, Any], key: str, default: float = 0.0) -> float:
     return v if math.isfinite(v) else default
 
 
+PER_HOST_FIELDS = ("offered_rate", "achieved_rate", "ops_total", "mean_ms", "p95_ms", "errors", "timeouts",
+                   "generator_saturated", "saturation_reason", "seed")
+
+
+def per_host_figures(parts: Mapping[str, Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Each load host's own figures (its part of the trial, before the merge), by host name."""
+    return [{"host": host, **{k: part.get(k) for k in PER_HOST_FIELDS if k in part},
+             "send_lag_p99_ms": (part.get("send_lag_ms") or {}).get("p99")}
+            for host, part in sorted(parts.items())]
+
+
+def _host_reasons(hosts: list[Mapping[str, Any]], min_achieved: float) -> list[str]:
+    """A load host that saturated or fell behind its share invalidates the trial, named: the
+    merge would spread its shortfall over the others."""
+    out = []
+    for h in hosts:
+        offered, achieved = _num(h, "offered_rate"), _num(h, "achieved_rate")
+        if h.get("generator_saturated"):
+            out.append(f"generator saturated on {h['host']}: {h.get('saturation_reason') or 'no reason given'}")
+        elif achieved < min_achieved * offered:
+            out.append(f"load host {h['host']} fell behind: achieved {achieved:.1f} of {offered:.1f} ops/s")
+    return out
+
+
 def result_from_json(raw: Mapping[str, Any], load_ops_s: float, runlength_s: float,
                      min_achieved: float = MIN_ACHIEVED_FRACTION,
                      overload_ms: float | None = None) -> TrialResult:
@@ -34,8 +58,9 @@ def result_from_json(raw: Mapping[str, Any], load_ops_s: float, runlength_s: flo
     achieved = max(_num(raw, "achieved_rate"), 0.0)
     errors = int(_num(raw, "errors"))
     timeouts = int(_num(raw, "timeouts"))
-    reasons = []
-    if raw.get("generator_saturated"):
+    hosts = raw.get("per_host") or []
+    reasons = _host_reasons(hosts, min_achieved) if len(hosts) > 1 else []
+    if raw.get("generator_saturated") and not reasons:
         reasons.append(f"generator saturated: {raw.get('saturation_reason') or 'no reason given'}")
     overloaded = (overload_ms is not None and errors == 0 and timeouts > 0
                   and _num(raw, "mean_ms") >= overload_ms)

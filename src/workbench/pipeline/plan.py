@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
+from workbench.config.external import EXTERNAL_PARAMS, external_server, refuse_server_factors, server_key
 from workbench.config.factors import factor_vars, params_schema, with_rules
 from workbench.config.paths import DEFAULT_INVENTORY, rating_dir
 from workbench.config.profiles import PROFILES
@@ -45,10 +46,16 @@ PARAMS: dict[str, dict[str, Any]] = {
                      description="cost cap: Σ runlengths + overheads (s)"),
     "max_trials": dict(type=["null", "integer"], minimum=2, maximum=MAX_TRIAL_TASKS, default=None,
                        description=f"trial cap (≤ {MAX_TRIAL_TASKS}, the unrolled trial tasks)"),
+    "load_hosts": dict(type=["null", "integer"], minimum=1, maximum=64, default=None,
+                       description="load hosts that share the load: the slot's first N (empty = all of them)"),
     "seed_source": dict(type="string", enum=list(SEED_SOURCES), default="none",
                         description="seeding: none, load (seed_load), history (last λ* of this configuration)"),
     "seed_load": dict(type=["null", "number"], exclusiveMinimum=0, maximum=1e7, default=None,
                       description="seed load (ops/s) when seed_source = load"),
+    **{name: dict(type=["null", "integer" if name.endswith("_port") else "string"], default=None,
+                  description=text, section="External server",
+                  **({"minimum": 1, "maximum": 65535} if name.endswith("_port") else {}))
+       for name, (_, text) in EXTERNAL_PARAMS.items()},
 }
 
 
@@ -101,6 +108,8 @@ class RatingPlan:
     inventory: str = field(default_factory=lambda: os.environ.get(
         "WB_INVENTORY", str(DEFAULT_INVENTORY)))   # compose: inventory/compose
     workdir: str = ""              # local working directory ("" = config.paths.rating_dir)
+    external: dict[str, Any] = field(default_factory=dict)   # ExternalServer fields; {} = the slot's SUT
+    load_hosts: int = 0            # the slot's first N load hosts share the load (0 = all)
 
     def rating_spec(self) -> RatingSpec:
         return RatingSpec(**self.spec)
@@ -115,6 +124,13 @@ class RatingPlan:
     def local_dir(self) -> Path:
         """Playbook runs, fstress JSON and the report's local copy of this rating."""
         return Path(self.workdir) if self.workdir else rating_dir(self.rating_id)
+
+    def server_text(self) -> str:
+        """What is rated, for a log line: the sample's factors, or the external server."""
+        if self.external:
+            e = self.external
+            return f"external server {e['address']}:{e['export']}" + (f" ({e['description']})" if e["description"] else "")
+        return f"factors {self.factors}"
 
     def with_slot(self, slot: str) -> "RatingPlan":
         return dataclasses.replace(self, slot=slot)
@@ -158,8 +174,12 @@ def plan_from_params(params: Mapping[str, Any], rating_id: str, workload_files: 
         if not (name == "workload" and workload_files and Path(str(value)).is_file()):
             check_param(name, value)
     prof = PROFILES[p["profile"]]
-    factors = with_rules(prof["factors"], {name: p[name] for name in FACTOR_PARAMS})
+    chosen = {name: p[name] for name in FACTOR_PARAMS}
     try:
+        external = external_server(p)
+        if external is not None:           # the profile's server factors do not apply either
+            refuse_server_factors(chosen)
+        factors = {} if external else with_rules(prof["factors"], chosen)
         factor_vars(factors)
     except ValueError as e:
         raise ParamError(str(e)) from None
@@ -187,7 +207,8 @@ def plan_from_params(params: Mapping[str, Any], rating_id: str, workload_files: 
                       factors=factors, spec=spec, warmup_s=float(prof["warmup_s"]),
                       warmup_trial_s=float(prof.get("warmup_trial_s", 0.0)),
                       fileset_rate=float(prof["fileset_rate"]), extravars=dict(prof.get("extravars", {})),
-                      seed_source=p["seed_source"])
+                      seed_source=p["seed_source"], external=external.to_dict() if external else {},
+                      load_hosts=int(p["load_hosts"] or 0))
 
 
 def with_settings(plan: RatingPlan, *, slot: str | None = None, first_load: float | None = None, warmup_s: float | None = None,
@@ -215,7 +236,7 @@ def resumable_plan(store: Any, plan: RatingPlan, workdir: str | Path) -> RatingP
     if stored is None:
         return plan
     old = RatingPlan.from_dict(stored)
-    differ = [f for f in ("workload", "profile", "slot", "factors", "spec", "inventory")
+    differ = [f for f in ("workload", "profile", "slot", "factors", "spec", "inventory", "external", "load_hosts")
               if getattr(old, f) != getattr(plan, f)]
     if differ:
         raise ParamError(f"{store.url(store.rating_key(plan.rating_id, ''))} holds rating {plan.rating_id} "
@@ -237,7 +258,8 @@ def history_seed(store: Any, plan: RatingPlan) -> float | None:
     df = store.ratings_df()
     if df is None or len(df) == 0:
         return None
-    rows = df[(df["workload"] == plan.workload) & (df["converged"] == True)]  # noqa: E712
+    rows = df[(df["workload"] == plan.workload) & (df["converged"] == True)  # noqa: E712
+              & (df["server"] == server_key(plan.external))]
     for k, v in plan.factors.items():
         if k in rows.columns:
             rows = rows[rows[k] == v]
@@ -256,5 +278,5 @@ def checked_plan(params: Mapping[str, Any], rating_id: str, store: Any) -> Ratin
         seed = history_seed(store, plan)
         print(f"seed from history: {seed}")
         plan = seeded(plan, seed)
-    print(f"rating {rating_id}: {plan.workload}, factors {plan.factors}, spec {plan.spec}")
+    print(f"rating {rating_id}: {plan.workload}, {plan.server_text()}, spec {plan.spec}")
     return plan

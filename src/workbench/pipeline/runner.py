@@ -27,7 +27,7 @@ def run_rating(plan: RatingPlan, store: Store, log: Callable[[str], None] = prin
     """lease → provision → deploy → trials → validate → summarise → report → publish → teardown
     (always, unless `teardown_after` is False). A trial already in the store is not run again."""
     plan = plan.with_slot(lease_slot(plan))
-    log(f"rating {plan.rating_id}: {plan.workload} on {plan.slot}, factors {plan.factors}")
+    log(f"rating {plan.rating_id}: {plan.workload} on {plan.slot}, {plan.server_text()}")
     try:
         provision(plan, store, make)
         log(f"  {deploy(plan, make)}")

@@ -34,7 +34,8 @@ def harness_for(plan: RatingPlan, make: HarnessFactory = AnsibleHarness) -> Harn
     spec = plan.rating_spec()
     return make(slot=plan.slot, inventory=plan.inventory, factors=plan.factors, workload=plan.workload,
                 results_dir=plan.local_dir(), warmup_s=plan.warmup_s, fileset_rate=plan.fileset_rate,
-                extravars=plan.extravars, overload_ms=spec.r_sat_ms * (1.0 + spec.width))
+                extravars=plan.extravars, overload_ms=spec.r_sat_ms * (1.0 + spec.width),
+                external=plan.external, load_hosts=plan.load_hosts)
 
 
 def provision(plan: RatingPlan, store: Store, make: HarnessFactory = AnsibleHarness) -> dict[str, Any]:
@@ -65,8 +66,8 @@ def teardown(plan: RatingPlan, make: HarnessFactory = AnsibleHarness) -> str:
     """Tear the slot down and release the lease — only if this rating holds it."""
     if not holds(plan):
         return f"slot {plan.slot} not held by {plan.rating_id}: nothing to tear down"
-    try:
-        run = harness_for(plan, make).teardown()
+    try:   # every load host of the slot, even where the rating asked for fewer (or too many)
+        run = harness_for(dataclasses.replace(plan, load_hosts=0), make).teardown()
     finally:
         release_slot(plan)       # a slot left dirty is reset (or refused, naming why) by the next provision
     return "torn down" if run.ok else f"teardown failed: {run.message()}"
@@ -131,7 +132,7 @@ def summarise_step(plan: RatingPlan, store: Store, validation: Mapping[str, Any]
                                      f"another trial at {d.load_ops_s:g} ops/s ({d.reason})")
     out = res.to_dict()
     out.update(rating_id=plan.rating_id, workload=plan.workload, slot=plan.slot,
-               factors=plan.factors, profile=plan.profile, n_excluded_gx=len(excluded),
+               factors=plan.factors, external=plan.external, profile=plan.profile, n_excluded_gx=len(excluded),
                finished_unix=time.time())
     out = strict_json(out)
     store.put_json(store.rating_key(plan.rating_id, "result.json"), out)

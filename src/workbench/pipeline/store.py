@@ -19,6 +19,8 @@ from abc import ABC, abstractmethod
 from pathlib import Path
 from typing import Any, Mapping
 
+from workbench.config.external import server_key
+
 JSON_TYPE = "application/json"
 PARQUET_TYPE = "application/vnd.apache.parquet"
 _TYPES = {".parquet": PARQUET_TYPE, ".jsonl": "application/x-ndjson", ".json": JSON_TYPE}
@@ -198,7 +200,8 @@ class Store(ABC):
                    "ci_lo": ci_lo, "ci_hi": ci_hi, "n_trials": res.get("n_trials"),
                    "cost_s": res.get("cost_s"), "mean_ms_at_peak": res.get("mean_ms_at_peak"),
                    "r_sat_ms": res.get("r_sat_ms"), "reason": res.get("reason"),
-                   "workload": spec.get("workload"), "profile": spec.get("profile")}
+                   "workload": spec.get("workload"), "profile": spec.get("profile"),
+                   "server": server_key(spec.get("external"))}
             for f, v in (spec.get("factors") or {}).items():
                 row.setdefault(f, v)
             rows.append(row)

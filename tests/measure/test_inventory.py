@@ -1,0 +1,47 @@
+"""Slots and load hosts read from the inventories we ship: the check that runs before any host changes."""
+from __future__ import annotations
+
+import pytest
+from helpers import REPO, FakeRunner
+
+from workbench import cli
+from workbench.measure.ansible import AnsibleHarness
+from workbench.measure.inventory import InventoryError, inventory_groups, slot_load_hosts
+
+LOCAL = REPO / "inventory" / "local" / "hosts.yml"
+
+
+def test_groups_collect_hosts_through_children():
+    groups = inventory_groups(LOCAL)
+    assert groups["slot1"] == ["sut1", "load1"] and groups["loadgen"] == ["load1", "load2"]
+    assert set(groups["all"]) == {"sut1", "sut2", "load1", "load2"}
+
+
+def test_a_slots_load_hosts_and_too_few_of_them(tmp_path):
+    assert slot_load_hosts(LOCAL, "slot2") == ["load2"]
+    assert slot_load_hosts(REPO / "inventory" / "external" / "hosts.yml", "slot1") == ["xload1"]
+    with pytest.raises(InventoryError, match=r"needs 2 load hosts; slot slot1 of .* has 1 \(load1\)"):
+        slot_load_hosts(LOCAL, "slot1", 2)
+    with pytest.raises(InventoryError, match=r"'all2' is not a group .*slots: slot1, slot2"):
+        slot_load_hosts(LOCAL, "all2")
+    bad = tmp_path / "bad.yml"
+    bad.write_text("all: [unclosed")
+    with pytest.raises(InventoryError, match="cannot read inventory"):
+        slot_load_hosts(bad, "slot1")
+
+
+def test_too_few_load_hosts_fail_before_any_playbook(tmp_path, capsys):
+    runner = FakeRunner()
+    with pytest.raises(InventoryError, match="needs 3 load hosts"):
+        AnsibleHarness(slot="slot1", results_dir=tmp_path, runner=runner, load_hosts=3)
+    assert runner.calls == []
+    assert cli.main(["rate", "--load-hosts", "2", "--check"]) == 2
+    assert "needs 2 load hosts; slot slot1" in capsys.readouterr().err
+
+
+def test_the_playbooks_run_on_the_chosen_load_hosts(tmp_path):
+    runner = FakeRunner()
+    h = AnsibleHarness(slot="slot2", results_dir=tmp_path, runner=runner)
+    h.deploy()
+    h.measure(100, 1)
+    assert {c[1]["wb_load_hosts"] for c in runner.calls} == {"load2"}

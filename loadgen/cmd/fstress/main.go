@@ -4,6 +4,7 @@
 //	fstress fileset   create / augment the file set for a workload and rate
 //	fstress workloads list the canned workloads
 //	fstress merge     merge the JSON results of several clients exactly
+//	fstress probe     describe an NFSv3 server as a client sees it, as JSON
 //	fstress nullserver answer every MOUNT/NFS call with success (capacity tests)
 //
 // Exit codes: 0 success; 1 error (bad input, unreachable server, ...; one
@@ -29,6 +30,7 @@ import (
 
 	"workbench/loadgen/internal/engine"
 	"workbench/loadgen/internal/nullserver"
+	"workbench/loadgen/internal/probe"
 	"workbench/loadgen/internal/results"
 	"workbench/loadgen/internal/workload"
 )
@@ -61,6 +63,8 @@ const usage = `usage: fstress <command> [flags]
   fileset    --server HOST:PORT --export PATH --workload NAME|FILE --rate OPS [--mount-port PORT]
   workloads  list the canned workloads
   merge      a.json b.json ... [--json OUT]
+  probe      --server HOST[:PORT] --export PATH [--mount-port PORT] [--pings N] [--timeout D] [--json FILE]
+             [--portmap-port PORT]
   nullserver --listen HOST:PORT
 `
 
@@ -86,13 +90,15 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return cmdWorkloads(stdout, stderr)
 	case "merge":
 		return cmdMerge(args[1:], stdout, stderr)
+	case "probe":
+		return cmdProbe(args[1:], stdout, stderr)
 	case "nullserver":
 		return cmdNullserver(args[1:], stderr)
 	case "-h", "--help", "help":
 		fmt.Fprint(stdout, usage)
 		return exitOK
 	}
-	errLine(stderr, "unknown command %q (want run, fileset, workloads, merge or nullserver)", args[0])
+	errLine(stderr, "unknown command %q (want run, fileset, workloads, merge, probe or nullserver)", args[0])
 	return exitUsage
 }
 
@@ -294,13 +300,7 @@ func cmdRun(args []string, stderr io.Writer) int {
 		err = fmt.Errorf("--lag-bound must be > 0")
 	}
 	if err == nil {
-		if st, e := os.Stat(jsonPath); e == nil && st.IsDir() {
-			err = fmt.Errorf("--json %s is a directory", jsonPath)
-		} else if dir := dirOf(jsonPath); dir != "" {
-			if st, e := os.Stat(dir); e != nil || !st.IsDir() {
-				err = fmt.Errorf("--json %s: directory %s does not exist", jsonPath, dir)
-			}
-		}
+		err = checkJSONPath(jsonPath)
 	}
 	if err != nil {
 		errLine(stderr, "%v", err)
@@ -339,6 +339,20 @@ func cmdRun(args []string, stderr io.Writer) int {
 		return exitSaturated
 	}
 	return exitOK
+}
+
+// checkJSONPath reports an output file that cannot be written: a directory,
+// or in a directory that does not exist (so that no work is wasted).
+func checkJSONPath(jsonPath string) error {
+	if st, e := os.Stat(jsonPath); e == nil && st.IsDir() {
+		return fmt.Errorf("--json %s is a directory", jsonPath)
+	}
+	if dir := dirOf(jsonPath); dir != "" {
+		if st, e := os.Stat(dir); e != nil || !st.IsDir() {
+			return fmt.Errorf("--json %s: directory %s does not exist", jsonPath, dir)
+		}
+	}
+	return nil
 }
 
 func dirOf(p string) string {
@@ -454,6 +468,49 @@ func cmdMerge(args []string, stdout, stderr io.Writer) int {
 	}
 	if m.GeneratorSaturated {
 		return exitSaturated
+	}
+	return exitOK
+}
+
+// cmdProbe describes a server (package probe) as JSON on stdout or in the
+// --json file, written only when the probe succeeded.
+func cmdProbe(args []string, stdout, stderr io.Writer) int {
+	fs := newFlagSet("probe")
+	cfg := probe.Config{Pings: probe.DefaultPings, Timeout: probe.DefaultTimeout}
+	var jsonPath string
+	fs.StringVar(&cfg.Server, "server", "", "NFS server HOST[:PORT] (no port: ask the portmapper)")
+	fs.StringVar(&cfg.Export, "export", "", "export path")
+	fs.IntVar(&cfg.MountPort, "mount-port", 0, "MOUNT v3 port (0: ask the portmapper on the server host)")
+	fs.IntVar(&cfg.PortmapPort, "portmap-port", 111, "portmapper port on the server host")
+	fs.IntVar(&cfg.Pings, "pings", cfg.Pings, "NULL calls timed for the round-trip time (1..1000)")
+	fs.Var(durationValue{&cfg.Timeout}, "timeout", "per connect or call (seconds or duration)")
+	fs.StringVar(&jsonPath, "json", "", "write the JSON here instead of stdout")
+	if !parseFlags(fs, args, stderr) {
+		return exitUsage
+	}
+	err := cfg.Check()
+	if err == nil && jsonPath != "" {
+		err = checkJSONPath(jsonPath)
+	}
+	if err != nil {
+		errLine(stderr, "probe: %v", err)
+		return exitError
+	}
+	ctx, cancel := signalContext()
+	defer cancel()
+	res, err := probe.Run(ctx, cfg)
+	if err != nil {
+		errLine(stderr, "probe: %v", err)
+		return exitError
+	}
+	if jsonPath == "" {
+		err = res.WriteJSON(stdout)
+	} else {
+		err = res.WriteJSONFile(jsonPath)
+	}
+	if err != nil {
+		errLine(stderr, "probe: %v", err)
+		return exitError
 	}
 	return exitOK
 }

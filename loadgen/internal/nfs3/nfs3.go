@@ -44,9 +44,10 @@
 // createmode3, access bits, status codes; Request.CreateHow,
 // Request.NodeType; Attr fields Nlink, UID, GID, Used, Fsid, Atime; Entry
 // fields Type, Size (READDIRPLUS name attributes); Reply fields Access,
-// Committed, Verf, FSInfo, FSStat; DecodeReplyInto (reuses Attr/Entries);
-// DecodeRequest (server side / tests); EncodeReply (server side / tests);
-// Unmount; MountStatusString; FHSize; Args (Request.Encode as a closure).
+// Committed, Verf, FSInfo, FSStat, PathConf; FSINFO property bits and
+// PropertyNames; DecodeReplyInto (reuses Attr/Entries); DecodeRequest
+// (server side / tests); EncodeReply (server side / tests); Unmount;
+// MountStatusString; MountError; FHSize; Args (Request.Encode as a closure).
 package nfs3
 
 import (
@@ -414,10 +415,42 @@ type FSInfo struct {
 	Properties                                           uint32
 }
 
+// FSINFO properties bits (RFC 1813 §3.3.19).
+const (
+	FSF3_LINK        = 0x0001 // hard links supported
+	FSF3_SYMLINK     = 0x0002 // symbolic links supported
+	FSF3_HOMOGENEOUS = 0x0008 // PATHCONF is the same for every object
+	FSF3_CANSETTIME  = 0x0010 // SETATTR can set times
+)
+
+// PropertyNames names the FSINFO property bits set in p, in bit order:
+// "link", "symlink", "homogeneous", "cansettime". Other bits are not named.
+func PropertyNames(p uint32) []string {
+	names := []string{}
+	for _, b := range []struct {
+		bit  uint32
+		name string
+	}{{FSF3_LINK, "link"}, {FSF3_SYMLINK, "symlink"}, {FSF3_HOMOGENEOUS, "homogeneous"}, {FSF3_CANSETTIME, "cansettime"}} {
+		if p&b.bit != 0 {
+			names = append(names, b.name)
+		}
+	}
+	return names
+}
+
 // FSStat holds the FSSTAT results.
 type FSStat struct {
 	TBytes, FBytes, ABytes, TFiles, FFiles, AFiles uint64
 	Invarsec                                       uint32
+}
+
+// PathConf holds the PATHCONF results (RFC 1813 §3.3.20).
+type PathConf struct {
+	LinkMax, NameMax uint32
+	NoTrunc          bool // names longer than NameMax are an error, not truncated
+	ChownRestricted  bool // only a privileged user may change the owner
+	CaseInsensitive  bool
+	CasePreserving   bool
 }
 
 // Reply holds the decoded result of any procedure.
@@ -435,6 +468,7 @@ type Reply struct {
 	Verf       [8]byte
 	FSInfo     FSInfo
 	FSStat     FSStat
+	PathConf   PathConf
 
 	spare *Attr // reused by DecodeReplyInto
 }
@@ -541,7 +575,7 @@ func (r *Reply) decodeResult(p Proc, d *xdr.Decoder, ok bool) bool {
 	case ProcPathconf:
 		r.postOp(d, true)
 		if ok {
-			skipPathconf(d)
+			decodePathconf(d, &r.PathConf)
 		}
 	case ProcCommit:
 		r.wcc(d, true)
@@ -595,14 +629,16 @@ func (r *Reply) decodeCreated(d *xdr.Decoder, ok bool) {
 	r.wcc(d, !ok)
 }
 
-// decodeFsstat decodes the success arm of FSSTAT3res after the attributes.
+// decodeFsstat decodes the success arm of FSSTAT3res after the attributes
+// (RFC 1813 §3.3.18).
 func decodeFsstat(d *xdr.Decoder, s *FSStat) {
 	s.TBytes, s.FBytes, s.ABytes = d.Uint64(), d.Uint64(), d.Uint64()
 	s.TFiles, s.FFiles, s.AFiles = d.Uint64(), d.Uint64(), d.Uint64()
 	s.Invarsec = d.Uint32()
 }
 
-// decodeFsinfo decodes the success arm of FSINFO3res after the attributes.
+// decodeFsinfo decodes the success arm of FSINFO3res after the attributes
+// (RFC 1813 §3.3.19).
 func decodeFsinfo(d *xdr.Decoder, f *FSInfo) {
 	f.RTMax, f.RTPref, f.RTMult = d.Uint32(), d.Uint32(), d.Uint32()
 	f.WTMax, f.WTPref, f.WTMult = d.Uint32(), d.Uint32(), d.Uint32()
@@ -612,15 +648,13 @@ func decodeFsinfo(d *xdr.Decoder, f *FSInfo) {
 	f.Properties = d.Uint32()
 }
 
-// skipPathconf consumes the success arm of PATHCONF3res (Reply keeps none
-// of it).
-func skipPathconf(d *xdr.Decoder) {
-	d.Uint32() // linkmax
-	d.Uint32() // name_max
-	d.Bool()   // no_trunc
-	d.Bool()   // chown_restricted
-	d.Bool()   // case_insensitive
-	d.Bool()   // case_preserving
+// decodePathconf decodes the success arm of PATHCONF3res after the
+// attributes (RFC 1813 §3.3.20): linkmax, name_max, then the booleans
+// no_trunc, chown_restricted, case_insensitive, case_preserving.
+func decodePathconf(d *xdr.Decoder, p *PathConf) {
+	p.LinkMax, p.NameMax = d.Uint32(), d.Uint32()
+	p.NoTrunc, p.ChownRestricted = d.Bool(), d.Bool()
+	p.CaseInsensitive, p.CasePreserving = d.Bool(), d.Bool()
 }
 
 func copyFH(b []byte) FH {
@@ -735,8 +769,20 @@ func MountStatusString(s uint32) string {
 	return "MNT3ERR_" + strconv.FormatUint(uint64(s), 10)
 }
 
+// MountError is a MNT reply whose mountstat3 is not MNT3_OK: the server
+// answered and refused the export.
+type MountError struct {
+	Export string
+	Status uint32 // mountstat3
+}
+
+func (e *MountError) Error() string {
+	return fmt.Sprintf("mount %q: %s", e.Export, MountStatusString(e.Status))
+}
+
 // Mount calls MOUNT3 MNT for export on c (a client dialed to the MOUNT
-// service port) and returns the root file handle.
+// service port) and returns the root file handle. A refusal is a
+// *MountError.
 func Mount(ctx context.Context, c *rpc.Client, export string) (FH, error) {
 	body, err := c.CallContext(ctx, MountProgram, MountVersion, MountProcMnt, func(e *xdr.Encoder) {
 		e.String(export)
@@ -747,7 +793,7 @@ func Mount(ctx context.Context, c *rpc.Client, export string) (FH, error) {
 	d := xdr.NewDecoder(body)
 	st := d.Uint32()
 	if d.Err() == nil && st != MNT3_OK {
-		return nil, fmt.Errorf("mount %q: %s", export, MountStatusString(st))
+		return nil, &MountError{Export: export, Status: st}
 	}
 	fh := d.OpaqueMax(FHSize)
 	n := d.Uint32() // auth flavors

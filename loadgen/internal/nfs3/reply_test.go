@@ -99,7 +99,8 @@ func replyCases() []replyCase {
 			Reply{Attr: a, FSInfo: FSInfo{RTMax: 1 << 20, RTPref: 1 << 16, RTMult: 4096, WTMax: 1 << 20, WTPref: 1 << 16,
 				WTMult: 4096, DTPref: 8192, MaxFileSize: 1<<63 - 1, TimeDelta: 1, Properties: 0x1b}}},
 		{"fsinfo stale", ProcFsinfo, hx("00000046", noPost), Reply{Status: NFS3ERR_STALE}},
-		{"pathconf ok", ProcPathconf, hx("00000000", post, "00007d00 000000ff 00000001 00000001 00000000 00000001"), Reply{Attr: a}},
+		{"pathconf ok", ProcPathconf, hx("00000000", post, "00007d00 000000ff 00000001 00000001 00000000 00000001"),
+			Reply{Attr: a, PathConf: PathConf{LinkMax: 32000, NameMax: 255, NoTrunc: true, ChownRestricted: true, CasePreserving: true}}},
 		{"pathconf badhandle", ProcPathconf, hx("00002711", noPost), Reply{Status: NFS3ERR_BADHANDLE}},
 		{"commit ok", ProcCommit, hx("00000000", wcc, verfHex), Reply{Attr: a, Verf: verfBytes}},
 		{"commit io", ProcCommit, hx("00000005", noWcc), Reply{Status: NFS3ERR_IO}},
@@ -195,6 +196,8 @@ func TestReplyRoundTrip(t *testing.T) {
 					r.FSStat = FSStat{1, 2, 3, 4, 5, 6, 7}
 				case ProcFsinfo:
 					r.FSInfo = FSInfo{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}
+				case ProcPathconf:
+					r.PathConf = PathConf{LinkMax: 1, NameMax: 2, ChownRestricted: true, CaseInsensitive: true}
 				}
 			}
 			if p == ProcNull {
@@ -244,5 +247,58 @@ func TestDecodeReplyIntoReuse(t *testing.T) {
 	lk[11] = 0
 	if err := DecodeReplyInto(ProcLookup, lk, &r); err != nil || fh[3] != 0xef || r.FH[3] != 0 {
 		t.Fatalf("FH aliasing: %v % x % x", err, fh, r.FH)
+	}
+}
+
+// PATHCONF3resok (RFC 1813 §3.3.20), hand-built: every field lands in its
+// own place (each boolean pattern sets a different one), and a boolean that
+// is neither 0 nor 1 is malformed.
+func TestDecodePathconf(t *testing.T) {
+	cases := []struct {
+		body string
+		want PathConf
+	}{
+		{"00000400 000000ff 00000001 00000000 00000000 00000000", PathConf{LinkMax: 1024, NameMax: 255, NoTrunc: true}},
+		{"00000001 00000002 00000000 00000001 00000000 00000000", PathConf{LinkMax: 1, NameMax: 2, ChownRestricted: true}},
+		{"ffffffff 00000000 00000000 00000000 00000001 00000000", PathConf{LinkMax: 0xffffffff, CaseInsensitive: true}},
+		{"00000000 00001000 00000000 00000000 00000000 00000001", PathConf{NameMax: 4096, CasePreserving: true}},
+	}
+	for _, c := range cases {
+		for _, attrs := range []string{noPost, post} {
+			rep, err := DecodeReply(ProcPathconf, hx("00000000", attrs, c.body))
+			if err != nil {
+				t.Errorf("%s: %v", c.body, err)
+				continue
+			}
+			if rep.Status != NFS3_OK || rep.PathConf != c.want {
+				t.Errorf("%s: got %+v status %d, want %+v", c.body, rep.PathConf, rep.Status, c.want)
+			}
+			if (attrs == post) != (rep.Attr != nil) {
+				t.Errorf("%s: attributes %v", c.body, rep.Attr)
+			}
+		}
+	}
+	if _, err := DecodeReply(ProcPathconf, hx("00000000", noPost, "00000001 00000002 00000002 00000000 00000000 00000000")); err == nil {
+		t.Error("no_trunc = 2 accepted")
+	}
+	if rep, err := DecodeReply(ProcPathconf, hx("00002714", noPost)); err != nil || rep.Status != NFS3ERR_NOTSUPP || rep.PathConf != (PathConf{}) {
+		t.Errorf("failure arm: %v %+v", err, rep)
+	}
+}
+
+func TestPropertyNames(t *testing.T) {
+	cases := []struct {
+		p    uint32
+		want []string
+	}{
+		{0, []string{}},
+		{0x1b, []string{"link", "symlink", "homogeneous", "cansettime"}},
+		{FSF3_SYMLINK | FSF3_CANSETTIME, []string{"symlink", "cansettime"}},
+		{0x04 | 0x20 | FSF3_LINK, []string{"link"}}, // undefined bits are not named
+	}
+	for _, c := range cases {
+		if got := PropertyNames(c.p); !reflect.DeepEqual(got, c.want) {
+			t.Errorf("PropertyNames(%#x) = %q, want %q", c.p, got, c.want)
+		}
 	}
 }

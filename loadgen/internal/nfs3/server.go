@@ -217,7 +217,7 @@ func EncodeReply(p Proc, r *Reply, e *xdr.Encoder) {
 	case ProcPathconf:
 		encodePostOp(e, r.Attr)
 		if ok {
-			encodePathconf(e)
+			encodePathconf(e, &r.PathConf)
 		}
 	case ProcCommit:
 		encodeWcc(e, r.Attr)
@@ -308,14 +308,14 @@ func encodeFsinfo(e *xdr.Encoder, f *FSInfo) {
 }
 
 // encodePathconf writes the success arm of PATHCONF3res after the
-// attributes, with fixed values.
-func encodePathconf(e *xdr.Encoder) {
-	e.Uint32(32000) // linkmax
-	e.Uint32(255)   // name_max
-	e.Bool(true)    // no_trunc
-	e.Bool(true)    // chown_restricted
-	e.Bool(false)   // case_insensitive
-	e.Bool(true)    // case_preserving
+// attributes (RFC 1813 §3.3.20).
+func encodePathconf(e *xdr.Encoder, p *PathConf) {
+	e.Uint32(p.LinkMax)
+	e.Uint32(p.NameMax)
+	e.Bool(p.NoTrunc)
+	e.Bool(p.ChownRestricted)
+	e.Bool(p.CaseInsensitive)
+	e.Bool(p.CasePreserving)
 }
 
 func encodeTime(e *xdr.Encoder, ns uint64) {

@@ -1,11 +1,14 @@
 // Package nullserver is a trivial ONC RPC server that answers, on one TCP
-// listener, the portmapper (v2 NULL and GETPORT, which returns the
-// listener's own port for NFS and MOUNT), MOUNT v3 (NULL, MNT with a fixed
-// fake root handle, DUMP, UMNT, UMNTALL, EXPORT) and every NFS v3 procedure
-// with NFS3_OK and well-formed fake results: handles derived from the
-// directory handle and name, zero-filled READ data of the asked count (at
-// most 1 MiB), WRITE count = asked, three-entry directory listings. It
-// measures the capacity of a load generator (Fstress §6.5).
+// listener, the portmapper (v2 NULL; GETPORT, which returns the listener's
+// own port for NFS, MOUNT and the portmapper; DUMP, which lists those three
+// over TCP on that port), MOUNT v3 (NULL, MNT with a fixed fake root handle,
+// DUMP, UMNT, UMNTALL, EXPORT) and every NFS v3 procedure with NFS3_OK and
+// well-formed fake results: handles derived from the directory handle and
+// name, zero-filled READ data of the asked count (at most 1 MiB), WRITE
+// count = asked, three-entry directory listings, and FSINFO, FSSTAT and
+// PATHCONF values of a plausible filer (the variables FSInfo, FSStat and
+// PathConf). It measures the capacity of a load generator (Fstress §6.5)
+// and stands in for a server in tests.
 //
 // Each connection is served by one goroutine that reads requests in order,
 // appends each reply to an output buffer and writes the buffer when no more
@@ -15,7 +18,8 @@
 // procedures PROC_UNAVAIL, RPC versions other than 2 a denied RPC_MISMATCH.
 //
 // Additions to the project contract: Server (with a Drop hook for tests
-// that need lost calls), Server.Serve, RootFH.
+// that need lost calls and a MountStatus for refused mounts), Server.Serve,
+// RootFH, FSInfo, FSStat, PathConf, Mappings.
 package nullserver
 
 import (
@@ -36,11 +40,36 @@ var RootFH = nfs3.FH("fstress-nullserver-root-handle!!")
 
 const maxRead = 1 << 20
 
+// FSInfo, FSStat and PathConf are the results of FSINFO, FSSTAT and
+// PATHCONF: a plausible filer, each field a different value so that a
+// client mixing fields up shows. Not to be modified while serving.
+var (
+	FSInfo = nfs3.FSInfo{RTMax: maxRead, RTPref: 256 << 10, RTMult: 4096, WTMax: 512 << 10, WTPref: 128 << 10,
+		WTMult: 8192, DTPref: 64 << 10, MaxFileSize: 1<<63 - 1, TimeDelta: 1000, Properties: 0x1b}
+	FSStat = nfs3.FSStat{TBytes: 1 << 40, FBytes: 3 << 38, ABytes: 5 << 37, TFiles: 1 << 30, FFiles: 3 << 28,
+		AFiles: 5 << 27, Invarsec: 30}
+	PathConf = nfs3.PathConf{LinkMax: 32000, NameMax: 255, NoTrunc: true, ChownRestricted: true,
+		CaseInsensitive: false, CasePreserving: true}
+)
+
+// Mappings is the portmapper DUMP of a server listening on port: the
+// portmapper v2, NFS v3 and MOUNT v3, all over TCP on that port.
+func Mappings(port uint32) []rpc.Mapping {
+	return []rpc.Mapping{
+		{Prog: rpc.PmapProgram, Vers: rpc.PmapVersion, Prot: rpc.IPProtoTCP, Port: port},
+		{Prog: nfs3.Program, Vers: nfs3.Version, Prot: rpc.IPProtoTCP, Port: port},
+		{Prog: nfs3.MountProgram, Vers: nfs3.MountVersion, Prot: rpc.IPProtoTCP, Port: port},
+	}
+}
+
 // Server answers calls; the zero value is ready to use.
 type Server struct {
 	// Drop, when non-nil, is asked for every call; calls for which it
 	// returns true get no reply (to test client timeouts).
 	Drop func(prog, vers, proc, xid uint32) bool
+	// MountStatus, when not MNT3_OK (0), is the mountstat3 of every MNT
+	// reply (to test refused mounts, e.g. 2 MNT3ERR_NOENT).
+	MountStatus uint32
 }
 
 // Serve serves ln with a zero Server until ctx ends (then it closes ln and
@@ -92,7 +121,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			s.serveConn(c, port)
+			s.serveConn(c, &connState{port: port, mountStatus: s.MountStatus})
 			mu.Lock()
 			delete(conns, c)
 			mu.Unlock()
@@ -112,17 +141,17 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 }
 
 type connState struct {
-	port  uint32
-	out   xdr.Encoder
-	req   nfs3.Request
-	rep   nfs3.Reply
-	attr  nfs3.Attr
-	fhbuf [16]byte
-	ents  [3]nfs3.Entry
+	port        uint32
+	mountStatus uint32
+	out         xdr.Encoder
+	req         nfs3.Request
+	rep         nfs3.Reply
+	attr        nfs3.Attr
+	fhbuf       [16]byte
+	ents        [3]nfs3.Entry
 }
 
-func (s *Server) serveConn(c net.Conn, port uint32) {
-	st := &connState{port: port}
+func (s *Server) serveConn(c net.Conn, st *connState) {
 	st.out.Grow(64 << 10)
 	rr := rpc.NewRecordReader(bufio.NewReaderSize(c, 128<<10))
 	for {
@@ -234,12 +263,17 @@ func (st *connState) pmap(e *xdr.Encoder, xid, proc uint32, args []byte) {
 			return
 		}
 		port := uint32(0)
-		if prot == rpc.IPProtoTCP && ((prog == nfs3.Program && vers == nfs3.Version) ||
-			(prog == nfs3.MountProgram && vers == nfs3.MountVersion)) {
-			port = st.port
+		for _, m := range Mappings(st.port) {
+			if m.Prog == prog && m.Vers == vers && m.Prot == prot {
+				port = m.Port
+			}
 		}
 		start := beginReply(e, xid, rpc.Success)
 		e.Uint32(port)
+		endReply(e, start)
+	case rpc.PmapProcDump:
+		start := beginReply(e, xid, rpc.Success)
+		rpc.EncodeMappings(e, Mappings(st.port))
 		endReply(e, start)
 	default:
 		endReply(e, beginReply(e, xid, rpc.ProcUnavail))
@@ -258,6 +292,11 @@ func (st *connState) mount(e *xdr.Encoder, xid, proc uint32, args []byte) {
 			return
 		}
 		start := beginReply(e, xid, rpc.Success)
+		if st.mountStatus != nfs3.MNT3_OK {
+			e.Uint32(st.mountStatus) // mountres3 failure arm: the status only
+			endReply(e, start)
+			return
+		}
 		e.Uint32(nfs3.MNT3_OK)
 		e.Opaque(RootFH)
 		e.Uint32(1)
@@ -358,11 +397,12 @@ func (st *connState) nfs(e *xdr.Encoder, xid uint32, p nfs3.Proc, args []byte) {
 		}
 		rep.EOF = true
 	case nfs3.ProcFsstat:
-		rep.FSStat = nfs3.FSStat{TBytes: 1 << 40, FBytes: 1 << 39, ABytes: 1 << 39, TFiles: 1 << 30, FFiles: 1 << 29, AFiles: 1 << 29}
+		rep.FSStat = FSStat
 	case nfs3.ProcFsinfo:
 		a.Type = nfs3.NF3DIR
-		rep.FSInfo = nfs3.FSInfo{RTMax: maxRead, RTPref: 1 << 16, RTMult: 4096, WTMax: maxRead, WTPref: 1 << 16, WTMult: 4096,
-			DTPref: 1 << 16, MaxFileSize: 1 << 62, TimeDelta: 1, Properties: 0x1b}
+		rep.FSInfo = FSInfo
+	case nfs3.ProcPathconf:
+		rep.PathConf = PathConf
 	case nfs3.ProcGetattr:
 		if string(r.FH) == string(RootFH) {
 			a.Type = nfs3.NF3DIR

@@ -122,8 +122,16 @@ func TestEveryProcedure(t *testing.T) {
 				t.Errorf("readdirplus entries %+v", rep.Entries)
 			}
 		case nfs3.ProcFsinfo:
-			if rep.FSInfo.RTMax == 0 || rep.FSInfo.WTMax == 0 {
+			if rep.FSInfo != nullserver.FSInfo {
 				t.Errorf("fsinfo %+v", rep.FSInfo)
+			}
+		case nfs3.ProcFsstat:
+			if rep.FSStat != nullserver.FSStat {
+				t.Errorf("fsstat %+v", rep.FSStat)
+			}
+		case nfs3.ProcPathconf:
+			if rep.PathConf != nullserver.PathConf {
+				t.Errorf("pathconf %+v", rep.PathConf)
 			}
 		}
 	}
@@ -191,7 +199,11 @@ func TestPortmapAndErrors(t *testing.T) {
 	if _, err := c.Call(nfs3.MountProgram, 3, nfs3.MountProcMnt, nil); !errors.As(err, &re) || re.AcceptStat != rpc.GarbageArgs {
 		t.Errorf("MNT without path: %v", err)
 	}
-	body, err := c.Call(nfs3.MountProgram, 3, nfs3.MountProcExport, nil)
+	body, err := c.Call(rpc.PmapProgram, rpc.PmapVersion, rpc.PmapProcDump, nil)
+	if ms, derr := rpc.DecodeMappings(body); err != nil || derr != nil || len(ms) != 3 || ms[0].Prog != rpc.PmapProgram {
+		t.Errorf("PMAP DUMP: %v %v %v", err, derr, ms)
+	}
+	body, err = c.Call(nfs3.MountProgram, 3, nfs3.MountProcExport, nil)
 	d := xdr.NewDecoder(body)
 	if err != nil || !d.Bool() || d.String() != "/" || d.Bool() || d.Bool() || d.Err() != nil {
 		t.Errorf("EXPORT: %v %v", err, d.Err())
@@ -270,5 +282,22 @@ func TestServeStops(t *testing.T) {
 	}
 	if _, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
 		t.Fatal("still listening")
+	}
+}
+
+func TestMountStatus(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { (&nullserver.Server{MountStatus: 13}).Serve(ctx, ln); close(done) }()
+	defer func() { cancel(); <-done }()
+	c := dial(t, ln.Addr().String())
+	_, err = nfs3.Mount(context.Background(), c, "/export")
+	var me *nfs3.MountError
+	if !errors.As(err, &me) || me.Status != 13 || me.Export != "/export" || err.Error() != `mount "/export": MNT3ERR_ACCES` {
+		t.Fatalf("refused mount: %v", err)
 	}
 }

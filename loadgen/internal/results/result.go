@@ -385,6 +385,13 @@ func (r *Result) WriteJSONFile(path string) error {
 	if err != nil {
 		return err
 	}
+	return WriteFileAtomic(path, data)
+}
+
+// WriteFileAtomic writes data to path (mode 0644) through a temporary file
+// in the same directory, fsync and rename, so readers never see a partial
+// file; on error no temporary file is left. Errors are "write <path>: ...".
+func WriteFileAtomic(path string, data []byte) error {
 	dir := filepath.Dir(path)
 	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
 	if err != nil {

@@ -38,8 +38,9 @@
 //
 // Additions to the project contract: GoInfo, CallInfo, CallContext,
 // DialContext, NewClient, Client.Done, Client.Stats, Stats, Client.LocalAddr,
-// RPCError fields, constants for message fields, DefaultTimeout, ParseReply,
-// RecordReader (also used by the null server), portmapper constants.
+// Client.RemoteAddr, RPCError fields, constants for message fields,
+// DefaultTimeout, ParseReply, RecordReader (also used by the null server),
+// portmapper constants, Mapping, Dump, DecodeMappings, EncodeMappings.
 package rpc
 
 import (
@@ -298,6 +299,9 @@ func (c *Client) now() int64 { return int64(time.Since(c.epoch)) }
 
 // LocalAddr returns the local address of the connection.
 func (c *Client) LocalAddr() net.Addr { return c.conn.LocalAddr() }
+
+// RemoteAddr returns the server's address of the connection.
+func (c *Client) RemoteAddr() net.Addr { return c.conn.RemoteAddr() }
 
 // Go sends a call asynchronously. args (may be nil) appends the procedure
 // arguments to the encoder; it runs before Go returns and is not retained.

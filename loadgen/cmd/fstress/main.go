@@ -162,7 +162,7 @@ type common struct {
 }
 
 func (c *common) register(fs *flag.FlagSet) {
-	fs.StringVar(&c.server, "server", "", "NFS server HOST:PORT")
+	fs.StringVar(&c.server, "server", "", "NFS server HOST:PORT (PORT 0: ask the portmapper on HOST)")
 	fs.IntVar(&c.mountPort, "mount-port", 0, "MOUNT v3 port (0: ask the portmapper on the server host)")
 	fs.StringVar(&c.export, "export", "", "export path")
 	fs.StringVar(&c.wl, "workload", "", "canned workload name or workload file")

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -45,14 +44,6 @@ type Session struct {
 	Clients []*rpc.Client
 }
 
-func authSys() rpc.AuthSys {
-	host, _ := os.Hostname()
-	if len(host) > 255 {
-		host = host[:255]
-	}
-	return rpc.AuthSys{Stamp: uint32(time.Now().Unix()), Machine: host, UID: 0, GID: 0}
-}
-
 // askPortmapper returns the TCP port the portmapper on host (port 111) has for prog/vers.
 func askPortmapper(ctx context.Context, host string, prog, vers uint32, what string) (int, error) {
 	gctx, cancel := context.WithTimeout(ctx, 5*time.Second)
@@ -75,7 +66,7 @@ func Connect(ctx context.Context, cfg ConnConfig) (*Session, error) {
 	if err != nil {
 		return nil, fmt.Errorf("bad --server %q: want HOST:PORT", cfg.Server)
 	}
-	opt := rpc.Options{Timeout: cfg.Timeout, MaxRetransmits: cfg.Retransmits, Auth: authSys()}
+	opt := rpc.Options{Timeout: cfg.Timeout, MaxRetransmits: cfg.Retransmits, Auth: rpc.HostAuthSys()}
 	if port == "0" { // an external server whose NFS port the user left to its portmapper
 		p, err := askPortmapper(ctx, host, nfs3.Program, nfs3.Version, "NFS v3")
 		if err != nil {

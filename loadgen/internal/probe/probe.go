@@ -30,12 +30,10 @@ package probe
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -265,7 +263,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	ctx, cancel := context.WithTimeout(ctx, cfg.Budget())
 	defer cancel()
 	p := &prober{cfg: cfg, host: host, ctx: ctx,
-		opt: rpc.Options{Timeout: cfg.Timeout, MaxRetransmits: 0, Auth: authSys()}}
+		opt: rpc.Options{Timeout: cfg.Timeout, MaxRetransmits: 0, Auth: rpc.HostAuthSys()}}
 	res := &Result{Server: host, Export: cfg.Export, RPCPrograms: []Program{}}
 
 	var err error
@@ -452,22 +450,8 @@ func (p *prober) dump(res *Result) {
 
 // authSys is the AUTH_SYS credential of the probe: root on this host (the
 // probe only reads file-system attributes, which root squashing allows).
-func authSys() rpc.AuthSys {
-	host, _ := os.Hostname()
-	if len(host) > 255 {
-		host = host[:255]
-	}
-	return rpc.AuthSys{Stamp: uint32(time.Now().Unix()), Machine: host}
-}
 
-// marshal is the JSON of r, indented, with a final newline.
-func (r *Result) marshal() ([]byte, error) {
-	data, err := json.MarshalIndent(r, "", "  ")
-	if err != nil {
-		return nil, fmt.Errorf("encode probe result: %v", err)
-	}
-	return append(data, '\n'), nil
-}
+func (r *Result) marshal() ([]byte, error) { return results.MarshalIndented(r, "probe result") }
 
 // WriteJSON writes r as JSON to w.
 func (r *Result) WriteJSON(w io.Writer) error {

@@ -424,10 +424,14 @@ func WriteFileAtomic(path string, data []byte) error {
 	return nil
 }
 
-func (r *Result) marshal() ([]byte, error) {
-	data, err := json.MarshalIndent(r, "", "  ")
+func (r *Result) marshal() ([]byte, error) { return MarshalIndented(r, "result") }
+
+// MarshalIndented is the indented JSON of v with a final newline; errors say
+// "encode <what>: ...".
+func MarshalIndented(v any, what string) ([]byte, error) {
+	data, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
-		return nil, fmt.Errorf("encode result: %v", err)
+		return nil, fmt.Errorf("encode %s: %v", what, err)
 	}
 	return append(data, '\n'), nil
 }

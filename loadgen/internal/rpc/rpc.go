@@ -146,6 +146,16 @@ type AuthSys struct {
 	GIDs    []uint32 // at most 16 are sent
 }
 
+// HostAuthSys is AUTH_SYS as root of this host (RFC 5531 §14: machine name at
+// most 255 bytes), stamped now.
+func HostAuthSys() AuthSys {
+	host, _ := os.Hostname()
+	if len(host) > 255 {
+		host = host[:255]
+	}
+	return AuthSys{Stamp: uint32(time.Now().Unix()), Machine: host}
+}
+
 // Options configure a Client.
 type Options struct {
 	Timeout        time.Duration // per attempt; 0 means DefaultTimeout

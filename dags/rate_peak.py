@@ -24,6 +24,7 @@ from airflow.sdk.exceptions import AirflowFailException
 from workbench import pipeline
 from workbench.config.vocabulary import MAX_TRIAL_TASKS, SLOTS
 from workbench.controller.decide import NextTrial
+from workbench.measure.inventory import InventoryError
 from workbench.pipeline.console import result_block, trial_line
 
 POOL = "workbench_sut"
@@ -68,7 +69,10 @@ def lease_slot(ti, **_):
 
 
 def provision(ti, **_):
-    info = pipeline.provision(_plan(ti), pipeline.open_store())
+    try:
+        info = pipeline.provision(_plan(ti), pipeline.open_store())
+    except InventoryError as e:          # the slot lacks what the rating asks for: no retry helps
+        raise AirflowFailException(str(e)) from None
     print(f"provisioned {info.get('host')}: {info.get('server')}")
 
 

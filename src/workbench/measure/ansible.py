@@ -135,6 +135,7 @@ class AnsibleHarness:
         self.timings: list[dict[str, float]] = []
         if runner is None and not self.inventory.is_file():
             raise ValueError(f"inventory {self.inventory} not found")
+        self.load_hosts: list[str] = []
         if self.inventory.is_file():     # the load hosts (and enough of them) before any host changes
             self.load_hosts = slot_load_hosts(self.inventory, slot, load_hosts)
             self.extravars["wb_load_hosts"] = ",".join(self.load_hosts)

@@ -314,6 +314,7 @@ def test_two_load_hosts_split_the_rate_with_their_own_op_streams(tmp_path):
         assert set(parts) == {load, f"{load}b"}, sorted(parts)
         a, b = parts[load], parts[f"{load}b"]
         assert a["offered_rate"] == b["offered_rate"] == 150 and a["seed"] != b["seed"]
+        assert len(a["first_calls"]) == 8 and a["first_calls"] != b["first_calls"]   # other calls, other files
         counts = [{op: v["count"] for op, v in p["ops"].items()} for p in (a, b)]
         assert counts[0] != counts[1], counts            # the same seed gives the same op mix, to the op
         assert t.ops_total == a["ops_total"] + b["ops_total"] == 600

@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -329,5 +330,31 @@ func TestFilesetReuse(t *testing.T) {
 	}
 	if out.Result.Errors != 0 || out.Result.Timeouts != 0 || out.Skipped != 0 {
 		t.Errorf("errors %d timeouts %d skipped %d", out.Result.Errors, out.Result.Timeouts, out.Skipped)
+	}
+}
+
+// TestFirstCallsNameTheOpStream: a run's result names its first calls; the same seed gives the
+// same calls (load hosts sharing a seed would send in lock step), another seed other calls.
+func TestFirstCallsNameTheOpStream(t *testing.T) {
+	addr := startNull(t, &nullserver.Server{})
+	s := connect(t, addr, 2*time.Second, 0)
+	w := loadWL(t, "name = t_mix\nmix = getattr:1, lookup:1, read:1, access:1\n")
+	fs, err := PrepareFileset(context.Background(), s, w, 200, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls := func(seed int64) []string {
+		out, err := Run(context.Background(), s, fs, RunConfig{Workload: w, Rate: 200, Duration: 200 * time.Millisecond, Seed: seed})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out.Result.FirstCalls
+	}
+	a, again, b := calls(1), calls(1), calls(1000004)
+	if len(a) != FirstCallsKept || !reflect.DeepEqual(a, again) {
+		t.Fatalf("seed 1 twice: %q vs %q (want %d calls, equal)", a, again, FirstCallsKept)
+	}
+	if reflect.DeepEqual(a, b) {
+		t.Errorf("seeds 1 and 1000004 sent the same first calls %q", a)
 	}
 }

@@ -3,6 +3,7 @@ package engine
 import (
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"math/rand"
 	"sync"
 	"sync/atomic"
@@ -99,6 +100,7 @@ type runner struct {
 	inFlight int
 
 	intended, sent, skipped, noTarget int64
+	firstCalls                        []string // the first FirstCallsKept calls sent: what this client's op stream is
 	capHit                            bool
 	minLat                            time.Duration
 	sl                                *sleeper
@@ -220,6 +222,23 @@ func (r *runner) sideEffect(s *slot, ok bool) {
 	}
 }
 
+// FirstCallsKept is how many of a run's first calls its result names (first_calls).
+const FirstCallsKept = 8
+
+// describeCall is "PROC fh:<last 8 bytes of the handle, hex>[/name]": enough to tell two clients'
+// op streams apart (same seed → same calls to the same files).
+func describeCall(q *nfs3.Request) string {
+	fh := q.FH
+	if len(fh) > 8 {
+		fh = fh[len(fh)-8:]
+	}
+	out := fmt.Sprintf("%s fh:%x", q.Proc, []byte(fh))
+	if q.Name != "" {
+		out += "/" + q.Name
+	}
+	return out
+}
+
 // send issues the next call of the schedule, intended at t (ns from the
 // start). A call with no free slot (cap hit) or no target is skipped.
 func (r *runner) send(t int64) {
@@ -246,6 +265,9 @@ func (r *runner) send(t int64) {
 		return
 	}
 	r.free = r.free[:n-1]
+	if len(r.firstCalls) < FirstCallsKept {
+		r.firstCalls = append(r.firstCalls, describeCall(&s.req))
+	}
 	c := r.clients[r.rr]
 	if r.rr++; r.rr == len(r.clients) {
 		r.rr = 0

@@ -26,10 +26,12 @@ const (
 func (r *runner) result(startWall time.Time) *results.Result {
 	cfg, s := &r.cfg, r.s
 	host, _ := os.Hostname()
-	return r.rec.Result(results.Meta{Workload: r.w.Name, OfferedRate: cfg.Rate, DurationS: cfg.Duration.Seconds(),
+	res := r.rec.Result(results.Meta{Workload: r.w.Name, OfferedRate: cfg.Rate, DurationS: cfg.Duration.Seconds(),
 		MixTarget: mixTarget(r.w), StartUnixNs: startWall.Add(cfg.Warmup).UnixNano(), Host: host,
 		Server: s.Cfg.Server, Export: s.Cfg.Export, Pacing: pacingName(cfg.Poisson), Conns: len(s.Clients), Seed: cfg.Seed,
 		WarmupS: cfg.Warmup.Seconds()})
+	res.FirstCalls = r.firstCalls
+	return res
 }
 
 // mixTarget is the workload's mix as procedure name → weight.

@@ -107,9 +107,10 @@ type Result struct {
 	Conns            int      `json:"conns,omitempty"`
 	Seed             int64    `json:"seed,omitempty"`
 	WarmupS          float64  `json:"warmup_s,omitempty"`
-	Exact            Exact    `json:"exact"`              // all replies
-	SendLagExact     Exact    `json:"send_lag_exact"`     // send lag
-	SendLagHistogram string   `json:"send_lag_histogram"` // µs
+	FirstCalls       []string `json:"first_calls,omitempty"` // one client's first calls ("PROC target"); not merged
+	Exact            Exact    `json:"exact"`                 // all replies
+	SendLagExact     Exact    `json:"send_lag_exact"`        // send lag
+	SendLagHistogram string   `json:"send_lag_histogram"`    // µs
 }
 
 func encodeHist(h *hdr.Histogram) string {

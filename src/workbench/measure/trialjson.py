@@ -20,7 +20,7 @@ def _num(d: Mapping[str, Any], key: str, default: float = 0.0) -> float:
 
 
 PER_HOST_FIELDS = ("offered_rate", "achieved_rate", "ops_total", "mean_ms", "p95_ms", "errors", "timeouts",
-                   "generator_saturated", "saturation_reason", "seed")
+                   "generator_saturated", "saturation_reason", "seed", "first_calls")
 
 
 def per_host_figures(parts: Mapping[str, Mapping[str, Any]]) -> list[dict[str, Any]]:

@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from helpers import (
@@ -244,6 +245,19 @@ def test_send_lag_only_reads_the_reason():
     assert not send_lag_only({"valid": False, "reason": "harness: load2: Run fstress failed"})
 
 
+def _kill_once_running(pattern: str, wait_s: float = 60.0) -> None:
+    """SIGKILL the process matching `pattern` one second after it appears (bounded wait): the
+    playbook's start-up before fstress runs takes seconds on a busy box."""
+    deadline = time.monotonic() + wait_s
+    while time.monotonic() < deadline:
+        if subprocess.run(["pgrep", "-f", pattern], capture_output=True).returncode == 0:
+            time.sleep(1.0)
+            subprocess.run(["pkill", "-KILL", "-f", pattern], check=True)
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"no process matching {pattern!r} within {wait_s:g} s")
+
+
 def _measure_past_stalls(h: AnsibleHarness, load_ops_s: float, runlength_s: float):
     """One trial, re-run (as the controller does) while it is invalid for send lag alone: the VM
     stalled, not the server."""
@@ -322,10 +336,10 @@ def test_two_load_hosts_split_the_rate_with_their_own_op_streams(tmp_path):
         assert [(p["host"], p["ops_total"]) for p in t.raw["per_host"]] == [
             (load, a["ops_total"]), (f"{load}b", b["ops_total"])]     # kept beside the merge
         # one host's fstress killed mid-trial: the trial is invalid and names that host
-        killer = threading.Timer(3.0, subprocess.run, [["pkill", "-KILL", "-f", r"fstress run .*--client-id 1 --seed"]])
-        killer.start()
-        t = h.measure(300, 6)
-        killer.join()
+        with ThreadPoolExecutor(1) as pool:
+            killed = pool.submit(_kill_once_running, r"fstress run .*--client-id 1 --seed")
+            t = h.measure(300, 8)
+            killed.result()                          # raises if it never found the process
         assert not t.valid and f"{load}b" in t.reason, t.reason
     finally:
         h.teardown()

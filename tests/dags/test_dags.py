@@ -235,7 +235,7 @@ def test_an_external_filer_is_rated_from_a_load_host_only(airflow_env, tmp_path,
     _filer_up()
     try:
         argv = ["rate", "--inventory", str(EXTERNAL_INVENTORY), "--slot", "slot1", "--profile", "smoke",
-                "--fileset-rate", "2000", "--budget-s", "40", "--quiet",
+                "--fileset-rate", "2000", "--budget-s", "24", "--quiet",
                 *[f"--{k.replace('_', '-')}={v}" for k, v in FILER.items()]]
         assert cli.main(argv + ["--fs", "xfs", "--results", str(tmp_path / "xfs")]) == 2
         assert "fs=xfs cannot apply to an external server" in capsys.readouterr().err
@@ -256,7 +256,7 @@ def test_an_external_filer_is_rated_from_a_load_host_only(airflow_env, tmp_path,
         assert "external server 10.251.11.1:/export" in (rating / "report.html").read_text()
 
         monkeypatch.setenv("WB_INVENTORY", str(EXTERNAL_INVENTORY))
-        dr = _dag("rate_peak").test(run_conf={"profile": "smoke", "slot": "slot1", "budget_s": 40, **FILER})
+        dr = _dag("rate_peak").test(run_conf={"profile": "smoke", "slot": "slot1", "budget_s": 24, **FILER})
         states = _states(dr)
         assert str(dr.state).endswith("success") and states["teardown"].endswith("success"), states
         rid = pipeline.rating_id_for("rate_peak", dr.run_id)

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # System packages the workbench needs on this machine (Debian): Ganesha (the SUT), rpcbind,
 # mkfs for the file systems the nfs_server role builds on loop devices (ext4, xfs, btrfs),
-# iproute2 (network namespaces). Idempotent: does nothing when everything is installed.
+# iproute2 (network namespaces), openssh-server (the sshd of each SSH workbench host,
+# scripts/ssh-hosts.sh). Idempotent: does nothing when everything is installed.
 set -euo pipefail
 packages=(nfs-ganesha nfs-ganesha-vfs rpcbind iproute2 util-linux procps e2fsprogs xfsprogs btrfs-progs
+          openssh-server
           curl chromium chromium-driver)   # curl: MinIO health check; chromium: the Airflow UI test
 missing=()
 for p in "${packages[@]}"; do
@@ -13,5 +15,13 @@ done
 echo "install-system: installing ${missing[*]}" >&2
 [ "$(id -u)" -eq 0 ] || { echo "install-system: needs root to apt-get install ${missing[*]}" >&2; exit 1; }
 apt-get update -qq
+# The distro's own sshd (port 22 on every address) must not start: scripts/ssh-hosts.sh runs one
+# sshd per workbench host on that host's address only. Debian's init script and its systemd unit
+# (ConditionPathExists) both skip sshd while this file exists; set only when we install the package
+# here, so a machine that already ran its sshd keeps it. Delete the file to use the distro's sshd.
+if [[ " ${missing[*]} " == *" openssh-server "* ]]; then
+  mkdir -p /etc/ssh
+  touch /etc/ssh/sshd_not_to_be_run
+fi
 DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 # The packaged service units are not used (no systemd here); slots start their own daemons.

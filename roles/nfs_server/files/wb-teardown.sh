@@ -1,9 +1,10 @@
 #!/bin/sh
 # Remove everything the nfs_server role made on this host; tolerant of partial state.
 #   wb-teardown.sh STATE_DIR EXPORT_DIR NETNS HOST PURGE(true|false)
-# Stops Ganesha by its pid file and the other processes in the server's namespace (its rpcbind) by
-# pid, unmounts the export, detaches the loop devices backed by files under STATE_DIR, removes the
-# server's cgroups and (PURGE) the state directory. Prints CHANGED when anything was removed.
+# Stops Ganesha by its pid file and its rpcbind by pid (rpcbind.pid without a namespace, else with
+# the other processes in the server's namespace), unmounts the export, detaches the loop devices
+# backed by files under STATE_DIR, removes the server's cgroups and (PURGE) the state directory.
+# Prints CHANGED when anything was removed.
 set -u
 [ $# -eq 5 ] || { echo "usage: wb-teardown.sh STATE_DIR EXPORT_DIR NETNS HOST PURGE" >&2; exit 2; }
 state=$1 export_dir=$2 ns=$3 host=$4 purge=$5
@@ -23,12 +24,18 @@ wait_gone() { # PID...: up to 10 s, then SIGKILL
   sleep 0.2
 }
 
-pid=$(cat "$state/ganesha.pid" 2>/dev/null || true)
-if [ -n "$pid" ] && [ "$(cat "/proc/$pid/comm" 2>/dev/null)" = ganesha.nfsd ]; then
-  kill "$pid" 2>/dev/null || true
-  wait_gone "$pid"
-  changed=1
-fi
+stop_pidfile() { # PIDFILE COMM: stop the process of PIDFILE if it still is COMM
+  pid=$(cat "$1" 2>/dev/null || true)
+  if [ -n "$pid" ] && [ "$(cat "/proc/$pid/comm" 2>/dev/null)" = "$2" ]; then
+    kill "$pid" 2>/dev/null || true
+    wait_gone "$pid"
+    changed=1
+  fi
+}
+
+stop_pidfile "$state/ganesha.pid" ganesha.nfsd
+# without a namespace: the rpcbind ganeshactl started when the host had none (none otherwise)
+stop_pidfile "$state/rpcbind.pid" rpcbind
 if [ -n "$ns" ] && ip netns list | awk '{print $1}' | grep -qx "$ns"; then
   pids=$(ip netns pids "$ns" 2>/dev/null || true)
   if [ -n "$pids" ]; then

@@ -36,6 +36,9 @@ class PlaybookRun:
 
 Runner = Callable[..., PlaybookRun]
 
+# the PLAY RECAP's counters (host → count), as in ansible-runner's Runner.stats
+STATS_KEYS = ("ok", "changed", "failures", "dark", "skipped", "rescued", "ignored", "processed")
+
 
 def _event_failure(ev: Mapping[str, Any]) -> str | None:
     kind = ev.get("event", "")
@@ -70,6 +73,7 @@ def ansible_runner_run(playbook: Path, extravars: Mapping[str, Any], *, inventor
     first: list[float] = []
     task_s: dict[str, float] = {}
     cur: dict[str, Any] = {"task": None, "t": 0.0}
+    stats: dict[str, Any] = {}
 
     def close_task(now: float) -> None:
         if cur["task"] is not None:
@@ -94,6 +98,9 @@ def ansible_runner_run(playbook: Path, extravars: Mapping[str, Any], *, inventor
             f = _event_failure(ev)
             if f:
                 failures.append(f)
+            if kind == "playbook_on_stats":    # the recap: ansible-runner's r.stats reads it back
+                data = ev.get("event_data", {}) or {}     # from the event files we do not keep
+                stats.update({k: dict(data.get(k) or {}) for k in STATS_KEYS})
             return False          # do not keep event files: we keep the log
 
         r = ansible_runner.run(
@@ -121,5 +128,5 @@ def ansible_runner_run(playbook: Path, extravars: Mapping[str, Any], *, inventor
         )
         log.write(f"=== {playbook.name}: {r.status} rc={r.rc} in {time.monotonic() - t0:.2f}s\n")
     return PlaybookRun(rc=int(r.rc if r.rc is not None else -1), status=str(r.status),
-                       failures=failures, elapsed_s=time.monotonic() - t0, stats=r.stats or {},
+                       failures=failures, elapsed_s=time.monotonic() - t0, stats=stats or r.stats or {},
                        first_event_s=first[0] if first else 0.0, task_s=task_s)

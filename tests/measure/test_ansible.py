@@ -2,6 +2,7 @@
 playbooks' order and variables, and (integration) deploy and one trial on a real slot."""
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import subprocess
@@ -15,7 +16,6 @@ from helpers import (
     REPO,
     FakeRunner,
     fstress_json,
-    load_host,
     send_lag_only,
 )
 
@@ -297,49 +297,59 @@ def test_deploy_is_idempotent_and_run_trial_checks_its_input(tmp_path):
         h.teardown()
 
 
-@pytest.mark.integration
-@pytest.mark.xdist_group("slot2")
-@pytest.mark.timeout(300)
-def test_two_load_hosts_split_the_rate_with_their_own_op_streams(tmp_path):
-    """A slot with two load hosts (a second inventory host in load2's namespace): both run the
-    trial at half the rate with different seeds, so their op sequences differ; the merged trial
-    is the exact sum of the two, each host's figures are kept beside it, and a host whose fstress
-    is killed makes its trial invalid, by name."""
+def _bridge_slot(dst, k: int):
+    """The local inventory with slot k as a bridge (bridge wbs<k>, 10.251.k.0/24): its SUT (.1) and
+    two load hosts, load<k> (.2) and load<k>b (.3), each in its own namespace."""
     import yaml
-    if os.geteuid() != 0:
-        pytest.skip("needs root (network namespaces, loop devices, cgroups)")
-    slot = INTEGRATION_SLOT
-    load = load_host(slot)
     inv = yaml.safe_load((REPO / "inventory" / "local" / "hosts.yml").read_text())
     groups = inv["all"]["children"]
-    groups["loadgen"]["hosts"][f"{load}b"] = None
-    groups[slot]["hosts"][f"{load}b"] = dict(groups[slot]["hosts"][load])
-    (tmp_path / "hosts.yml").write_text(yaml.safe_dump(inv))
-    h = AnsibleHarness(slot=slot, inventory=tmp_path / "hosts.yml", factors={"fs": "tmpfs"},
-                       results_dir=tmp_path / "r", warmup_s=1, fileset_rate=500, keep_parts=True,
-                       extravars={"fstress_lag_bound": "10ms"})
+    net = f"10.251.{k}"
+    groups[f"slot{k}"] = {"vars": {"wb_bridge": f"wbs{k}", "wb_prefix": 24}, "hosts": {
+        f"sut{k}": {"wb_netns": f"wb-sut{k}", "wb_addr": f"{net}.1"},
+        f"load{k}": {"wb_netns": f"wb-load{k}", "wb_addr": f"{net}.2", "wb_sut_addr": f"{net}.1"},
+        f"load{k}b": {"wb_netns": f"wb-load{k}b", "wb_addr": f"{net}.3", "wb_sut_addr": f"{net}.1"}}}
+    groups["loadgen"]["hosts"][f"load{k}b"] = None
+    dst.write_text(yaml.safe_dump(inv))
+    return dst
+
+
+@pytest.mark.integration
+@pytest.mark.xdist_group("slot2")
+@pytest.mark.timeout(600)
+def test_a_rating_on_two_load_hosts_of_a_bridge_slot(tmp_path):
+    """A smoke rating on a slot of one SUT and two load hosts on a bridge: every trial runs on both
+    at half the rate with their own op streams (seeds, first calls), the merge is the exact sum of
+    the hosts' figures kept beside it; then one host's fstress killed mid-trial makes that trial
+    invalid, naming the host."""
+    from workbench.pipeline.localstore import LocalStore
+    from workbench.pipeline.plan import plan_from_params, with_settings
+    from workbench.pipeline.runner import run_rating
+    from workbench.pipeline.steps import harness_for, teardown
+    if os.geteuid() != 0:
+        pytest.skip("needs root (network namespaces, loop devices, cgroups)")
+    k = int(INTEGRATION_SLOT.removeprefix("slot"))
+    hosts = [f"load{k}", f"load{k}b"]
+    plan = plan_from_params({"profile": "smoke", "slot": INTEGRATION_SLOT, "load_hosts": 2}, "two-hosts")
+    plan = with_settings(plan, inventory=_bridge_slot(tmp_path / "hosts.yml", k), fileset_rate=2000)
+    plan = dataclasses.replace(plan, workdir=str(tmp_path / "work"))
+    store = LocalStore(tmp_path / "store")
     try:
-        h.provision()
-        assert h.deploy().ok
-        t = _measure_past_stalls(h, 300, 2)
-        assert t.valid, t.reason
-        parts_dir = tmp_path / "r" / "trials" / f"{h.trial_count - 1}.json.d"    # the last trial's
-        parts = {p.stem: json.loads(p.read_text()) for p in parts_dir.glob("*.json")}
-        assert set(parts) == {load, f"{load}b"}, sorted(parts)
-        a, b = parts[load], parts[f"{load}b"]
-        assert a["offered_rate"] == b["offered_rate"] == 150 and a["seed"] != b["seed"]
-        assert len(a["first_calls"]) == 8 and a["first_calls"] != b["first_calls"]   # other calls, other files
-        counts = [{op: v["count"] for op, v in p["ops"].items()} for p in (a, b)]
-        assert counts[0] != counts[1], counts            # the same seed gives the same op mix, to the op
-        assert t.ops_total == a["ops_total"] + b["ops_total"] == 600
-        assert t.raw["clients"] == 2
-        assert [(p["host"], p["ops_total"]) for p in t.raw["per_host"]] == [
-            (load, a["ops_total"]), (f"{load}b", b["ops_total"])]     # kept beside the merge
-        # one host's fstress killed mid-trial: the trial is invalid and names that host
+        run_rating(plan, store, log=lambda s: None, teardown_after=False)
+        trials = [t for t in store.trials(plan.rating_id) if (t.get("raw") or {}).get("per_host")]
+        assert len(trials) >= 3, store.trials(plan.rating_id)
+        for t in trials:
+            per_host = t["raw"]["per_host"]
+            assert [h["host"] for h in per_host] == hosts, per_host
+            assert all(h["offered_rate"] == pytest.approx(t["load_ops_s"] / 2) for h in per_host), per_host
+            a, b = per_host
+            assert a["seed"] != b["seed"] and a["first_calls"] != b["first_calls"], (a, b)
+            assert t["ops_total"] == a["ops_total"] + b["ops_total"], t
+        plan = plan.with_slot(INTEGRATION_SLOT)
+        h = harness_for(plan)
         with ThreadPoolExecutor(1) as pool:
             killed = pool.submit(_kill_once_running, r"fstress run .*--client-id 1 --seed")
-            t = h.measure(300, 8)
+            t = h.measure(300, 8, trial_id=90, check_server=True)
             killed.result()                          # raises if it never found the process
-        assert not t.valid and f"{load}b" in t.reason, t.reason
+        assert not t.valid and hosts[1] in t.reason, t.reason
     finally:
-        h.teardown()
+        teardown(plan.with_slot(INTEGRATION_SLOT))

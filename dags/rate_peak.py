@@ -25,7 +25,7 @@ from workbench import pipeline
 from workbench.config.vocabulary import MAX_TRIAL_TASKS, SLOTS
 from workbench.controller.decide import NextTrial
 from workbench.measure.inventory import InventoryError
-from workbench.pipeline.console import result_block, trial_line
+from workbench.pipeline.console import fmt_num, result_block, trial_line
 
 POOL = "workbench_sut"
 K = MAX_TRIAL_TASKS
@@ -86,7 +86,7 @@ def decide(k: int):
         if isinstance(d, NextTrial):
             print(f"trial {k}: {d.load_ops_s:g} ops/s × {d.runlength_s:g} s ({d.reason})")
             return f"trial_{k}"
-        print(f"stop after {k} trials: {d.result.reason}; λ* ≈ {d.result.peak_rate:.1f} ops/s")
+        print(f"stop after {k} trials: {d.result.reason}; λ* ≈ {fmt_num(d.result.peak_rate)} ops/s")
         return f"done_{k}"
     return fn
 
@@ -105,7 +105,7 @@ def gx_check(ti, **_):
 
 def summarise(ti, **_):
     res = pipeline.summarise_step(_plan(ti), pipeline.open_store(), ti.xcom_pull(task_ids="gx_check"))
-    print(f"λ* = {res['peak_rate']:.1f} ops/s, bracket {res['bracket']}, CI {res['peak_rate_ci']}: {res['reason']}")
+    print(f"λ* = {fmt_num(res['peak_rate'])} ops/s, bracket {res['bracket']}, CI {res['peak_rate_ci']}: {res['reason']}")
 
 
 def report(ti, **_):

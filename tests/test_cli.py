@@ -35,6 +35,7 @@ from helpers import (
 from workbench import cli
 from workbench.config import paths
 from workbench.measure.ansible import AnsibleHarness
+from workbench.measure.playbook import PlaybookRun
 
 WORKBENCH = str(Path(sys.executable).parent / "workbench")
 
@@ -320,3 +321,29 @@ def test_two_slots_rate_concurrently(tmp_path):
         peaks[k] = res["peak_rate"]
     ratio = max(peaks.values()) / min(peaks.values())
     assert ratio <= 1.3, peaks
+
+
+def test_a_dead_server_still_gets_a_result_and_a_report_saying_why(tmp_path, capsys, private_leases):
+    """Every trial fails (no λ* can exist): the rating ends unconverged with λ* unknown, and the
+    result, the report and the terminal say why instead of crashing on the missing number."""
+    fake = FakeRunner(result=None)
+
+    def runner(playbook, extravars, **kw):                     # only the trials fail
+        fake(playbook, extravars, **kw)
+        if Path(playbook).name != "run_trial.yml":
+            return PlaybookRun(rc=0, status="successful")
+        return PlaybookRun(rc=2, status="failed", failures=["load1: Run fstress failed: cannot connect to the NFS service"])
+
+    def factory(**kw):
+        return AnsibleHarness(runner=runner, **kw)
+
+    args = cli._parser().parse_args(["rate", "--out", str(tmp_path), "--profile", "smoke", "--quiet"])
+    assert cli.cmd_rate(args, harness_factory=factory) == 1
+    rating = tmp_path / "ratings" / tmp_path.name
+    res = json.loads((rating / "result.json").read_text())
+    assert res["peak_rate"] is None and not res["converged"] and "cannot connect" in res["reason"], res
+    html = (rating / "report.html").read_text()
+    assert "NOT CONVERGED" in html and "cannot connect to the NFS service" in html
+    out = capsys.readouterr()
+    assert any(line.split()[:3] == ["peak", "rate", "λ*"] and line.endswith("— ops/s") for line in out.out.splitlines())
+    assert "λ* = — ops/s" in out.err

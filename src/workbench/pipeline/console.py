@@ -11,13 +11,13 @@ import time
 from typing import Any, Mapping, TextIO
 
 
-def _f(x: Any, fmt: str = ".1f") -> str:
-    """A number, or "—" for None/NaN/±inf (results hold None for them)."""
+def fmt_num(x: Any, fmt: str = ".1f") -> str:
+    """A number, or "—" for None/NaN/±inf (results hold None for them: no λ* from a dead server)."""
     return "—" if x is None or (isinstance(x, float) and not math.isfinite(x)) else format(x, fmt)
 
 
 def _pair(p: Any, fmt: str = ".1f") -> str:
-    return f"[{_f(p[0], fmt)}, {_f(p[1], fmt)}]" if p else "—"
+    return f"[{fmt_num(p[0], fmt)}, {fmt_num(p[1], fmt)}]" if p else "—"
 
 
 def trial_line(record: Mapping[str, Any]) -> str:
@@ -25,9 +25,9 @@ def trial_line(record: Mapping[str, Any]) -> str:
     verdict = "valid" if record.get("valid", True) else f"INVALID: {record.get('reason', '')}"
     if record.get("valid", True) and record.get("reason"):
         verdict += f" ({record['reason']})"
-    return (f"  trial {record.get('n', '?'):>3}: {_f(record.get('load_ops_s')):>8} ops/s × "
-            f"{_f(record.get('runlength_s'), 'g')} s  mean {_f(record.get('mean_ms'), '.2f'):>8} ms  "
-            f"p95 {_f(record.get('p95_ms'), '.2f'):>8} ms  achieved {_f(record.get('achieved_rate')):>8}  "
+    return (f"  trial {record.get('n', '?'):>3}: {fmt_num(record.get('load_ops_s')):>8} ops/s × "
+            f"{fmt_num(record.get('runlength_s'), 'g')} s  mean {fmt_num(record.get('mean_ms'), '.2f'):>8} ms  "
+            f"p95 {fmt_num(record.get('p95_ms'), '.2f'):>8} ms  achieved {fmt_num(record.get('achieved_rate')):>8}  "
             f"{verdict}  [{record.get('decision', '')}]")
 
 
@@ -37,16 +37,16 @@ def result_block(result: Mapping[str, Any], wall_s: float | None = None) -> str:
     mci = result.get("mean_ms_ci") or (None, None)
     low = None if mci[0] is None else max(0.0, mci[0])     # a mean response time is > 0
     rows = [
-        ("peak rate λ*", f"{_f(result.get('peak_rate'))} ops/s"),
+        ("peak rate λ*", f"{fmt_num(result.get('peak_rate'))} ops/s"),
         ("converged", f"{result.get('converged')} ({result.get('reason')})"),
         ("bracket", f"{_pair(result.get('bracket'))} ops/s"),
         ("λ* CI", f"{_pair(result.get('peak_rate_ci'))} ops/s"),
-        (f"R̄ at {_f(near, 'g')} ops/s" if near is not None else "R̄ at peak",
-         f"{_f(result.get('mean_ms_at_peak'), '.2f')} ms, CI [{_f(low, '.2f')}, {_f(mci[1], '.2f')}]"
-         f" (R_sat {_f(result.get('r_sat_ms'), 'g')} ms, accuracy {_f(result.get('accuracy'), '.3f')};"
+        (f"R̄ at {fmt_num(near, 'g')} ops/s" if near is not None else "R̄ at peak",
+         f"{fmt_num(result.get('mean_ms_at_peak'), '.2f')} ms, CI [{fmt_num(low, '.2f')}, {fmt_num(mci[1], '.2f')}]"
+         f" (R_sat {fmt_num(result.get('r_sat_ms'), 'g')} ms, accuracy {fmt_num(result.get('accuracy'), '.3f')};"
          f" the tested load nearest λ*)"),
         ("trials", f"{result.get('n_trials')} ({result.get('n_invalid')} invalid) at {result.get('n_loads')} loads"),
-        ("cost", f"{_f(result.get('cost_s'), '.0f')} s (spec units)"
+        ("cost", f"{fmt_num(result.get('cost_s'), '.0f')} s (spec units)"
                  + (f", wall {wall_s:.0f} s" if wall_s is not None else "")),
     ]
     w = max(len(k) for k, _ in rows)

@@ -13,7 +13,7 @@ from workbench.config.vocabulary import MAX_TRIAL_TASKS
 from workbench.controller.decide import Done
 from workbench.measure.ansible import AnsibleHarness
 from workbench.measure.protocol import HarnessFactory
-from workbench.pipeline.console import trial_line
+from workbench.pipeline.console import fmt_num, trial_line
 from workbench.pipeline.leases import lease_slot
 from workbench.pipeline.plan import RatingPlan
 from workbench.pipeline.steps import (decide_step, deploy, provision, publish_step, report_step,
@@ -44,7 +44,7 @@ def run_rating(plan: RatingPlan, store: Store, log: Callable[[str], None] = prin
         result = summarise_step(plan, store, validate_step(plan, store))
         report_step(plan, store)
         urls = publish_step(plan, store)
-        log(f"  λ* = {result['peak_rate']:.1f} ops/s ({result['reason']}); {urls['report']}")
+        log(f"  λ* = {fmt_num(result['peak_rate'])} ops/s ({result['reason']}); {urls['report']}")
         return {**result, "urls": urls}
     finally:
         if teardown_after:

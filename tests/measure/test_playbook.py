@@ -23,8 +23,7 @@ def test_stats_come_from_the_recap_event(tmp_path, monkeypatch):
     recap: the run's stats are the playbook_on_stats event's counters."""
     import types
 
-    import ansible_runner
-
+    from workbench.measure import playbook
     from workbench.measure.playbook import ansible_runner_run
 
     def fake_run(**kw):
@@ -34,8 +33,37 @@ def test_stats_come_from_the_recap_event(tmp_path, monkeypatch):
             assert kw["event_handler"](ev) is False
         return types.SimpleNamespace(status="successful", rc=0, stats=None)
 
-    monkeypatch.setattr(ansible_runner, "run", fake_run)
+    monkeypatch.setattr(playbook, "_run_scrubbed", fake_run)
     run = ansible_runner_run(tmp_path / "p.yml", {}, inventory=tmp_path / "hosts.yml",
                              private_data_dir=tmp_path / "pd", log_path=tmp_path / "ansible.log")
     assert run.ok and run.stats["changed"] == {"sut1": 2} and run.stats["ok"] == {"sut1": 5}
     assert run.stats["failures"] == {} and run.stats["dark"] == {}
+
+
+def test_no_credential_reaches_the_playbook_or_the_runner_artifacts(tmp_path, monkeypatch):
+    """A real ansible-runner run with a secret in this process's environment: the playbook does not
+    see it, and no file of the runner's directory or the log holds it."""
+    from workbench.measure.playbook import ansible_runner_run
+    secret = "wb-test-secret-0f9c2d"
+    monkeypatch.setenv("WB_S3_SECRET_KEY", secret)
+    monkeypatch.setenv("AIRFLOW__CORE__FERNET_KEY", secret + "-fernet")
+    book = tmp_path / "env.yml"
+    book.write_text("""- hosts: localhost
+  gather_facts: false
+  tasks:
+    - name: The playbook sees PATH but no credential
+      ansible.builtin.assert:
+        that:
+          - lookup('ansible.builtin.env', 'PATH') | length > 0
+          - lookup('ansible.builtin.env', 'WB_S3_SECRET_KEY') == ''
+          - lookup('ansible.builtin.env', 'AIRFLOW__CORE__FERNET_KEY') == ''
+""")
+    inv = tmp_path / "hosts.yml"
+    inv.write_text("all:\n  hosts:\n    localhost:\n      ansible_connection: local\n"
+                   "      ansible_python_interpreter: \"{{ ansible_playbook_python }}\"\n")
+    run = ansible_runner_run(book, {"x": 1}, inventory=inv, private_data_dir=tmp_path / "pd",
+                             log_path=tmp_path / "ansible.log")
+    assert run.ok, run.message()
+    files = [f for f in tmp_path.rglob("*") if f.is_file()]
+    assert any(f.name == "command" for f in files)            # the artifact that dumps the env
+    assert not [f for f in files if secret.encode() in f.read_bytes()]

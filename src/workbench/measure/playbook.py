@@ -63,11 +63,34 @@ def _event_failure(ev: Mapping[str, Any]) -> str | None:
     return f"{host}: {task} {what}: {str(msg).strip()[:400]}"
 
 
+# Inherited variables a playbook may need; everything else of this process stays out of the
+# playbook's environment (Airflow's Fernet key and database URL, the store's secret key, ...).
+INHERITED_ENV = ("PATH", "HOME", "USER", "LOGNAME", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR",
+                 "SSH_AUTH_SOCK", "WB_STATE_DIR", "WB_WORKDIR", "WB_CGROUP_ROOT")
+
+
+def job_env(env: Mapping[str, str], inherited: Mapping[str, str]) -> dict[str, str]:
+    """The environment of a playbook run: what ansible-runner set for it (absent from, or changed
+    against, this process's `inherited` environment), INHERITED_ENV and the user's ANSIBLE_*.
+    ansible-runner starts from the whole process environment and dumps it into its artifacts
+    (``artifacts/<id>/command``); this keeps credentials out of both."""
+    return {k: v for k, v in env.items()
+            if k in INHERITED_ENV or k.startswith("ANSIBLE_") or inherited.get(k) != v}
+
+
+def _run_scrubbed(**kwargs: Any) -> Any:
+    """ansible_runner.run with the job environment narrowed by job_env before anything runs."""
+    from ansible_runner.interface import init_runner
+
+    r = init_runner(**kwargs)
+    r.config.env = job_env(r.config.env, os.environ)
+    r.run()
+    return r
+
+
 def ansible_runner_run(playbook: Path, extravars: Mapping[str, Any], *, inventory: Path,
                        private_data_dir: Path, log_path: Path) -> PlaybookRun:
     """Run one playbook with ansible-runner: quiet, events streamed to `log_path`."""
-    import ansible_runner
-
     failures: list[str] = []
     t0 = time.monotonic()
     first: list[float] = []
@@ -103,7 +126,7 @@ def ansible_runner_run(playbook: Path, extravars: Mapping[str, Any], *, inventor
                 stats.update({k: dict(data.get(k) or {}) for k in STATS_KEYS})
             return False          # do not keep event files: we keep the log
 
-        r = ansible_runner.run(
+        r = _run_scrubbed(
             private_data_dir=str(private_data_dir),
             playbook=str(playbook),
             inventory=str(inventory),

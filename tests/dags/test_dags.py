@@ -221,7 +221,6 @@ def _filer_up() -> None:
     start_slot("filer")
 
 
-@SLOT1
 @pytest.mark.integration
 @pytest.mark.timeout(900)
 def test_an_external_filer_is_rated_from_a_load_host_only(airflow_env, tmp_path, monkeypatch, capsys):
@@ -230,16 +229,18 @@ def test_an_external_filer_is_rated_from_a_load_host_only(airflow_env, tmp_path,
     on it fails before anything runs."""
     from conftest import stop_slot
     from workbench import cli
+    from workbench.pipeline import leases
     _root()
+    monkeypatch.setattr(leases, "SLOTS", ("filer1",))   # rate_peak's slot "auto": as with WB_SLOTS=filer1
     store = airflow_env
     _filer_up()
     try:
-        argv = ["rate", "--inventory", str(EXTERNAL_INVENTORY), "--slot", "slot1", "--profile", "smoke",
+        argv = ["rate", "--inventory", str(EXTERNAL_INVENTORY), "--slot", "filer1", "--profile", "smoke",
                 "--fileset-rate", "2000", "--budget-s", "24", "--quiet",
                 *[f"--{k.replace('_', '-')}={v}" for k, v in FILER.items()]]
         assert cli.main(argv + ["--fs", "xfs", "--results", str(tmp_path / "xfs")]) == 2
         assert "fs=xfs cannot apply to an external server" in capsys.readouterr().err
-        assert not (tmp_path / "xfs").exists() and not (paths.LEASES / "slot1").exists()
+        assert not (tmp_path / "xfs").exists() and not (paths.LEASES / "filer1").exists()
         cli.main(argv + ["--results", str(tmp_path / "cli")])
         rating = tmp_path / "cli" / "ratings" / "cli"
         info = json.loads((rating / "sysinfo.json").read_text())
@@ -256,7 +257,7 @@ def test_an_external_filer_is_rated_from_a_load_host_only(airflow_env, tmp_path,
         assert "external server 10.251.11.1:/export" in (rating / "report.html").read_text()
 
         monkeypatch.setenv("WB_INVENTORY", str(EXTERNAL_INVENTORY))
-        dr = _dag("rate_peak").test(run_conf={"profile": "smoke", "slot": "slot1", "budget_s": 24, **FILER})
+        dr = _dag("rate_peak").test(run_conf={"profile": "smoke", "slot": "auto", "budget_s": 24, **FILER})
         states = _states(dr)
         assert str(dr.state).endswith("success") and states["teardown"].endswith("success"), states
         rid = pipeline.rating_id_for("rate_peak", dr.run_id)
@@ -264,7 +265,7 @@ def test_an_external_filer_is_rated_from_a_load_host_only(airflow_env, tmp_path,
         assert store.get_json(store.rating_key(rid, "result.json"))["external"]["export"] == "/export"
         html = store.get_bytes(store.rating_key(rid, "report.html")).decode()
         assert "external server 10.251.11.1:/export" in html and "FSINFO of the export" in html
-        assert not (paths.LEASES / "slot1").exists()
+        assert not (paths.LEASES / "filer1").exists()
         ns = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, check=True).stdout
         assert "wb-filer" in ns and "wb-xload1" not in ns     # teardown took the load host, not the filer
     finally:

@@ -415,7 +415,8 @@ def _render(name: str, **vars_) -> str:
     env.filters["bool"] = lambda v: v if isinstance(v, bool) else str(v).lower() in ("1", "true", "yes", "on")
     base = {"ansible_managed": "Ansible managed", "inventory_hostname": "filer1",
             "nfs_server_state_dir": "/srv/wb", "nfs_server_export_dir": "/srv/wb/export",
-            "nfs_server_threads": 16, "nfs_server_export_sync": True}
+            "nfs_server_threads": 16, "nfs_server_export_sync": True,
+            "nfs_server_export_clients": ["10.251.1.2", "10.251.1.3"]}
     return env.get_template(name).render(**{**base, **vars_})
 
 
@@ -423,9 +424,10 @@ def _render(name: str, **vars_) -> str:
 def test_knfsd_templates_render(sync):
     """knfsd backend (real hosts only, not runnable here): exports and nfs.conf render as intended."""
     exports = _render("exports.j2", nfs_server_export_sync=sync, nfs_server_threads=32)
-    line = [l for l in exports.splitlines() if not l.startswith("#")][0]
-    assert line.startswith("/srv/wb/export *(")
-    opts = line[line.index("(") + 1:line.rindex(")")].split(",")
+    line = [l for l in exports.splitlines() if l and not l.startswith("#")][0]
+    path, *clients = line.split(" ")
+    assert path == "/srv/wb/export" and [c[:c.index("(")] for c in clients] == ["10.251.1.2", "10.251.1.3"]
+    opts = clients[0][clients[0].index("(") + 1:clients[0].rindex(")")].split(",")
     assert ("sync" if sync else "async") in opts and ("async" if sync else "sync") not in opts
     assert {"rw", "no_root_squash", "no_subtree_check"} <= set(opts)
     conf = _render("nfs.conf.j2", nfs_server_threads=32)
@@ -438,6 +440,7 @@ def test_ganesha_template_renders(sync):
     assert "RPC_Ioq_ThrdMax = 24;" in conf
     assert f"NFS_Commit = {'true' if sync else 'false'};" in conf
     assert "Path = /srv/wb/export;" in conf and "Pseudo = /export;" in conf
+    assert "Access_Type = None;" in conf and "Clients = 10.251.1.2, 10.251.1.3;" in conf
     assert conf.count("{") == conf.count("}")
 
 

@@ -298,8 +298,9 @@ def test_deploy_is_idempotent_and_run_trial_checks_its_input(tmp_path):
 
 
 def _bridge_slot(dst, k: int):
-    """The local inventory with slot k as a bridge (bridge wbs<k>, 10.251.k.0/24): its SUT (.1) and
-    two load hosts, load<k> (.2) and load<k>b (.3), each in its own namespace."""
+    """The local inventory with slot k as a bridge (bridge wbs<k>, 10.251.k.0/24): its SUT (.1), two
+    load hosts, load<k> (.2) and load<k>b (.3), and nosy<k> (.9), on the bridge but no load host,
+    each in its own namespace."""
     import yaml
     inv = yaml.safe_load((REPO / "inventory" / "local" / "hosts.yml").read_text())
     groups = inv["all"]["children"]
@@ -307,7 +308,8 @@ def _bridge_slot(dst, k: int):
     groups[f"slot{k}"] = {"vars": {"wb_bridge": f"wbs{k}", "wb_prefix": 24}, "hosts": {
         f"sut{k}": {"wb_netns": f"wb-sut{k}", "wb_addr": f"{net}.1"},
         f"load{k}": {"wb_netns": f"wb-load{k}", "wb_addr": f"{net}.2", "wb_sut_addr": f"{net}.1"},
-        f"load{k}b": {"wb_netns": f"wb-load{k}b", "wb_addr": f"{net}.3", "wb_sut_addr": f"{net}.1"}}}
+        f"load{k}b": {"wb_netns": f"wb-load{k}b", "wb_addr": f"{net}.3", "wb_sut_addr": f"{net}.1"},
+        f"nosy{k}": {"wb_netns": f"wb-nosy{k}", "wb_addr": f"{net}.9"}}}
     groups["loadgen"]["hosts"][f"load{k}b"] = None
     dst.write_text(yaml.safe_dump(inv))
     return dst
@@ -320,7 +322,8 @@ def test_a_rating_on_two_load_hosts_of_a_bridge_slot(tmp_path):
     """A smoke rating on a slot of one SUT and two load hosts on a bridge: every trial runs on both
     at half the rate with their own op streams (seeds, first calls), the merge is the exact sum of
     the hosts' figures kept beside it; then one host's fstress killed mid-trial makes that trial
-    invalid, naming the host."""
+    invalid, naming the host. A namespace on the bridge that is not a load host cannot mount the
+    export."""
     from workbench.pipeline.localstore import LocalStore
     from workbench.pipeline.plan import plan_from_params, with_settings
     from workbench.pipeline.runner import run_rating
@@ -329,7 +332,9 @@ def test_a_rating_on_two_load_hosts_of_a_bridge_slot(tmp_path):
         pytest.skip("needs root (network namespaces, loop devices, cgroups)")
     k = int(INTEGRATION_SLOT.removeprefix("slot"))
     hosts = [f"load{k}", f"load{k}b"]
-    plan = plan_from_params({"profile": "smoke", "slot": INTEGRATION_SLOT, "load_hosts": 2}, "two-hosts")
+    # a short budget: the trials, not a converged λ*, are the point (5 trials of 2 s + 4 s overhead)
+    plan = plan_from_params({"profile": "smoke", "slot": INTEGRATION_SLOT, "load_hosts": 2, "budget_s": 30},
+                            "two-hosts")
     plan = with_settings(plan, inventory=_bridge_slot(tmp_path / "hosts.yml", k), fileset_rate=2000)
     plan = dataclasses.replace(plan, workdir=str(tmp_path / "work"))
     store = LocalStore(tmp_path / "store")
@@ -344,6 +349,12 @@ def test_a_rating_on_two_load_hosts_of_a_bridge_slot(tmp_path):
             a, b = per_host
             assert a["seed"] != b["seed"] and a["first_calls"] != b["first_calls"], (a, b)
             assert t["ops_total"] == a["ops_total"] + b["ops_total"], t
+        probe = [str(REPO / "bin" / "fstress"), "probe", "--server", f"10.251.{k}.1:2049", "--mount-port", "20048",
+                 "--export", "/export", "--pings", "1", "--timeout", "5s"]
+        for ns, allowed in ((f"wb-load{k}b", True), (f"wb-nosy{k}", False)):
+            out = subprocess.run(["ip", "netns", "exec", ns, *probe], capture_output=True, text=True, timeout=60)
+            assert (out.returncode == 0) == allowed, (ns, out.returncode, out.stderr)
+            assert allowed or "MNT3ERR_ACCES" in out.stderr, out.stderr      # reachable, but refused
         plan = plan.with_slot(INTEGRATION_SLOT)
         h = harness_for(plan)
         with ThreadPoolExecutor(1) as pool:

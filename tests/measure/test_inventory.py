@@ -19,7 +19,7 @@ def test_groups_collect_hosts_through_children():
 
 def test_a_slots_load_hosts_and_too_few_of_them(tmp_path):
     assert slot_load_hosts(LOCAL, "slot2") == ["load2"]
-    assert slot_load_hosts(REPO / "inventory" / "external" / "hosts.yml", "slot1") == ["xload1"]
+    assert slot_load_hosts(REPO / "inventory" / "external" / "hosts.yml", "filer1") == ["xload1"]
     with pytest.raises(InventoryError, match=r"needs 2 load hosts; slot slot1 of .* has 1 \(load1\)"):
         slot_load_hosts(LOCAL, "slot1", 2)
     with pytest.raises(InventoryError, match=r"'all2' is not a group .*slots: slot1, slot2"):

@@ -38,10 +38,12 @@ def slot_load_hosts(path: Path, slot: str, wanted: int = 0) -> list[str]:
     """The load hosts of `slot` (members of both `slot` and `loadgen`), the first `wanted` of them
     (0 = all); InventoryError when the slot is unknown or has fewer."""
     groups = inventory_groups(path)
+    loadgen = set(groups.get("loadgen", []))
     if slot not in groups:
-        slots = sorted(g for g in groups if g.startswith("slot"))
+        slots = sorted(g for g, hosts in groups.items()
+                       if g not in ("all", "loadgen", "ungrouped") and loadgen & set(hosts))
         raise InventoryError(f"slot {slot!r} is not a group of {path} (slots: {', '.join(slots)})")
-    hosts = [h for h in groups[slot] if h in set(groups.get("loadgen", []))]
+    hosts = [h for h in groups[slot] if h in loadgen]
     if not hosts:
         raise InventoryError(f"slot {slot} of {path} has no load host (a member of group loadgen)")
     if wanted > len(hosts):

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Orchestration time per trial outside fstress's measured interval (issue 4; goal <= 3 s).
 
-    .venv/bin/python bench/overhead.py [--slot slot2] [--trials 10] [--runlength 2] [--warmup 1]
+    .venv/bin/python bench/overhead.py [--slot slot2] [--inventory FILE] [--trials 10] [--runlength 2] [--warmup 1]
                                        [--load 200] [--poll 0] [--json bench/out/overhead.json]
 
 Provisions the slot (default server configuration on tmpfs: nothing here should be disk-bound),
@@ -29,6 +29,7 @@ from workbench.measure.ansible import AnsibleHarness  # noqa: E402
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--slot", default="slot2")
+    ap.add_argument("--inventory", type=Path, default=None, help="default: inventory/local/hosts.yml")
     ap.add_argument("--trials", type=int, default=10)
     ap.add_argument("--runlength", type=float, default=2.0)
     ap.add_argument("--warmup", type=float, default=1.0)
@@ -39,7 +40,7 @@ def main() -> int:
     ap.add_argument("--no-provision", action="store_true", help="slot already provisioned and deployed")
     a = ap.parse_args()
 
-    h = AnsibleHarness(slot=a.slot, factors={"fs": "tmpfs"}, workload="web_server", results_dir=a.out,
+    h = AnsibleHarness(slot=a.slot, inventory=a.inventory, factors={"fs": "tmpfs"}, workload="web_server", results_dir=a.out,
                        warmup_s=a.warmup, fileset_rate=500, extravars={"fstress_trial_poll_s": a.poll,
                                                                 "fstress_lag_bound": "10ms"})
     t0 = time.monotonic()

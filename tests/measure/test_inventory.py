@@ -24,6 +24,8 @@ def test_a_slots_load_hosts_and_too_few_of_them(tmp_path):
         slot_load_hosts(LOCAL, "slot1", 2)
     with pytest.raises(InventoryError, match=r"'all2' is not a group .*slots: slot1, slot2"):
         slot_load_hosts(LOCAL, "all2")
+    with pytest.raises(InventoryError, match="slot filer1 of .* has no SUT host"):
+        slot_load_hosts(REPO / "inventory" / "external" / "hosts.yml", "filer1", server=True)
     bad = tmp_path / "bad.yml"
     bad.write_text("all: [unclosed")
     with pytest.raises(InventoryError, match="cannot read inventory"):
@@ -37,6 +39,13 @@ def test_too_few_load_hosts_fail_before_any_playbook(tmp_path, capsys):
     assert runner.calls == []
     assert cli.main(["rate", "--load-hosts", "2", "--check"]) == 2
     assert "needs 2 load hosts; slot slot1" in capsys.readouterr().err
+
+
+def test_a_relative_inventory_is_made_absolute(tmp_path, monkeypatch):
+    # ansible-runner runs in its private data directory: a relative path there matches no host
+    monkeypatch.chdir(REPO)
+    h = AnsibleHarness(slot="slot1", inventory="inventory/local/hosts.yml", results_dir=tmp_path, runner=FakeRunner())
+    assert h.inventory == LOCAL and h.inventory.is_absolute()
 
 
 def test_the_playbooks_run_on_the_chosen_load_hosts(tmp_path):

@@ -105,7 +105,9 @@ class AnsibleHarness:
             if not isinstance(v, (int, float)) or isinstance(v, bool) or not math.isfinite(v) or v < lo:
                 raise ValueError(f"{name} must be a number >= {lo:g}, got {v!r}")
         self.slot = slot
-        self.inventory = Path(inventory) if inventory is not None else DEFAULT_INVENTORY
+        # absolute: ansible-runner runs in its private data directory, where a relative path
+        # matches no host and every play "succeeds" on nobody
+        self.inventory = Path(inventory).resolve() if inventory is not None else DEFAULT_INVENTORY
         self.factors = dict(factors or {})
         self.server_vars = factor_vars(self.factors)
         self.workload = workload
@@ -137,7 +139,7 @@ class AnsibleHarness:
             raise ValueError(f"inventory {self.inventory} not found")
         self.load_hosts: list[str] = []
         if self.inventory.is_file():     # the load hosts (and enough of them) before any host changes
-            self.load_hosts = slot_load_hosts(self.inventory, slot, load_hosts)
+            self.load_hosts = slot_load_hosts(self.inventory, slot, load_hosts, server=self.external is None)
             self.extravars["wb_load_hosts"] = ",".join(self.load_hosts)
         (self.results_dir / "trials").mkdir(parents=True, exist_ok=True)
 

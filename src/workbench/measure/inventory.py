@@ -34,9 +34,10 @@ def inventory_groups(path: Path) -> dict[str, list[str]]:
     return groups
 
 
-def slot_load_hosts(path: Path, slot: str, wanted: int = 0) -> list[str]:
+def slot_load_hosts(path: Path, slot: str, wanted: int = 0, server: bool = False) -> list[str]:
     """The load hosts of `slot` (members of both `slot` and `loadgen`), the first `wanted` of them
-    (0 = all); InventoryError when the slot is unknown or has fewer."""
+    (0 = all); InventoryError when the slot is unknown or has fewer, or when `server` and the slot
+    has no SUT (a member of `sut`) to provision."""
     groups = inventory_groups(path)
     loadgen = set(groups.get("loadgen", []))
     if slot not in groups:
@@ -46,6 +47,9 @@ def slot_load_hosts(path: Path, slot: str, wanted: int = 0) -> list[str]:
     hosts = [h for h in groups[slot] if h in loadgen]
     if not hosts:
         raise InventoryError(f"slot {slot} of {path} has no load host (a member of group loadgen)")
+    if server and not set(groups[slot]) & set(groups.get("sut", [])):
+        raise InventoryError(f"slot {slot} of {path} has no SUT host (a member of group sut) to provision; "
+                             f"to rate a server Workbench does not provision, give server_address")
     if wanted > len(hosts):
         raise InventoryError(f"the rating needs {wanted} load hosts; slot {slot} of {path} has {len(hosts)} "
                              f"({', '.join(hosts)})")

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"encoding/binary"
 	"encoding/json"
 	"io"
@@ -18,15 +17,7 @@ import (
 
 func startNull(t *testing.T) (host string, port int) {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { nullserver.Serve(ctx, ln); close(done) }()
-	t.Cleanup(func() { cancel(); <-done })
-	return "127.0.0.1", ln.Addr().(*net.TCPAddr).Port
+	return "127.0.0.1", startServer(t, &nullserver.Server{})
 }
 
 // startDenyMount answers every RPC call with an accepted reply whose body is

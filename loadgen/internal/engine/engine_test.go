@@ -21,15 +21,12 @@ import (
 // startNull serves an in-process null server; returns its address.
 func startNull(t *testing.T, srv *nullserver.Server) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	addr, stop, err := srv.ServeLoopback()
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { srv.Serve(ctx, ln); close(done) }()
-	t.Cleanup(func() { cancel(); <-done })
-	return ln.Addr().String()
+	t.Cleanup(stop)
+	return addr.String()
 }
 
 // delayProxy forwards to target; replies (server → client) are held back by

@@ -78,6 +78,19 @@ func Serve(ctx context.Context, ln net.Listener) error {
 	return (&Server{}).Serve(ctx, ln)
 }
 
+// ServeLoopback serves s on an ephemeral 127.0.0.1 TCP port (tests and
+// capacity runs); stop ends it and returns once Serve has returned.
+func (s *Server) ServeLoopback() (addr *net.TCPAddr, stop func(), err error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, nil, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { s.Serve(ctx, ln); close(done) }()
+	return ln.Addr().(*net.TCPAddr), func() { cancel(); <-done }, nil
+}
+
 // Serve serves ln until ctx ends or ln fails; it returns after every
 // connection goroutine has finished.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {

@@ -17,15 +17,12 @@ import (
 // startServer serves s on an ephemeral loopback port and returns the port.
 func startServer(t *testing.T, s *nullserver.Server) int {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	addr, stop, err := s.ServeLoopback()
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { s.Serve(ctx, ln); close(done) }()
-	t.Cleanup(func() { cancel(); <-done })
-	return ln.Addr().(*net.TCPAddr).Port
+	t.Cleanup(stop)
+	return addr.Port
 }
 
 // deadPort is a loopback port nothing listens on.

@@ -14,6 +14,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 
 from analysis import plots as _plots
+from workbench.config.external import external_text
 
 __all__ = ["per_op_rows", "rating_plots", "rating_report_html", "surface_report_html",
            "nightly_report_html"]
@@ -259,8 +260,7 @@ def rating_report_html(spec: Mapping[str, Any], result: Mapping[str, Any],
     # a mean response time is > 0: the t-interval's negative part holds no possible value
     mci = [max(0.0, mci[0]) if _plots._finite(mci[0]) else None, mci[1]]
     ext = spec.get("external") or {}
-    what = (f"external server {ext.get('address')}:{ext.get('export')}" + (f" ({ext['description']})" if
-            ext.get("description") else "")) if ext else _fmt_dict(spec.get("factors"))
+    what = external_text(ext) if ext else _fmt_dict(spec.get("factors"))
     head = [
         f"<h1>Peak rate of {_e(workload)} — {_e(what)}</h1>",
         f'<p class="headline">λ* = <b>{_num(peak)}</b> ops/s &nbsp; CI {_pair(result.get("peak_rate_ci"))} '

@@ -85,6 +85,12 @@ def external_server(params: Mapping[str, Any]) -> ExternalServer | None:
                           description=description)
 
 
+def external_text(external: Mapping[str, Any]) -> str:
+    """An external server for a person: "external server ADDRESS:EXPORT (description)"."""
+    desc = external.get("description")
+    return f"external server {external['address']}:{external['export']}" + (f" ({desc})" if desc else "")
+
+
 def server_key(external: Mapping[str, Any] | None) -> str:
     """Which server a rating measured, for its history: "" = a slot's own SUT (its factors say which
     configuration), else the external endpoint "address:export"."""

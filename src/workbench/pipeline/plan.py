@@ -10,7 +10,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
-from workbench.config.external import EXTERNAL_PARAMS, external_server, refuse_server_factors, server_key
+from workbench.config.external import (EXTERNAL_PARAMS, external_server, external_text, refuse_server_factors,
+                                       server_key)
 from workbench.config.factors import factor_vars, params_schema, with_rules
 from workbench.config.paths import DEFAULT_INVENTORY, rating_dir
 from workbench.config.profiles import PROFILES
@@ -128,8 +129,7 @@ class RatingPlan:
     def server_text(self) -> str:
         """What is rated, for a log line: the sample's factors, or the external server."""
         if self.external:
-            e = self.external
-            return f"external server {e['address']}:{e['export']}" + (f" ({e['description']})" if e["description"] else "")
+            return external_text(self.external)
         return f"factors {self.factors}"
 
     def with_slot(self, slot: str) -> "RatingPlan":

@@ -17,6 +17,7 @@ from airflow.sdk.exceptions import AirflowFailException
 from workbench import pipeline
 from workbench.config.vocabulary import DESIGNS, SLOTS
 from workbench.pipeline import sweep
+from workbench.pipeline.runner import RATING_TIMEOUT_S
 
 POOL = "workbench_sut"
 
@@ -57,7 +58,7 @@ with DAG(
             raise AirflowFailException(f"bad parameters: {e}") from None
 
     @task(pool=POOL, max_active_tis_per_dagrun=len(SLOTS), retries=1,
-          retry_delay=dt.timedelta(seconds=10))
+          retry_delay=dt.timedelta(seconds=10), execution_timeout=dt.timedelta(seconds=RATING_TIMEOUT_S))
     def rate_sample(job):
         return sweep.rate_sample(pipeline.open_store(), job["sweep"], job["item"])
 

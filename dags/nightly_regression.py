@@ -20,6 +20,7 @@ from airflow.sdk.exceptions import AirflowFailException
 from workbench import pipeline
 from workbench.config.vocabulary import SLOTS
 from workbench.pipeline import nightly
+from workbench.pipeline.runner import RATING_TIMEOUT_S
 
 POOL = "workbench_sut"
 
@@ -54,7 +55,7 @@ with DAG(
             raise AirflowFailException(str(e)) from None
 
     @task(pool=POOL, max_active_tis_per_dagrun=len(SLOTS), retries=1,
-          retry_delay=dt.timedelta(seconds=10))
+          retry_delay=dt.timedelta(seconds=10), execution_timeout=dt.timedelta(seconds=RATING_TIMEOUT_S))
     def rate_baseline(job):
         return nightly.rate_baseline(pipeline.open_store(), job["night"], job["baseline"])
 

@@ -26,9 +26,30 @@ from workbench.config.vocabulary import MAX_TRIAL_TASKS, SLOTS
 from workbench.controller.decide import NextTrial
 from workbench.measure.inventory import InventoryError
 from workbench.pipeline.console import fmt_num, result_block, trial_line
+from workbench.pipeline.leases import LeaseLost
+from workbench.pipeline.stop import RatingKilled, stop_children
 
 POOL = "workbench_sut"
 K = MAX_TRIAL_TASKS
+# Wall-clock bounds (the ansible-runner timeouts inside are tighter: from the trial's own runlength)
+SETUP_TIMEOUT = dt.timedelta(hours=1)            # provision / deploy (file set build ≤ 30 min)
+TRIAL_TIMEOUT = dt.timedelta(seconds=pipeline.PARAMS["runlength_s"]["maximum"] * 1.5 + 600)
+TEARDOWN_TIMEOUT = dt.timedelta(minutes=15)
+
+
+class SlotOperator(PythonOperator):
+    """A task that touches the slot. Killed by its execution_timeout (Airflow then retries it, the
+    lease kept), it stops the playbook and local generator it started; a SIGTERM (the task killed
+    from the UI) also tears the slot down (pipeline.stop)."""
+
+    def execute(self, context):
+        try:
+            return super().execute(context)
+        except (LeaseLost, RatingKilled, InventoryError) as e:    # no retry can help
+            raise AirflowFailException(f"{type(e).__name__}: {e}") from None
+
+    def on_kill(self) -> None:
+        print(f"on_kill: stopped processes {stop_children()}")
 
 
 class DecideOperator(BranchPythonOperator):
@@ -62,17 +83,13 @@ def validate(params, dag_run, ti, **_):
 
 
 def lease_slot(ti, **_):
-    plan = pipeline.RatingPlan.from_dict(ti.xcom_pull(task_ids="validate"))
-    slot = pipeline.lease_slot(plan)
-    print(f"leased {slot}")
-    return plan.with_slot(slot).to_dict()
+    plan = pipeline.lease_slot(pipeline.RatingPlan.from_dict(ti.xcom_pull(task_ids="validate")))
+    print(f"leased {plan.slot} (token {plan.lease_token})")
+    return plan.to_dict()
 
 
 def provision(ti, **_):
-    try:
-        info = pipeline.provision(_plan(ti), pipeline.open_store())
-    except InventoryError as e:          # the slot lacks what the rating asks for: no retry helps
-        raise AirflowFailException(str(e)) from None
+    info = pipeline.provision(_plan(ti), pipeline.open_store())
     print(f"provisioned {info.get('host')}: {info.get('server')}")
 
 
@@ -150,15 +167,16 @@ with DAG(
     # both slots busy: wait for one (up to ~20 min) rather than fail
     t_lease = PythonOperator(task_id="lease_slot", python_callable=lease_slot, retries=40,
                              retry_delay=dt.timedelta(seconds=30))
-    t_prov = PythonOperator(task_id="provision", python_callable=provision, pool=POOL)
-    t_deploy = PythonOperator(task_id="deploy", python_callable=deploy, pool=POOL)
+    t_prov = SlotOperator(task_id="provision", python_callable=provision, pool=POOL,
+                          execution_timeout=SETUP_TIMEOUT)
+    t_deploy = SlotOperator(task_id="deploy", python_callable=deploy, pool=POOL, execution_timeout=SETUP_TIMEOUT)
     t_gx = PythonOperator(task_id="gx_check", python_callable=gx_check,
                           trigger_rule="none_failed_min_one_success")
     t_validate >> t_lease >> t_prov >> t_deploy
     prev = t_deploy
     for k in range(K):
         d = DecideOperator(task_id=f"decide_{k}", python_callable=decide(k))
-        t = PythonOperator(task_id=f"trial_{k}", python_callable=trial(k), pool=POOL)
+        t = SlotOperator(task_id=f"trial_{k}", python_callable=trial(k), pool=POOL, execution_timeout=TRIAL_TIMEOUT)
         stop = EmptyOperator(task_id=f"done_{k}")
         prev >> d >> [t, stop]
         stop >> t_gx
@@ -168,7 +186,8 @@ with DAG(
     t_rep = PythonOperator(task_id="report", python_callable=report)
     t_pub = PythonOperator(task_id="publish", python_callable=publish)
     # not in the pool: a failed run must release its slot even when the pool is full
-    t_down = PythonOperator(task_id="teardown", python_callable=teardown, trigger_rule="all_done")
+    t_down = SlotOperator(task_id="teardown", python_callable=teardown, trigger_rule="all_done",
+                          execution_timeout=TEARDOWN_TIMEOUT)
     t_verdict = PythonOperator(task_id="verdict", python_callable=verdict)
     t_gx >> t_sum >> t_rep >> t_pub >> t_down
     [t_pub, t_down] >> t_verdict

@@ -11,6 +11,9 @@
 set -euo pipefail
 
 state_root=${WB_STATE_DIR:-/tmp/workbench}/slots
+# shellcheck source=private-dir.sh
+source "$(dirname "${BASH_SOURCE[0]}")/private-dir.sh"
+private_dir "${WB_STATE_DIR:-/tmp/workbench}"
 nfs_port=2049
 mount_port=20048
 pseudo=/export

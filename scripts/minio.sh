@@ -33,6 +33,10 @@ for p in "$port" "$console_port"; do
     die "ports must be 1..65535, got '$p'"
 done
 pidfile=$dir/minio.pid logfile=$dir/minio.log envfile=$dir/env
+# shellcheck source=private-dir.sh
+source "$REPO/scripts/private-dir.sh"
+[ "$(dirname "$dir")" != /tmp/workbench ] || private_dir /tmp/workbench
+private_dir "$dir"        # holds the credentials that airflow-env.sh evaluates
 
 # pid of our running MinIO, or nothing (a stale pid file or a reused pid does not count)
 running_pid() {
@@ -48,7 +52,6 @@ healthy() { curl -sf -m 2 -o /dev/null "http://127.0.0.1:$1/minio/health/live"; 
 
 write_env() {  # user password port
   local tmp
-  mkdir -p "$dir"
   tmp=$(mktemp "$dir/.env.XXXXXX")
   chmod 600 "$tmp"
   printf 'WB_S3_ENDPOINT=127.0.0.1:%s\nWB_S3_ACCESS_KEY=%s\nWB_S3_SECRET_KEY=%s\nWB_S3_BUCKET=%s\n' \

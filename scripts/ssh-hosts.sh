@@ -26,6 +26,8 @@ REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 NETNS_SH=$REPO/roles/netns/files/wb-netns.sh
 SSHD=/usr/sbin/sshd             # sshd re-executes itself: it must be started by its absolute path
 ssh_dir=${WB_STATE_DIR:-/tmp/workbench}/ssh
+# shellcheck source=private-dir.sh
+source "$REPO/scripts/private-dir.sh"
 inventory=$REPO/inventory/ssh/hosts.yml
 
 die() { echo "ssh-hosts: $*" >&2; exit 1; }
@@ -97,8 +99,8 @@ ensure_keys() {
   if ! command -v ssh-keygen >/dev/null || [ ! -x "$SSHD" ]; then
     die "openssh-server is not installed (make setup / scripts/install-system.sh installs it)"
   fi
-  mkdir -p "$ssh_dir"
-  chmod 0700 "$ssh_dir"
+  private_dir "${WB_STATE_DIR:-/tmp/workbench}"
+  private_dir "$ssh_dir"
   [ -s "$ssh_dir/ssh_host_ed25519_key" ] ||
     ssh-keygen -q -t ed25519 -N '' -C "workbench ssh host" -f "$ssh_dir/ssh_host_ed25519_key"
   [ -s "$ssh_dir/id_ed25519" ] ||

@@ -31,12 +31,14 @@ class FakeRunner:
 
     def __init__(self, result="default", fail=None, rc=0):
         self.calls: list[tuple[str, dict]] = []
+        self.timeouts_s: dict[str, float | None] = {}
         self.result = fstress_json() if result == "default" else result
         self.fail = fail
         self.rc = rc
 
-    def __call__(self, playbook, extravars, *, inventory, private_data_dir, log_path):
+    def __call__(self, playbook, extravars, *, inventory, private_data_dir, log_path, timeout_s=None):
         self.calls.append((Path(playbook).name, dict(extravars)))
+        self.timeouts_s[Path(playbook).name] = timeout_s
         if "sysinfo_dest" in extravars:            # provision_sut.yml fetches the SUT's sysinfo
             Path(extravars["sysinfo_dest"]).write_text(json.dumps({"host": "fake"}))
         if Path(playbook).name == "run_trial.yml":

@@ -31,6 +31,7 @@ from workbench.config.profiles import FAMILY_OF_WORKLOAD, PROFILES
 from workbench.config.vocabulary import POLICIES
 from workbench.measure.ansible import AnsibleHarness, HarnessError
 from workbench.measure.inventory import InventoryError, slot_load_hosts
+from workbench.pipeline.stop import RatingKilled
 
 # CLI option → Params name (the rest of the Params are factors, from the factor table)
 _SPEC_OPTIONS = ("policy", "r_sat_ms", "runlength_s", "budget_s", "confidence", "accuracy", "seed_load")
@@ -204,6 +205,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("workbench: interrupted (re-run the same command to resume)", file=sys.stderr)
         return 130
+    except RatingKilled as e:                      # SIGTERM: the slot is torn down by a detached process
+        print(f"workbench: {e} (re-run the same command to resume)", file=sys.stderr)
+        return 143
     except HarnessError as e:                      # a provisioning step failed: one line + the log
         print(f"workbench: {e}", file=sys.stderr)
         return 1

@@ -8,6 +8,12 @@ trial's fstress included), like a crashed host.  A new scheduler then finds the 
 (its heartbeat stops; LiveAirflow sets a 15 s timeout), retries it (trial_k has retries, and
 re-running trial_k rewrites the same key), and the run finishes.
 
+The same Airflow first runs a 60 s trial with a lease stale time of 5 s: another rating asking
+for the slot meanwhile is refused (the heartbeat). Then trial_0 is marked failed from the API in the
+middle of its measurement, as a user would from the UI; its supervisor SIGTERMs it, and within
+seconds no fstress runs, the slot is torn down and its lease released (pipeline.stop), with no
+trial recorded.
+
     .venv/bin/python -m pytest -q tests/dags/test_restart.py      (root: the slot needs netns/cgroups)
 """
 from __future__ import annotations
@@ -17,6 +23,7 @@ import os
 import re
 import subprocess
 import time
+import urllib.parse
 import uuid
 from pathlib import Path
 
@@ -33,6 +40,7 @@ pytestmark = [
 DAG_ID = "rate_peak"
 # max_trials 6: the crash comes after 2 stored trials; 6 leave 3 to run after the restart
 CONF = {"profile": "smoke", "slot": "slot2", "workload": "web_server", "max_trials": 6}
+STALE_S = 5            # the lease's stale time in this module's Airflow: a trial outlasts it many times
 TRIAL_KEY = re.compile(r"/trials/(\d{5})\.json$")
 
 
@@ -72,73 +80,137 @@ def _measuring(states: dict[str, str | None], recorded: list[int]) -> str | None
     return f"trial_{k}" if states.get(f"trial_{k}") == "running" else None
 
 
-@pytest.mark.timeout(1800)
-def test_scheduler_crash_mid_rating_loses_and_repeats_no_trial(minio_server, tmp_path):
-    from workbench import pipeline
-    from workbench.config import paths
-    from workbench.config.vocabulary import MAX_TRIAL_TASKS
+@pytest.fixture(scope="module")
+def live(minio_server, tmp_path_factory):
+    """One real Airflow (and a bucket) for this module's tests: (LiveAirflow, ResultsStore)."""
     from workbench.pipeline.s3store import ResultsStore
 
     cfg = dataclasses.replace(minio_server, bucket=f"restart-{uuid.uuid4().hex[:10]}")
     store = ResultsStore(cfg)
     store.ensure_bucket()
     env = {"WB_S3_ENDPOINT": cfg.endpoint, "WB_S3_ACCESS_KEY": cfg.access_key,
-           "WB_S3_SECRET_KEY": cfg.secret_key, "WB_S3_BUCKET": cfg.bucket, "WB_S3_SECURE": "false"}
+           "WB_S3_SECRET_KEY": cfg.secret_key, "WB_S3_BUCKET": cfg.bucket, "WB_S3_SECURE": "false",
+           "WB_LEASE_STALE_S": str(STALE_S)}
     t_start = time.monotonic()
-    with LiveAirflow(tmp_path / "airflow", REPO / "dags", env) as af:
+    with LiveAirflow(tmp_path_factory.mktemp("airflow"), REPO / "dags", env) as af:
         af.wait_ready(DAG_ID)
         print(f"airflow up in {time.monotonic() - t_start:.1f} s {af.timings_s}")
-        _wait_slot_free(CONF["slot"])
-        run_id = af.trigger(DAG_ID, CONF)
-        rid = pipeline.rating_id_for(DAG_ID, run_id)
-        plan = pipeline.plan_from_params(CONF, rid)
-        try:
-            # 1. Wait for ≥ 2 recorded trials and the next trial task in the middle of measuring.
-            deadline = time.monotonic() + 600
-            while True:
-                states = af.task_states(DAG_ID, run_id)
-                recorded = _trial_numbers(store, rid)
-                victim = _measuring(states, recorded)
-                if len(recorded) >= 2 and victim:
-                    time.sleep(1.0)               # well inside the trial (≈ 10 s: setup + 3 s run)
-                    if _trial_numbers(store, rid) == recorded:
-                        break
-                    continue
-                run_state = af.run_state(DAG_ID, run_id)
-                assert run_state not in ("success", "failed"), \
-                    f"run ended ({run_state}) before the crash could be staged: {states}"
-                assert time.monotonic() < deadline, f"no 2 trials + a running trial in 600 s: {states}"
-                time.sleep(0.5)
-            before = _trial_numbers(store, rid)
-            tries_before = {ti["task_id"]: ti["try_number"] for ti in af.task_instances(DAG_ID, run_id)}
+        yield af, store
 
-            # 2. Crash: scheduler, executor workers, task processes — all SIGKILLed at once.
-            t_kill = time.monotonic()
-            killed = af.kill_scheduler()
-            print(f"killed scheduler tree ({len(killed)} processes) while {victim} ran; "
-                  f"trials recorded: {before}")
-            time.sleep(2)
-            orphans = _load_host_fstress(CONF["slot"])
-            assert not orphans, f"fstress of the killed trial survived the crash: {orphans}"
-            time.sleep(3)
-            af.start_scheduler()
 
-            # 3. The restarted scheduler notices the dead task, retries it and finishes the rating.
-            while af.task_states(DAG_ID, run_id).get(victim) == "running":
-                assert time.monotonic() - t_kill < 180, f"{victim} still 'running' 180 s after the crash"
-                time.sleep(1)
-            t_detect = time.monotonic() - t_kill
-            state = af.wait_run(DAG_ID, run_id, timeout_s=900)
-            t_done = time.monotonic() - t_kill
-            tis = {ti["task_id"]: ti for ti in af.task_instances(DAG_ID, run_id)}
-            states = {t: ti["state"] for t, ti in tis.items()}
-            print(f"dead {victim} detected {t_detect:.1f} s after the kill; run {state} "
-                  f"{t_done:.1f} s after the kill; total {time.monotonic() - t_start:.1f} s")
-            assert state == "success", {t: s for t, s in states.items() if s not in ("success", "skipped")}
-        finally:
-            if af.run_state(DAG_ID, run_id) not in ("success", "failed"):
-                af.set_run_state(DAG_ID, run_id, "failed")
-            print("cleanup:", pipeline.teardown(plan.with_slot(CONF["slot"])))
+@pytest.mark.timeout(600)
+def test_a_long_trial_keeps_its_slot_and_a_killed_one_stops_its_generator_and_frees_it(live, monkeypatch):
+    from workbench import pipeline
+    from workbench.config import paths
+    from workbench.pipeline import leases
+
+    af, store = live
+    slot = CONF["slot"]
+    _wait_slot_free(slot)
+    run_id = af.trigger(DAG_ID, {**CONF, "runlength_s": 60, "max_trials": 2})
+    rid = pipeline.rating_id_for(DAG_ID, run_id)
+    try:
+        deadline = time.monotonic() + 300      # trial_0 running and its generator measuring
+        while not (af.task_states(DAG_ID, run_id).get("trial_0") == "running"
+                   and any("--duration 60" in p for p in _load_host_fstress(slot))):
+            assert time.monotonic() < deadline, f"trial_0 never measured: {af.task_states(DAG_ID, run_id)}"
+            assert af.run_state(DAG_ID, run_id) not in ("success", "failed")
+            time.sleep(0.5)
+        # 1. Another rating asks for the slot for 3 stale times of the 60 s trial: the heartbeat keeps
+        #    the lease (its holder is an Airflow run, which a process outside Airflow cannot ask about)
+        monkeypatch.setattr(leases, "LEASE_STALE_S", STALE_S)
+        second = pipeline.plan_from_params({**CONF, "max_trials": 2}, "second-rating")
+        t_ask = time.monotonic()
+        while time.monotonic() - t_ask < 3 * STALE_S:
+            with pytest.raises(leases.SlotBusy, match=f"held by rating {rid}"):
+                leases.lease_slot(second)
+            time.sleep(1)
+        assert any("--duration 60" in p for p in _load_host_fstress(slot)), "the trial ended too early"
+        # 2. Kill trial_0 as a user would from the UI
+        t_kill = time.monotonic()
+        ti_path = f"/dags/{DAG_ID}/dagRuns/{urllib.parse.quote(run_id, safe='')}/taskInstances"
+        af.api("PATCH", f"{ti_path}/trial_0", {"new_state": "failed"})
+        # the generator stops within seconds, long before its 60 s would end
+        while _load_host_fstress(slot):
+            assert time.monotonic() - t_kill < 30, f"fstress still running 30 s after the kill: {_load_host_fstress(slot)}"
+            time.sleep(0.5)
+        t_stopped = time.monotonic() - t_kill
+        while (paths.LEASES / slot).exists():  # the killed task's detached teardown releases it
+            assert time.monotonic() - t_kill < 90, "lease not released 90 s after the kill"
+            time.sleep(0.5)
+        states = af.task_states(DAG_ID, run_id)
+        print(f"killed trial_0: generator gone {t_stopped:.1f} s after the kill, slot torn down and "
+              f"released {time.monotonic() - t_kill:.1f} s after")
+    finally:                                   # not waiting for the rest of the run to fail
+        if af.run_state(DAG_ID, run_id) not in ("success", "failed"):
+            af.set_run_state(DAG_ID, run_id, "failed")
+    assert states["trial_0"] == "failed", states
+    log = paths.rating_dir(rid) / "teardown-after-kill.log"
+    assert log.is_file() and "torn down" in log.read_text(), "no teardown started by the killed task"
+    netns = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, timeout=10).stdout
+    assert f"wb-{load_host(slot)}" not in netns, "the slot was not torn down"
+    assert not store.list_keys(f"ratings/{rid}/trials/"), "the killed trial was recorded"
+
+
+@pytest.mark.timeout(1800)
+def test_scheduler_crash_mid_rating_loses_and_repeats_no_trial(live):
+    from workbench import pipeline
+    from workbench.config import paths
+    from workbench.config.vocabulary import MAX_TRIAL_TASKS
+
+    af, store = live
+    t_start = time.monotonic()
+    _wait_slot_free(CONF["slot"])
+    run_id = af.trigger(DAG_ID, CONF)
+    rid = pipeline.rating_id_for(DAG_ID, run_id)
+    plan = pipeline.plan_from_params(CONF, rid)
+    try:
+        # 1. Wait for ≥ 2 recorded trials and the next trial task in the middle of measuring.
+        deadline = time.monotonic() + 600
+        while True:
+            states = af.task_states(DAG_ID, run_id)
+            recorded = _trial_numbers(store, rid)
+            victim = _measuring(states, recorded)
+            if len(recorded) >= 2 and victim:
+                time.sleep(1.0)               # well inside the trial (≈ 10 s: setup + 3 s run)
+                if _trial_numbers(store, rid) == recorded:
+                    break
+                continue
+            run_state = af.run_state(DAG_ID, run_id)
+            assert run_state not in ("success", "failed"), \
+                f"run ended ({run_state}) before the crash could be staged: {states}"
+            assert time.monotonic() < deadline, f"no 2 trials + a running trial in 600 s: {states}"
+            time.sleep(0.5)
+        before = _trial_numbers(store, rid)
+        tries_before = {ti["task_id"]: ti["try_number"] for ti in af.task_instances(DAG_ID, run_id)}
+
+        # 2. Crash: scheduler, executor workers, task processes — all SIGKILLed at once.
+        t_kill = time.monotonic()
+        killed = af.kill_scheduler()
+        print(f"killed scheduler tree ({len(killed)} processes) while {victim} ran; "
+              f"trials recorded: {before}")
+        time.sleep(2)
+        orphans = _load_host_fstress(CONF["slot"])
+        assert not orphans, f"fstress of the killed trial survived the crash: {orphans}"
+        time.sleep(3)
+        af.start_scheduler()
+
+        # 3. The restarted scheduler notices the dead task, retries it and finishes the rating.
+        while af.task_states(DAG_ID, run_id).get(victim) == "running":
+            assert time.monotonic() - t_kill < 180, f"{victim} still 'running' 180 s after the crash"
+            time.sleep(1)
+        t_detect = time.monotonic() - t_kill
+        state = af.wait_run(DAG_ID, run_id, timeout_s=900)
+        t_done = time.monotonic() - t_kill
+        tis = {ti["task_id"]: ti for ti in af.task_instances(DAG_ID, run_id)}
+        states = {t: ti["state"] for t, ti in tis.items()}
+        print(f"dead {victim} detected {t_detect:.1f} s after the kill; run {state} "
+              f"{t_done:.1f} s after the kill; total {time.monotonic() - t_start:.1f} s")
+        assert state == "success", {t: s for t, s in states.items() if s not in ("success", "skipped")}
+    finally:
+        if af.run_state(DAG_ID, run_id) not in ("success", "failed"):
+            af.set_run_state(DAG_ID, run_id, "failed")
+        print("cleanup:", pipeline.teardown(plan.with_slot(CONF["slot"])))
 
     # 4. The store: result, trials 0..n−1 once each, parquet without duplicates.
     result = store.get_json(store.rating_key(rid, "result.json"))

@@ -41,6 +41,11 @@ from workbench.measure.trialjson import MIN_ACHIEVED_FRACTION, invalid_result, p
 
 __all__ = ["AnsibleHarness", "HarnessError"]
 
+# Wall-clock bounds of the playbook runs (ansible-runner stops a run that exceeds them)
+SETUP_TIMEOUT_S = 3600.0        # provision / deploy / probe: the file-set build alone may take 30 min
+TEARDOWN_TIMEOUT_S = 600.0
+TRIAL_SLACK_S = 180.0           # run_trial beyond runlength + warm-up (fstress's own slack is 60 s)
+
 
 def external_sysinfo(server: ExternalServer, probe: Mapping[str, Any]) -> dict[str, Any]:
     """sysinfo.json of an external server: what a client learnt (`fstress probe`: portmapper
@@ -156,12 +161,13 @@ class AnsibleHarness:
         v.update(more)
         return v
 
-    def _play(self, name: str, **more: Any) -> PlaybookRun:
+    def _play(self, name: str, timeout_s: float = SETUP_TIMEOUT_S, **more: Any) -> PlaybookRun:
         playbook = self.playbook_dir / name
         # one private_data_dir per playbook: a teardown may start while a killed provision's
         # ansible-runner still rotates its artifacts
         run = self.runner(playbook, self._vars(**more), inventory=self.inventory,
-                          private_data_dir=self.results_dir / ".runner" / playbook.stem, log_path=self.log_path)
+                          private_data_dir=self.results_dir / ".runner" / playbook.stem, log_path=self.log_path,
+                          timeout_s=timeout_s)
         self.last_run = run
         return run
 
@@ -189,7 +195,7 @@ class AnsibleHarness:
 
     def teardown(self) -> PlaybookRun:
         """teardown.yml: stop the server, release the slot's disks (never raises; returns the run)."""
-        return self._play("teardown.yml")
+        return self._play("teardown.yml", timeout_s=TEARDOWN_TIMEOUT_S)
 
     def warm_up(self, load_ops_s: float, duration_s: float) -> TrialResult:
         """A discarded trial after deploy (Auto-pilot, seed 001 §4: run n+1 times, drop the first):
@@ -218,7 +224,7 @@ class AnsibleHarness:
         shutil.rmtree(f"{out}.d", ignore_errors=True)
         t0 = time.monotonic()
         try:
-            run = self._play("run_trial.yml", trial_id=n if isinstance(n, int) else 0,   # seeds fstress
+            run = self._play("run_trial.yml", timeout_s=self.trial_timeout_s(runlength_s), trial_id=n if isinstance(n, int) else 0,   # seeds fstress
                              load_ops_s=float(load_ops_s),
                              runlength_s=float(runlength_s), warmup_s=self.warmup_s,
                              trial_out=str(out), start_margin_s=self.start_margin_s,
@@ -237,6 +243,11 @@ class AnsibleHarness:
         # run_trial first makes sure the server runs
         self._server_suspect = not result.valid
         return result
+
+    def trial_timeout_s(self, runlength_s: float) -> float:
+        """Wall-clock bound of one run_trial playbook: the generator's own limit (runlength + warm-up +
+        the role's fstress_trial_slack_s) plus start-up, server check, fetch and merge."""
+        return float(runlength_s) + self.warmup_s + self.start_margin_s + TRIAL_SLACK_S
 
     def _judge(self, run: PlaybookRun, out: Path, load_ops_s: float, runlength_s: float) -> TrialResult:
         raw: dict[str, Any] | None = None

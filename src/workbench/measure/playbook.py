@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 import sys
 import time
@@ -31,6 +32,8 @@ class PlaybookRun:
     def message(self) -> str:
         if self.failures:
             return "; ".join(self.failures[:3])
+        if self.status == "timeout":
+            return f"playbook stopped after its timeout ({self.elapsed_s:.0f} s)"
         return f"playbook {self.status} (rc {self.rc})"
 
 
@@ -89,8 +92,9 @@ def _run_scrubbed(**kwargs: Any) -> Any:
 
 
 def ansible_runner_run(playbook: Path, extravars: Mapping[str, Any], *, inventory: Path,
-                       private_data_dir: Path, log_path: Path) -> PlaybookRun:
-    """Run one playbook with ansible-runner: quiet, events streamed to `log_path`."""
+                       private_data_dir: Path, log_path: Path, timeout_s: float | None = None) -> PlaybookRun:
+    """Run one playbook with ansible-runner: quiet, events streamed to `log_path`; stopped after
+    `timeout_s` (status "timeout", a failed run)."""
     failures: list[str] = []
     t0 = time.monotonic()
     first: list[float] = []
@@ -134,6 +138,7 @@ def ansible_runner_run(playbook: Path, extravars: Mapping[str, Any], *, inventor
             quiet=True,
             event_handler=on_event,
             rotate_artifacts=1,
+            timeout=int(math.ceil(timeout_s)) if timeout_s else None,
             envvars={
                 "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]),
                 "ANSIBLE_CONFIG": str(REPO / "ansible.cfg"),
@@ -148,6 +153,9 @@ def ansible_runner_run(playbook: Path, extravars: Mapping[str, Any], *, inventor
                 "ANSIBLE_PYTHON_INTERPRETER": "auto_silent",
             },
             settings={"suppress_ansible_output": True},
+            # never cancelled this way: without a callback ansible-runner installs its own SIGTERM
+            # handler, which would hide a kill from pipeline.stop.killable
+            cancel_callback=lambda: False,
         )
         log.write(f"=== {playbook.name}: {r.status} rc={r.rc} in {time.monotonic() - t0:.2f}s\n")
     return PlaybookRun(rc=int(r.rc if r.rc is not None else -1), status=str(r.status),

@@ -111,6 +111,7 @@ class RatingPlan:
     workdir: str = ""              # local working directory ("" = config.paths.rating_dir)
     external: dict[str, Any] = field(default_factory=dict)   # ExternalServer fields; {} = the slot's SUT
     load_hosts: int = 0            # the slot's first N load hosts share the load (0 = all)
+    lease_token: int = 0           # fencing token of the slot's lease (pipeline.leases); 0 = not leased
 
     def rating_spec(self) -> RatingSpec:
         return RatingSpec(**self.spec)
@@ -134,6 +135,9 @@ class RatingPlan:
 
     def with_slot(self, slot: str) -> "RatingPlan":
         return dataclasses.replace(self, slot=slot)
+
+    def with_lease(self, token: int) -> "RatingPlan":
+        return dataclasses.replace(self, lease_token=int(token))
 
 
 def check_param(name: str, value: Any) -> None:

@@ -14,39 +14,59 @@ from workbench.controller.decide import Done
 from workbench.measure.ansible import AnsibleHarness
 from workbench.measure.protocol import HarnessFactory
 from workbench.pipeline.console import fmt_num, trial_line
-from workbench.pipeline.leases import lease_slot
+from workbench.pipeline.leases import LEASE_WAIT_S, holding, lease_slot
 from workbench.pipeline.plan import RatingPlan
 from workbench.pipeline.steps import (decide_step, deploy, provision, publish_step, report_step,
                                       summarise_step, teardown, trial_log, trial_step, validate_step)
+from workbench.pipeline.stop import RatingKilled, killable, stop_children
 from workbench.pipeline.store import Store
+
+# Wall-clock bound of a whole rating in one task (map_surface, nightly_regression): the slot wait,
+# provisioning and the profiles' budgets fit many times over; a rating that needs more is stuck.
+RATING_TIMEOUT_S = 12 * 3600.0
 
 
 def run_rating(plan: RatingPlan, store: Store, log: Callable[[str], None] = print,
                on_trial: Callable[[Mapping[str, Any]], None] | None = None,
                teardown_after: bool = True, make: HarnessFactory = AnsibleHarness) -> dict[str, Any]:
-    """lease → provision → deploy → trials → validate → summarise → report → publish → teardown
-    (always, unless `teardown_after` is False). A trial already in the store is not run again."""
-    plan = plan.with_slot(lease_slot(plan))
-    log(f"rating {plan.rating_id}: {plan.workload} on {plan.slot}, {plan.server_text()}")
+    """lease (waiting up to LEASE_WAIT_S for a busy slot) → provision → deploy → trials → validate →
+    summarise → report → publish → teardown (always, unless `teardown_after` is False; after a kill,
+    by a detached process). A trial already in the store is not run again."""
+    plan = lease_slot(plan, wait_s=LEASE_WAIT_S, log=log)
+    log(f"rating {plan.rating_id}: {plan.workload} on {plan.slot} (lease token {plan.lease_token}), "
+        f"{plan.server_text()}")
+    killed = False
     try:
-        provision(plan, store, make)
-        log(f"  {deploy(plan, make)}")
-        stored = len(trial_log(store, plan.rating_id))
-        if stored:
-            log(f"  resuming after {stored} stored trial(s)")
-        for k in range(MAX_TRIAL_TASKS + 1):
-            d = decide_step(plan, store, k)
-            if isinstance(d, Done) or k == MAX_TRIAL_TASKS:
-                break
-            record = trial_step(plan, store, k, make)
-            if k >= stored:                        # a stored trial is not run again, nor shown again
-                (on_trial or (lambda r: log(trial_line(r))))(record)
-        result = summarise_step(plan, store, validate_step(plan, store))
-        report_step(plan, store)
-        urls = publish_step(plan, store)
-        log(f"  λ* = {fmt_num(result['peak_rate'])} ops/s ({result['reason']}); {urls['report']}")
-        return {**result, "urls": urls}
+        with holding(plan), killable(plan):      # the heartbeat for the rating's whole life
+            return _rate(plan, store, log, on_trial, make)
+    except RatingKilled:
+        killed = True
+        raise
+    except BaseException:        # e.g. AirflowTaskTimeout: the playbook it interrupted may still run
+        stop_children()
+        raise
     finally:
-        if teardown_after:
+        if teardown_after and not killed:
             log(f"  teardown: {teardown(plan, make)}")
         shutil.rmtree(plan.local_dir() / ".runner", ignore_errors=True)
+
+
+def _rate(plan: RatingPlan, store: Store, log: Callable[[str], None],
+          on_trial: Callable[[Mapping[str, Any]], None] | None, make: HarnessFactory) -> dict[str, Any]:
+    provision(plan, store, make)
+    log(f"  {deploy(plan, make)}")
+    stored = len(trial_log(store, plan.rating_id))
+    if stored:
+        log(f"  resuming after {stored} stored trial(s)")
+    for k in range(MAX_TRIAL_TASKS + 1):
+        d = decide_step(plan, store, k)
+        if isinstance(d, Done) or k == MAX_TRIAL_TASKS:
+            break
+        record = trial_step(plan, store, k, make)
+        if k >= stored:                        # a stored trial is not run again, nor shown again
+            (on_trial or (lambda r: log(trial_line(r))))(record)
+    result = summarise_step(plan, store, validate_step(plan, store))
+    report_step(plan, store)
+    urls = publish_step(plan, store)
+    log(f"  λ* = {fmt_num(result['peak_rate'])} ops/s ({result['reason']}); {urls['report']}")
+    return {**result, "urls": urls}

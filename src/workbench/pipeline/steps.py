@@ -22,9 +22,14 @@ from workbench.controller.result import PeakResult
 from workbench.controller.trial import TrialResult
 from workbench.measure.ansible import AnsibleHarness
 from workbench.measure.protocol import Harness, HarnessFactory
-from workbench.pipeline.leases import holds, release_slot
+from workbench.pipeline.leases import holding, holds, mark_dirty, release_slot, teardown_turn
 from workbench.pipeline.plan import RatingPlan, strict_json
+from workbench.pipeline.stop import killable
 from workbench.pipeline.store import Store
+
+
+class TeardownFailed(RuntimeError):
+    """The slot could not be torn down: its lease stays, marked dirty, until a later teardown succeeds."""
 
 
 def harness_for(plan: RatingPlan, make: HarnessFactory = AnsibleHarness) -> Harness:
@@ -42,9 +47,13 @@ def provision(plan: RatingPlan, store: Store, make: HarnessFactory = AnsibleHarn
     """Provision the slot's SUT with the plan's factors; sysinfo.json and spec.json to the store."""
     if not FSTRESS.is_file():
         raise RuntimeError(f"fstress binary {FSTRESS} is missing: run `make fstress`")
-    h = harness_for(plan, make)
-    store.put_json(store.rating_key(plan.rating_id, "spec.json"), plan.to_dict())
-    h.provision()
+    with holding(plan) as lease, killable(plan):
+        h = harness_for(plan, make)
+        if lease.get("dirty"):           # taken over from a rating that ended without a clean teardown
+            _teardown_or_raise(plan, make)
+            mark_dirty(plan, False)
+        store.put_json(store.rating_key(plan.rating_id, "spec.json"), plan.to_dict())
+        h.provision()
     info = json.loads((h.results_dir / "sysinfo.json").read_text())
     store.put_json(store.rating_key(plan.rating_id, "sysinfo.json"), info)
     return info
@@ -52,25 +61,39 @@ def provision(plan: RatingPlan, store: Store, make: HarnessFactory = AnsibleHarn
 
 def deploy(plan: RatingPlan, make: HarnessFactory = AnsibleHarness) -> str:
     """fstress and the file set on the load hosts, then the discarded warm-up trial."""
-    h = harness_for(plan, make)
-    h.deploy()
-    if plan.warmup_trial_s <= 0:
-        return "no warm-up trial"
-    spec = plan.rating_spec()
-    w = h.warm_up(spec.seed_load or spec.first_load, plan.warmup_trial_s)
+    with holding(plan), killable(plan):
+        h = harness_for(plan, make)
+        h.deploy()
+        if plan.warmup_trial_s <= 0:
+            return "no warm-up trial"
+        spec = plan.rating_spec()
+        w = h.warm_up(spec.seed_load or spec.first_load, plan.warmup_trial_s)
     return (f"warm-up trial (discarded): {w.load_ops_s:g} ops/s × {w.runlength_s:g} s → mean {w.mean_ms:.2f} ms"
             + ("" if w.valid else f" ({w.reason})"))
 
 
+def _teardown_or_raise(plan: RatingPlan, make: HarnessFactory) -> None:
+    # every load host of the slot, even where the rating asked for fewer (or too many)
+    run = harness_for(dataclasses.replace(plan, load_hosts=0), make).teardown()
+    if not run.ok:
+        raise TeardownFailed(f"teardown of {plan.slot} failed: {run.message()}; its lease stays, marked "
+                             f"dirty, until a later teardown succeeds")
+
+
 def teardown(plan: RatingPlan, make: HarnessFactory = AnsibleHarness) -> str:
-    """Tear the slot down and release the lease — only if this rating holds it."""
-    if not holds(plan):
-        return f"slot {plan.slot} not held by {plan.rating_id}: nothing to tear down"
-    try:   # every load host of the slot, even where the rating asked for fewer (or too many)
-        run = harness_for(dataclasses.replace(plan, load_hosts=0), make).teardown()
-    finally:
-        release_slot(plan)       # a slot left dirty is reset (or refused, naming why) by the next provision
-    return "torn down" if run.ok else f"teardown failed: {run.message()}"
+    """Tear the slot down and release the lease — only if this rating holds it. TeardownFailed (the run
+    turns red) when the playbook fails: the lease is kept, marked dirty. Teardowns of a slot take turns."""
+    with teardown_turn(plan.slot):
+        if not holds(plan):
+            return f"slot {plan.slot} not held by {plan.rating_id}: nothing to tear down"
+        try:
+            with holding(plan):
+                _teardown_or_raise(plan, make)
+        except TeardownFailed:
+            mark_dirty(plan, True)
+            raise
+        release_slot(plan)
+    return "torn down"
 
 
 def trial_log(store: Store, rating_id: str) -> list[TrialResult]:
@@ -100,8 +123,9 @@ def trial_step(plan: RatingPlan, store: Store, k: int,
     if not isinstance(d, NextTrial):
         raise RuntimeError(f"trial_{k}: the controller has stopped ({d.result.reason})")
     prev = trial_log(store, plan.rating_id)[:k]
-    t = harness_for(plan, make).measure(d.load_ops_s, d.runlength_s, trial_id=k,
-                                        check_server=k == 0 or not prev[-1].valid)
+    with holding(plan), killable(plan):    # LeaseLost / RatingKilled: the trial is not recorded
+        t = harness_for(plan, make).measure(d.load_ops_s, d.runlength_s, trial_id=k,
+                                            check_server=k == 0 or not prev[-1].valid)
     record = {"n": k, "decision": d.reason, **t.at(d.load_ops_s, d.runlength_s).to_dict()}
     store.put_trial(plan.rating_id, k, record)
     return record

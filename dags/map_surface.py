@@ -3,7 +3,8 @@
     plan_samples → rate_sample[i] (mapped; ≤ 2 at once, pool workbench_sut) → fit_surface → report
 
 plan_samples builds the design with pydoe (full factorial, D-optimal n of the grid, LHS) and orders
-the samples so each can be seeded from a near finished one. Each rate_sample runs a whole rating in
+the samples so each can be seeded from a near finished one; every sample goes through the validation
+pass (pipeline.validation) before anything is stored or provisioned. Each rate_sample runs a whole rating in
 its task (the per-trial branch loop stays in rate_peak: Airflow 3.3.2 ignores branch skips inside
 mapped task groups, apache/airflow#67265) and seeds from the nearest sample finished so far.
 """

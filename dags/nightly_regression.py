@@ -2,7 +2,8 @@
 
     load_config → rate_baseline[b] (mapped; pool workbench_sut) → compare → report → verdict
 
-Each baseline's λ* is compared with the λ* of its earlier nights in the store (CI of the
+load_config checks the configuration and puts every selected baseline through the validation pass
+(pipeline.validation) before anything is stored or provisioned. Each baseline's λ* is compared with the λ* of its earlier nights in the store (CI of the
 difference and Welch's test on the trials at the baseline's peak, analysis.regression); a drop
 that is significant and beyond the tolerance is a regression and turns the run red. Each rating
 is seeded at its baseline's reference load (the measured load nearest the baseline λ*) with

@@ -76,7 +76,7 @@ def _plan(ti) -> pipeline.RatingPlan:
 
 def validate(params, dag_run, ti, **_):
     rating_id = pipeline.rating_id_for(dag_run.dag_id, dag_run.run_id)
-    try:   # MinIO reachable and every parameter checked before anything is provisioned
+    try:   # MinIO reachable, and the whole validation pass (pipeline.validation) before anything is provisioned
         return pipeline.checked_plan(dict(params), rating_id, pipeline.open_store()).to_dict()
     except pipeline.ParamError as e:
         raise AirflowFailException(f"bad parameters: {e}") from None

@@ -96,7 +96,7 @@ def test_cli_bad_input_one_line_before_provisioning(tmp_path, capsys):
                         (["rate", "--disks", "0"], "disks: 0 is out of range (≥ 1"),
                         (["rate", "--memory-mb", "8"], "memory_mb must be 0"),
                         (["rate", "--workload", "nope"], "workload: 'nope' is not one of web_server"),
-                        (["rate", "--slot", "slot9"], "slot 'slot9' is not a group"),
+                        (["rate", "--slot", "slot9"], "slot: 'slot9' is not a slot of"),
                         (["rate", "--inventory", str(tmp_path / "none.yml")], "inventory"),
                         (["rate", "--r-sat-ms", "-1"], "r_sat_ms")):
         rc = cli.main(argv + ["--out", str(tmp_path / "out")])

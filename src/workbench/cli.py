@@ -10,7 +10,9 @@
 `LocalStore` in the results directory, taking the same slot lease: the trial log is
 ``DIR/ratings/<id>/trials/<n>.json``, so a rating killed mid-way resumes, with no trial lost or
 repeated, when the same command is run again with the same ``--results``. Bad input fails in one
-line (exit 2) before anything is provisioned; ``--check`` stops there.
+line (exit 2) before anything is provisioned: the Params checks and the whole validation pass
+(``pipeline.validation``: settings, inventory, slot, CPU lists, workload via ``fstress check``,
+file set against the export); ``--check`` stops there, touching no host.
 
 `plan`: the dry-run planner (``planning.dryrun.plan``) on a simulated server of the workload's
 family: expected cost, trials and convergence of the same spec.
@@ -30,7 +32,6 @@ from workbench.config.paths import DEFAULT_INVENTORY, FSTRESS, REPO
 from workbench.config.profiles import FAMILY_OF_WORKLOAD, PROFILES
 from workbench.config.vocabulary import POLICIES
 from workbench.measure.ansible import AnsibleHarness, HarnessError
-from workbench.measure.inventory import InventoryError, slot_load_hosts
 from workbench.pipeline.stop import RatingKilled
 
 # CLI option → Params name (the rest of the Params are factors, from the factor table)
@@ -84,21 +85,18 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
-def check_rate_inputs(args: argparse.Namespace) -> None:
-    """What the plan cannot check (it has checked the workload): fstress is built, the slot is a
-    group of the inventory with as many load hosts as asked for."""
+def check_rate_inputs(plan) -> dict[str, Any]:
+    """The validation pass on what the plan meets outside itself (reads files only): fstress is
+    built, the slot is a slot of the inventory with the hosts asked for, CPU lists exist, the
+    workload and its file set pass `fstress check` and fit the export. Returns the file set."""
+    from workbench.pipeline.plan import ParamError
+    from workbench.pipeline.validation import validate_plan
     if not FSTRESS.is_file():
         raise UsageError(f"fstress binary {FSTRESS} is missing: run `make fstress`")
-    if not args.inventory.is_file():
-        raise UsageError(f"inventory {args.inventory} not found")
     try:
-        slot_load_hosts(args.inventory, args.slot, args.load_hosts or 0)
-    except InventoryError as e:
+        return validate_plan(plan)
+    except ParamError as e:
         raise UsageError(str(e)) from None
-    for name in ("warmup_s", "fileset_rate"):
-        v = getattr(args, name)
-        if v is not None and (not math.isfinite(v) or v < 0 or (name == "fileset_rate" and v == 0)):
-            raise UsageError(f"--{name.replace('_', '-')} must be a number {'>' if name == 'fileset_rate' else '>='} 0, got {v}")
 
 
 def build_plan(args: argparse.Namespace, rating_id: str):
@@ -131,10 +129,11 @@ def cmd_rate(args: argparse.Namespace, harness_factory=None) -> int:
     out = Path(args.results or REPO / "results" /
                f"{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}-{Path(args.workload).stem}-{args.slot}").resolve()
     plan = build_plan(args, rating_id=out.name)
-    if harness_factory is None:
-        check_rate_inputs(args)
+    fileset = check_rate_inputs(plan) if harness_factory is None else {}
     if args.check:
-        print(f"workbench rate: inputs OK ({plan.workload} on {plan.slot}, {plan.server_text()})")
+        size = (f"; file set {fileset['files']} files, {fileset['fileset_bytes'] / 2**20:.0f} MiB "
+                f"at {plan.fileset_rate:g} ops/s" if fileset.get("needs_fileset") else "")
+        print(f"workbench rate: inputs OK ({plan.workload} on {plan.slot}, {plan.server_text()}{size})")
         return 0
     store = LocalStore(out)
     try:
@@ -199,8 +198,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
         return cmd_rate(args) if args.cmd == "rate" else cmd_plan(args)
-    except UsageError as e:
-        print(f"workbench: {e}", file=sys.stderr)
+    except UsageError as e:                        # one line, whatever the message held
+        print(f"workbench: {' '.join(str(e).split())}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("workbench: interrupted (re-run the same command to resume)", file=sys.stderr)

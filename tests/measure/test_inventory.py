@@ -6,7 +6,7 @@ from helpers import REPO, FakeRunner
 
 from workbench import cli
 from workbench.measure.ansible import AnsibleHarness
-from workbench.measure.inventory import InventoryError, inventory_groups, slot_load_hosts
+from workbench.measure.inventory import InventoryError, host_vars, inventory_groups, inventory_slots, slot_load_hosts
 
 LOCAL = REPO / "inventory" / "local" / "hosts.yml"
 
@@ -17,18 +17,31 @@ def test_groups_collect_hosts_through_children():
     assert set(groups["all"]) == {"sut1", "sut2", "load1", "load2"}
 
 
+def test_slots_are_groups_of_hosts_with_a_load_host():
+    assert inventory_slots(LOCAL) == ["slot1", "slot2"]
+    assert inventory_slots(REPO / "inventory" / "external" / "hosts.yml") == ["filer1"]
+    assert inventory_slots(REPO / "inventory" / "ssh" / "hosts.yml") == ["sshslot1"]
+    # a host's variables as Ansible sees them: all, then its groups, then its own
+    hv = host_vars(LOCAL, "load1")
+    assert hv["fstress_cpus"] == "1" and hv["ansible_connection"] == "local" and hv["wb_netns"] == "wb-load1"
+    assert host_vars(LOCAL, "sut2")["nfs_server_cpus"] == "0"
+
+
 def test_a_slots_load_hosts_and_too_few_of_them(tmp_path):
     assert slot_load_hosts(LOCAL, "slot2") == ["load2"]
     assert slot_load_hosts(REPO / "inventory" / "external" / "hosts.yml", "filer1") == ["xload1"]
     with pytest.raises(InventoryError, match=r"needs 2 load hosts; slot slot1 of .* has 1 \(load1\)"):
         slot_load_hosts(LOCAL, "slot1", 2)
-    with pytest.raises(InventoryError, match=r"'all2' is not a group .*slots: slot1, slot2"):
+    with pytest.raises(InventoryError, match=r"slot: 'all2' is not a slot of .*; slots: slot1, slot2"):
         slot_load_hosts(LOCAL, "all2")
+    for group in ("all", "sut", "loadgen"):          # groups, but not slots
+        with pytest.raises(InventoryError, match=rf"slot: '{group}' is not a slot"):
+            slot_load_hosts(LOCAL, group)
     with pytest.raises(InventoryError, match="slot filer1 of .* has no SUT host"):
         slot_load_hosts(REPO / "inventory" / "external" / "hosts.yml", "filer1", server=True)
     bad = tmp_path / "bad.yml"
     bad.write_text("all: [unclosed")
-    with pytest.raises(InventoryError, match="cannot read inventory"):
+    with pytest.raises(InventoryError, match="inventory: cannot read"):
         slot_load_hosts(bad, "slot1")
 
 

@@ -2,14 +2,16 @@
 //
 //	fstress run       measure one trial at a fixed offered rate, write JSON
 //	fstress fileset   create / augment the file set for a workload and rate
+//	fstress check     validate a workload, its files and its file set (no server)
 //	fstress workloads list the canned workloads
 //	fstress merge     merge the JSON results of several clients exactly
 //	fstress probe     describe an NFSv3 server as a client sees it, as JSON
 //	fstress nullserver answer every MOUNT/NFS call with success (capacity tests)
 //
 // Exit codes: 0 success; 1 error (bad input, unreachable server, ...; one
-// line on stderr, no JSON file); 2 usage error; 3 generator saturated (the
-// JSON file is written, with generator_saturated: true).
+// line on stderr, no JSON file); 2 usage error (and `check`: any invalid
+// input); 3 generator saturated (the JSON file is written, with
+// generator_saturated: true).
 package main
 
 import (
@@ -61,6 +63,8 @@ const usage = `usage: fstress <command> [flags]
              [--mount-port PORT] [--poisson] [--conns N] [--start-at T] [--timeout D] [--retransmits N] [--seed N]
              [--client-id N] [--fileset-rate OPS] [--max-outstanding N] [--lag-bound D]
   fileset    --server HOST:PORT --export PATH --workload NAME|FILE --rate OPS [--mount-port PORT]
+  check      --workload NAME|FILE [--fileset-rate OPS | --rate OPS] [--json] [any other run flag]
+             validate without a server: exit 0 with a one-line summary, 2 with one line naming the field
   workloads  list the canned workloads
   merge      a.json b.json ... [--json OUT]
   probe      --server HOST[:PORT] --export PATH [--mount-port PORT] [--pings N] [--timeout D] [--json FILE]
@@ -86,6 +90,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return cmdRun(args[1:], stderr)
 	case "fileset":
 		return cmdFileset(args[1:], stderr)
+	case "check":
+		return cmdCheck(args[1:], stdout, stderr)
 	case "workloads":
 		return cmdWorkloads(stdout, stderr)
 	case "merge":
@@ -98,7 +104,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprint(stdout, usage)
 		return exitOK
 	}
-	errLine(stderr, "unknown command %q (want run, fileset, workloads, merge, probe or nullserver)", args[0])
+	errLine(stderr, "unknown command %q (want run, fileset, check, workloads, merge, probe or nullserver)", args[0])
 	return exitUsage
 }
 
@@ -112,10 +118,16 @@ func (v durationValue) String() string {
 	return v.d.String()
 }
 
+// maxDuration bounds every duration flag (a float beyond it would overflow time.Duration).
+const maxDuration = 1e6 * time.Second
+
 func (v durationValue) Set(s string) error {
 	if f, err := strconv.ParseFloat(s, 64); err == nil {
 		if math.IsNaN(f) || math.IsInf(f, 0) {
 			return errors.New("not a finite number")
+		}
+		if math.Abs(f) > maxDuration.Seconds() {
+			return fmt.Errorf("%g s is out of range; at most %g s", f, maxDuration.Seconds())
 		}
 		*v.d = time.Duration(f * float64(time.Second))
 		return nil
@@ -123,6 +135,9 @@ func (v durationValue) Set(s string) error {
 	d, err := time.ParseDuration(s)
 	if err != nil {
 		return fmt.Errorf("want seconds or a duration like 500ms")
+	}
+	if d > maxDuration || d < -maxDuration {
+		return fmt.Errorf("%v is out of range; at most %v", d, maxDuration)
 	}
 	*v.d = d
 	return nil
@@ -140,6 +155,9 @@ func (v timeValue) String() string {
 
 func (v timeValue) Set(s string) error {
 	if f, err := strconv.ParseFloat(s, 64); err == nil {
+		if math.IsNaN(f) || math.IsInf(f, 0) || math.Abs(f) > 1e11 {
+			return errors.New("not a finite Unix time")
+		}
 		sec, frac := math.Modf(f)
 		*v.t = time.Unix(int64(sec), int64(frac*1e9))
 		return nil
@@ -159,6 +177,7 @@ type common struct {
 	timeout            time.Duration
 	rate               float64
 	rateSet            bool
+	rateOptional       bool // check: no --rate and no workload rate is fine (rate 0)
 }
 
 func (c *common) register(fs *flag.FlagSet) {
@@ -175,19 +194,27 @@ func (c *common) register(fs *flag.FlagSet) {
 
 // check validates the common flags and loads the workload.
 func (c *common) check(fs *flag.FlagSet) (*workload.Workload, error) {
+	if c.server == "" {
+		return nil, errors.New("--server HOST:PORT is required")
+	}
+	if c.export == "" {
+		return nil, errors.New("--export PATH is required")
+	}
+	return c.checkOffline(fs)
+}
+
+// checkOffline is check without the need for a server (`fstress check`): the flags given and
+// the workload, its files and its bounds.
+func (c *common) checkOffline(fs *flag.FlagSet) (*workload.Workload, error) {
 	fs.Visit(func(f *flag.Flag) {
 		if f.Name == "rate" {
 			c.rateSet = true
 		}
 	})
-	if c.server == "" {
-		return nil, errors.New("--server HOST:PORT is required")
-	}
-	if _, _, err := net.SplitHostPort(c.server); err != nil {
-		return nil, fmt.Errorf("bad --server %q: want HOST:PORT", c.server)
-	}
-	if c.export == "" {
-		return nil, errors.New("--export PATH is required")
+	if c.server != "" {
+		if _, _, err := net.SplitHostPort(c.server); err != nil {
+			return nil, fmt.Errorf("bad --server %q: want HOST:PORT", c.server)
+		}
 	}
 	if c.wl == "" {
 		return nil, errors.New("--workload NAME|FILE is required (see: fstress workloads)")
@@ -212,10 +239,13 @@ func (c *common) check(fs *flag.FlagSet) (*workload.Workload, error) {
 		c.rate = w.Rate
 	}
 	if !c.rateSet && !(w.Rate > 0) {
+		if c.rateOptional {
+			return w, nil
+		}
 		return nil, errors.New("--rate OPS is required")
 	}
-	if !(c.rate > 0) || math.IsInf(c.rate, 0) {
-		return nil, fmt.Errorf("--rate must be > 0 ops/s (got %v)", c.rate)
+	if !(c.rate > 0) || c.rate > workload.MaxRate {
+		return nil, fmt.Errorf("--rate must be in (0, %g] ops/s (got %v)", float64(workload.MaxRate), c.rate)
 	}
 	return w, nil
 }
@@ -251,32 +281,70 @@ func signalContext() (context.Context, context.CancelFunc) {
 	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 }
 
+// runOpts are the flags of `run` beyond the common ones (`check` takes them too).
+type runOpts struct {
+	jsonPath       string
+	poisson        bool
+	seed           int64
+	clientID       int
+	maxOutstanding int
+	filesetRate    float64
+	duration       time.Duration
+	warmup         time.Duration
+	lagBound       time.Duration
+	startAt        time.Time
+}
+
+// register adds the flags; withJSON: --json FILE (run), not the bool --json of check.
+func (o *runOpts) register(fs *flag.FlagSet, withJSON bool) {
+	o.duration, o.warmup, o.lagBound = 10*time.Second, 1*time.Second, engine.DefaultLagBound
+	if withJSON {
+		fs.StringVar(&o.jsonPath, "json", "", "write the result JSON here")
+	}
+	fs.BoolVar(&o.poisson, "poisson", false, "Poisson arrivals instead of the fixed-rate metronome")
+	fs.Int64Var(&o.seed, "seed", 1, "random seed (op order, targets, Poisson gaps)")
+	fs.IntVar(&o.clientID, "client-id", 0, "client number (separates the scratch names of concurrent clients)")
+	fs.IntVar(&o.maxOutstanding, "max-outstanding", 0, "cap on calls in flight (0: rate x timeout x attempts x 1.25 + 1024)")
+	fs.Float64Var(&o.filesetRate, "fileset-rate", 0, "size the file set for this rate instead of --rate (e.g. the total of all clients)")
+	fs.Var(durationValue{&o.duration}, "duration", "measured interval (seconds or duration)")
+	fs.Var(durationValue{&o.warmup}, "warmup", "unrecorded warm-up before it (seconds or duration)")
+	fs.Var(durationValue{&o.lagBound}, "lag-bound", "send-lag p99 above which the generator counts as saturated")
+	fs.Var(timeValue{&o.startAt}, "start-at", "wall-clock start (RFC 3339 or Unix seconds), to start several clients together")
+}
+
+// check validates the run flags (not --json, which only run needs).
+func (o *runOpts) check() error {
+	switch {
+	case o.duration <= 0:
+		return fmt.Errorf("--duration must be > 0 (got %v)", o.duration)
+	case o.warmup < 0:
+		return fmt.Errorf("--warmup must be >= 0 (got %v)", o.warmup)
+	case o.clientID < 0:
+		return fmt.Errorf("--client-id must be >= 0")
+	case o.maxOutstanding < 0:
+		return fmt.Errorf("--max-outstanding must be >= 0")
+	case math.IsNaN(o.filesetRate) || o.filesetRate < 0 || o.filesetRate > workload.MaxRate:
+		return fmt.Errorf("--fileset-rate must be in [0, %g] ops/s (got %v)", float64(workload.MaxRate), o.filesetRate)
+	case o.lagBound <= 0:
+		return fmt.Errorf("--lag-bound must be > 0")
+	}
+	return nil
+}
+
+// filesetFor is the rate the file set is sized for: --fileset-rate, else the offered rate.
+func (o *runOpts) filesetFor(rate float64) float64 {
+	if o.filesetRate > 0 {
+		return o.filesetRate
+	}
+	return rate
+}
+
 func cmdRun(args []string, stderr io.Writer) int {
 	fs := newFlagSet("run")
 	var c common
 	c.register(fs)
-	var (
-		jsonPath       string
-		poisson        bool
-		seed           int64
-		clientID       int
-		maxOutstanding int
-		filesetRate    float64
-		duration       = 10 * time.Second
-		warmup         = 1 * time.Second
-		lagBound       = engine.DefaultLagBound
-		startAt        time.Time
-	)
-	fs.StringVar(&jsonPath, "json", "", "write the result JSON here")
-	fs.BoolVar(&poisson, "poisson", false, "Poisson arrivals instead of the fixed-rate metronome")
-	fs.Int64Var(&seed, "seed", 1, "random seed (op order, targets, Poisson gaps)")
-	fs.IntVar(&clientID, "client-id", 0, "client number (separates the scratch names of concurrent clients)")
-	fs.IntVar(&maxOutstanding, "max-outstanding", 0, "cap on calls in flight (0: rate x timeout x attempts x 1.25 + 1024)")
-	fs.Float64Var(&filesetRate, "fileset-rate", 0, "size the file set for this rate instead of --rate (e.g. the total of all clients)")
-	fs.Var(durationValue{&duration}, "duration", "measured interval (seconds or duration)")
-	fs.Var(durationValue{&warmup}, "warmup", "unrecorded warm-up before it (seconds or duration)")
-	fs.Var(durationValue{&lagBound}, "lag-bound", "send-lag p99 above which the generator counts as saturated")
-	fs.Var(timeValue{&startAt}, "start-at", "wall-clock start (RFC 3339 or Unix seconds), to start several clients together")
+	var o runOpts
+	o.register(fs, true)
 	if !parseFlags(fs, args, stderr) {
 		return exitUsage
 	}
@@ -285,22 +353,17 @@ func cmdRun(args []string, stderr io.Writer) int {
 		errLine(stderr, "%v", err)
 		return exitError
 	}
-	switch {
-	case jsonPath == "":
+	if o.jsonPath == "" {
 		err = errors.New("--json FILE is required")
-	case duration <= 0:
-		err = fmt.Errorf("--duration must be > 0 (got %v)", duration)
-	case warmup < 0:
-		err = fmt.Errorf("--warmup must be >= 0 (got %v)", warmup)
-	case clientID < 0:
-		err = fmt.Errorf("--client-id must be >= 0")
-	case filesetRate < 0:
-		err = fmt.Errorf("--fileset-rate must be >= 0")
-	case lagBound <= 0:
-		err = fmt.Errorf("--lag-bound must be > 0")
 	}
 	if err == nil {
-		err = checkJSONPath(jsonPath)
+		err = o.check()
+	}
+	if err == nil {
+		_, err = w.CheckFileset(o.filesetFor(c.rate))
+	}
+	if err == nil {
+		err = checkJSONPath(o.jsonPath)
 	}
 	if err != nil {
 		errLine(stderr, "%v", err)
@@ -308,19 +371,16 @@ func cmdRun(args []string, stderr io.Writer) int {
 	}
 	ctx, cancel := signalContext()
 	defer cancel()
-	fr := c.rate
-	if filesetRate > 0 {
-		fr = filesetRate
-	}
-	sess, fset, err := connectFileset(ctx, &c, w, fr, stderr)
+	jsonPath := o.jsonPath
+	sess, fset, err := connectFileset(ctx, &c, w, o.filesetFor(c.rate), stderr)
 	if err != nil {
 		errLine(stderr, "%v", err)
 		return exitError
 	}
 	defer sess.Close()
-	out, err := engine.Run(ctx, sess, fset, engine.RunConfig{Workload: w, Rate: c.rate, Duration: duration, Warmup: warmup,
-		Poisson: poisson, Seed: seed, StartAt: startAt, MaxOutstanding: maxOutstanding, LagBound: lagBound,
-		ClientID: clientID, Log: stderr})
+	out, err := engine.Run(ctx, sess, fset, engine.RunConfig{Workload: w, Rate: c.rate, Duration: o.duration, Warmup: o.warmup,
+		Poisson: o.poisson, Seed: o.seed, StartAt: o.startAt, MaxOutstanding: o.maxOutstanding, LagBound: o.lagBound,
+		ClientID: o.clientID, Log: stderr})
 	if err != nil {
 		errLine(stderr, "%v", err)
 		return exitError
@@ -374,6 +434,9 @@ func cmdFileset(args []string, stderr io.Writer) int {
 		return exitUsage
 	}
 	w, err := c.check(fs)
+	if err == nil {
+		_, err = w.CheckFileset(c.rate)
+	}
 	if err != nil {
 		errLine(stderr, "%v", err)
 		return exitError

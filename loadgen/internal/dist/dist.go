@@ -216,6 +216,9 @@ func ParseValue(s string) (float64, error) {
 	if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
 		return 0, fmt.Errorf("value %q is not a number", orig)
 	}
+	if math.IsInf(v*mult, 0) { // 1e308K
+		return 0, fmt.Errorf("value %q is not a finite number", orig)
+	}
 	return v * mult, nil
 }
 
@@ -245,6 +248,9 @@ func build(name string, entries []Entry) (*Empirical, error) {
 	}
 	if sum <= 0 {
 		return nil, &ParseError{Name: name, Msg: "total weight is zero"}
+	}
+	if math.IsInf(sum, 0) || math.IsInf(wsum, 0) || math.IsNaN(wsum) {
+		return nil, &ParseError{Name: name, Msg: "weights or values too large: their sum is not finite"}
 	}
 	d.total = sum
 	d.mean = wsum / sum // E[X] = Σ w_i v_i / Σ w_i

@@ -341,16 +341,12 @@ func load(nameOrPath string, depth int) (*Workload, error) {
 			return w, nil
 		}
 	}
-	data, err := os.ReadFile(nameOrPath)
+	if _, err := os.Stat(nameOrPath); errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("unknown workload %q: not a canned workload (%s) nor an existing file", nameOrPath, strings.Join(cannedNames, ", "))
+	}
+	data, err := ReadInput(nameOrPath)
 	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil, fmt.Errorf("unknown workload %q: not a canned workload (%s) nor an existing file", nameOrPath, strings.Join(cannedNames, ", "))
-		}
-		var pe *fs.PathError
-		if errors.As(err, &pe) {
-			return nil, fmt.Errorf("workload file %s: %v", nameOrPath, pe.Err)
-		}
-		return nil, fmt.Errorf("workload file %s: %v", nameOrPath, err)
+		return nil, fmt.Errorf("workload file %v", err)
 	}
 	dir := filepath.Dir(nameOrPath)
 	res := func(ref string) ([]byte, string, error) {
@@ -361,15 +357,8 @@ func load(nameOrPath string, depth int) (*Workload, error) {
 		if !filepath.IsAbs(p) {
 			p = filepath.Join(dir, p)
 		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			var pe *fs.PathError
-			if errors.As(err, &pe) {
-				err = pe.Err
-			}
-			return nil, p, fmt.Errorf("cannot read %s: %v", p, err)
-		}
-		return b, p, nil
+		b, err := ReadInput(p)
+		return b, p, err
 	}
 	w, err := parse(data, nameOrPath, res, depth)
 	if err != nil {
@@ -387,11 +376,8 @@ func Parse(data []byte, name string) (*Workload, error) {
 		if strings.HasPrefix(ref, "canned:") {
 			return embedResolver(strings.TrimPrefix(ref, "canned:"))
 		}
-		b, err := os.ReadFile(ref)
-		if err != nil {
-			return nil, ref, fmt.Errorf("cannot read %s: %v", ref, err)
-		}
-		return b, ref, nil
+		b, err := ReadInput(ref)
+		return b, ref, err
 	}
 	return parse(data, name, res, 0)
 }
@@ -557,25 +543,40 @@ func setName(p *fileParser, val string) error {
 
 func setDescription(p *fileParser, val string) error { p.w.Description = val; return nil }
 
+// boundedDist parses a distribution whose values may not exceed limit (size: bytes).
+func boundedDist(val string, res resolver, zeroOK bool, limit float64, size bool) (dist.Dist, error) {
+	d, err := parseDist(val, res, zeroOK)
+	if err == nil {
+		err = atMost(d, limit, size)
+	}
+	return d, err
+}
+
 func setFilesPerDir(p *fileParser, val string) (err error) {
-	p.w.FilesPerDir, err = parseDist(val, p.res, true)
-	return err
+	if p.w.FilesPerDir, err = boundedDist(val, p.res, true, MaxPerDir, false); err != nil {
+		return err
+	}
+	// directories are added until the file set has its files: each must bring some
+	if m := p.w.FilesPerDir.Mean(); !(m >= 1) {
+		return fmt.Errorf("must be ≥ 1 on average, got %g", m)
+	}
+	return nil
 }
 
 func setDirsPerDir(p *fileParser, val string) (err error) {
-	p.w.DirsPerDir, err = parseDist(val, p.res, true)
+	p.w.DirsPerDir, err = boundedDist(val, p.res, true, MaxPerDir, false)
 	return err
 }
 
 func setSymlinksPerDir(p *fileParser, val string) (err error) {
-	p.w.SymlinksPerDir, err = parseDist(val, p.res, true)
+	p.w.SymlinksPerDir, err = boundedDist(val, p.res, true, MaxPerDir, false)
 	return err
 }
 
 func setMaxDepth(p *fileParser, val string) error {
 	n, err := strconv.Atoi(val)
-	if err != nil || n < 0 {
-		return fmt.Errorf("%q is not a non-negative integer", val)
+	if err != nil || n < 0 || n > MaxTreeDepth {
+		return fmt.Errorf("%q is not an integer in [0, %d]", val, MaxTreeDepth)
 	}
 	p.w.MaxDepth = n
 	return nil
@@ -597,17 +598,17 @@ func setSymlinkPopularity(p *fileParser, val string) (err error) {
 }
 
 func setFileSize(p *fileParser, val string) (err error) {
-	p.w.FileSize, err = parseDist(val, p.res, true)
+	p.w.FileSize, err = boundedDist(val, p.res, true, MaxFileSize, true)
 	return err
 }
 
 func setReadSize(p *fileParser, val string) (err error) {
-	p.w.ReadSize, err = parseDist(val, p.res, false)
+	p.w.ReadSize, err = boundedDist(val, p.res, false, MaxIOSize, true)
 	return err
 }
 
 func setWriteSize(p *fileParser, val string) (err error) {
-	p.w.WriteSize, err = parseDist(val, p.res, false)
+	p.w.WriteSize, err = boundedDist(val, p.res, false, MaxIOSize, true)
 	return err
 }
 
@@ -651,6 +652,9 @@ func setRate(p *fileParser, val string) error {
 	if err != nil || !(rate > 0) || math.IsInf(rate, 0) {
 		return fmt.Errorf("%q is not a positive number", val)
 	}
+	if rate > MaxRate {
+		return fmt.Errorf("%q is too large; at most %g ops/s", val, float64(MaxRate))
+	}
 	p.w.Rate = rate
 	return nil
 }
@@ -660,14 +664,17 @@ func setFilesetFilesPerOps(p *fileParser, val string) error {
 	if err != nil || !(k >= 0) || math.IsInf(k, 0) {
 		return fmt.Errorf("%q is not a non-negative number", val)
 	}
+	if k > MaxFilesPerOps {
+		return fmt.Errorf("%q is too large; at most %g files per op/s", val, float64(MaxFilesPerOps))
+	}
 	p.w.FilesetPerOps = k
 	return nil
 }
 
 func setFilesetMinFiles(p *fileParser, val string) error {
 	n, err := strconv.Atoi(val)
-	if err != nil || n < 1 {
-		return fmt.Errorf("%q is not a positive integer", val)
+	if err != nil || n < 1 || n > MaxFiles {
+		return fmt.Errorf("%q is not an integer in [1, %d]", val, MaxFiles)
 	}
 	p.w.FilesetMinFiles = n
 	return nil
@@ -739,7 +746,7 @@ func parseRun(val string, res resolver) (dist.Dist, error) {
 	case "whole", "eof", "file":
 		return dist.Const(0), nil
 	}
-	return parseDist(val, res, true)
+	return boundedDist(val, res, true, MaxRunOps, false)
 }
 
 func parsePop(val string, res resolver) (Popularity, error) {
@@ -844,6 +851,9 @@ func parseMixList(items []string, name string) ([]MixEntry, error) {
 	}
 	if !(total > 0) {
 		return nil, errors.New("total weight is zero")
+	}
+	if math.IsInf(total, 0) {
+		return nil, errors.New("weights too large: their sum is not finite")
 	}
 	var out []MixEntry
 	for p, wt := range acc {

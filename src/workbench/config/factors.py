@@ -11,11 +11,38 @@ argument_specs.yml`` and the role's defaults. Adding a factor: one row here, plu
 from __future__ import annotations
 
 import argparse
+import re
 from dataclasses import dataclass
 from typing import Any, Mapping
 
 MEMORY_FLOOR_MB = 96        # Ganesha was OOM-killed at 64 MiB building a file set
 DISK_THROTTLES = ("read_iops", "write_iops", "read_bps", "write_bps")
+DISK_FLOOR_MB = 300         # the smallest disk xfs and btrfs are made on (the role's check)
+DISK_MAX_MB = 65536         # one disk image (sparse, but mkfs writes its metadata in full)
+DISKS_TOTAL_MAX_MB = 262144  # all disk images of a server together
+TMPFS_DEFAULT_MB = 1024     # size of a tmpfs export without a memory limit (nfs_server disks.yml)
+MAX_CPU = 4095              # highest CPU number a taskset list may name
+CPU_LIST = re.compile(r"^(\d+(-\d+)?)(,\d+(-\d+)?)*$")
+
+
+def parse_cpu_list(name: str, text: Any) -> list[int]:
+    """The CPUs of a taskset CPU list ("" = none: no pinning), or ValueError naming `name`."""
+    if not isinstance(text, str):
+        raise ValueError(f"{name}: expected a taskset CPU list like \"1\" or \"0-1,3\", got {text!r}")
+    if text == "":
+        return []
+    if not CPU_LIST.match(text):
+        raise ValueError(f"{name}: {text!r} is not a taskset CPU list; allowed: \"\" or numbers and "
+                         f"ranges like \"1\" or \"0-1,3\"")
+    cpus: list[int] = []
+    for part in text.split(","):
+        lo, _, hi = part.partition("-")
+        a, b = int(lo), int(hi or lo)
+        if a > b or b > MAX_CPU:
+            raise ValueError(f"{name}: range {part!r} of {text!r} is not allowed; "
+                             f"want a-b with a ≤ b ≤ {MAX_CPU}")
+        cpus.extend(range(a, b + 1))
+    return sorted(set(cpus))
 
 
 @dataclass(frozen=True)
@@ -46,8 +73,9 @@ FACTORS: tuple[Factor, ...] = (
            choices=("ext4", "xfs", "btrfs", "tmpfs"), sweep="categorical"),
     Factor("disks", "nfs_server_disks", int, 1, "throttled loop-device disks (btrfs raid0 when > 1)",
            minimum=1, maximum=8, sweep="numeric"),
-    Factor("disk_size_mb", "nfs_server_disk_size_mb", int, 1024, "size of each disk image (MiB)",
-           minimum=64, maximum=1 << 20, form=False),
+    Factor("disk_size_mb", "nfs_server_disk_size_mb", int, 1024,
+           f"size of each disk image (MiB; ≥ {DISK_FLOOR_MB} but on tmpfs; disks × size ≤ {DISKS_TOTAL_MAX_MB})",
+           minimum=64, maximum=DISK_MAX_MB, form=False),
     Factor("memory_mb", "nfs_server_memory_mb", int, 0,
            f"server memory limit (MiB, bounds its page cache); 0 = unlimited, else ≥ {MEMORY_FLOOR_MB}",
            minimum=0, maximum=16384, sweep="numeric"),
@@ -103,6 +131,8 @@ def check_factor(name: str, value: Any) -> Any:
     value = _coerce(BY_NAME[name], value)
     if name == "memory_mb" and 0 < value < MEMORY_FLOOR_MB:
         raise ValueError(f"factor memory_mb must be 0 (unlimited) or >= {MEMORY_FLOOR_MB}, got {value}")
+    if name == "server_cpus":
+        parse_cpu_list(name, value)
     return value
 
 
@@ -115,6 +145,13 @@ def factor_vars(factors: Mapping[str, Any]) -> dict[str, Any]:
     disks, fs = out.get("nfs_server_disks", 1), out.get("nfs_server_fs_type", "ext4")
     if disks > 1 and fs != "btrfs":
         raise ValueError(f"disks={disks} needs fs=btrfs (raid0 over the disks); got fs={fs}")
+    size = out.get("nfs_server_disk_size_mb", BY_NAME["disk_size_mb"].default)
+    if fs != "tmpfs" and size < DISK_FLOOR_MB:
+        raise ValueError(f"disk_size_mb: {size} is too small for fs={fs}; at least {DISK_FLOOR_MB} "
+                         f"(xfs and btrfs minimum), or fs=tmpfs")
+    if fs != "tmpfs" and disks * size > DISKS_TOTAL_MAX_MB:
+        raise ValueError(f"disk_size_mb: disks × disk_size_mb = {disks} × {size} MiB is too large; "
+                         f"at most {DISKS_TOTAL_MAX_MB} MiB in all")
     return out
 
 

@@ -17,11 +17,62 @@ from workbench.config.paths import REPO
 from workbench.pipeline.plan import UNSAFE_ID_CHARS, ParamError, plan_from_params, seeded, strict_json
 from workbench.pipeline.runner import run_rating
 from workbench.pipeline.store import Store
+from workbench.pipeline.validation import validate_plans
 
 # trials tonight's rating runs at its baseline's reference load: the sample of the nightly Welch test
 # (analysis.regression); with 2 (a smoke rating's cap per load) one warm-cache trial among overloaded
 # ones decides it, with 4 the drop of tests/dags/test_dags.py's nightly test stays near p = 0.05
 NIGHTLY_SEED_TRIALS = 6
+NIGHTLY_KEYS = ("tolerance", "confidence", "seed_trials", "baselines")
+MAX_CONFIG_BYTES = 1 << 20
+MAX_BASELINES = 64
+MAX_NAME = 64
+
+
+def _read_config(p: Path) -> dict[str, Any]:
+    """The YAML of a nightly configuration: a regular file of at most 1 MiB holding a mapping."""
+    try:
+        if not p.is_file():
+            raise ParamError(f"config_path: {p} is not a regular file; want the YAML of the baselines")
+        if p.stat().st_size > MAX_CONFIG_BYTES:
+            raise ParamError(f"config_path: {p} is {p.stat().st_size} bytes; at most {MAX_CONFIG_BYTES}")
+        cfg = yaml.safe_load(p.read_text()) or {}
+    except (OSError, yaml.YAMLError, UnicodeDecodeError) as e:
+        raise ParamError(f"config_path: cannot read {p}: {' '.join(str(e).split())}") from None
+    if not isinstance(cfg, dict):
+        raise ParamError(f"config_path: {p} holds a {type(cfg).__name__}; want a mapping with baselines")
+    unknown = sorted(map(str, set(cfg) - set(NIGHTLY_KEYS)))
+    if unknown:
+        raise ParamError(f"nightly config {p}: unknown key(s) {', '.join(unknown)}; known: {', '.join(NIGHTLY_KEYS)}")
+    return cfg
+
+
+def _baseline(i: int, b: Any, names: set[str]) -> None:
+    """One baseline: a unique, store-safe name and rate_peak params that pass plan_from_params."""
+    if not isinstance(b, dict) or not isinstance(b.get("name"), str) or not b["name"]:
+        raise ParamError(f"baselines[{i}].name: every baseline needs a name, got {b!r}")
+    name = b["name"]
+    if len(name) > MAX_NAME or UNSAFE_ID_CHARS.search(name):
+        raise ParamError(f"baselines[{i}].name: {name!r} is not store-safe; up to {MAX_NAME} letters, "
+                         f"digits, '.', '_' and '-'")
+    if name in names:
+        raise ParamError(f"baselines[{i}].name: {name!r} is given twice; names must be unique")
+    names.add(name)
+    unknown = sorted(map(str, set(b) - {"name", "params"}))
+    if unknown:
+        raise ParamError(f"baselines[{i}] ({name}): unknown key(s) {', '.join(unknown)}; known: name, params")
+    if not isinstance(b.get("params") or {}, dict):
+        raise ParamError(f"baselines[{i}].params ({name}): {b['params']!r} is not an object of rate_peak params")
+    try:
+        plan_from_params(b.get("params") or {}, "check")   # fail at load, naming the field
+    except ParamError as e:
+        raise ParamError(f"{e} (baseline {name})") from None
+
+
+def _fraction(name: str, v: Any, lo: float, hi: float) -> float:
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not lo <= v < hi:
+        raise ParamError(f"{name}: {v!r} is not allowed; a number in [{lo:g}, {hi:g})")
+    return float(v)
 
 
 def load_nightly_config(path: str | Path) -> dict[str, Any]:
@@ -29,30 +80,20 @@ def load_nightly_config(path: str | Path) -> dict[str, Any]:
     p = Path(path)
     if not p.is_absolute():
         p = REPO / p
-    try:
-        cfg = yaml.safe_load(p.read_text()) or {}
-    except (OSError, yaml.YAMLError) as e:
-        raise ParamError(f"nightly config {p}: {e}") from None
+    cfg = _read_config(p)
     base = cfg.get("baselines")
-    if not isinstance(base, list) or not base:
-        raise ParamError(f"nightly config {p}: 'baselines' must be a non-empty list")
-    names = set()
-    for b in base:
-        if not isinstance(b, dict) or not isinstance(b.get("name"), str) or not b["name"]:
-            raise ParamError(f"nightly config {p}: every baseline needs a name, got {b!r}")
-        if b["name"] in names or UNSAFE_ID_CHARS.search(b["name"]):
-            raise ParamError(f"nightly config {p}: baseline name {b['name']!r} duplicated or not id-safe")
-        names.add(b["name"])
-        plan_from_params(b.get("params") or {}, "check")   # fail at load, naming the field
-    tol = cfg.get("tolerance", 0.10)
-    conf = cfg.get("confidence", 0.95)
-    if not (isinstance(tol, (int, float)) and 0 <= tol < 1 and isinstance(conf, (int, float)) and 0.5 <= conf < 1):
-        raise ParamError(f"nightly config {p}: tolerance in [0, 1) and confidence in [0.5, 1) required")
+    if not isinstance(base, list) or not base or len(base) > MAX_BASELINES:
+        raise ParamError(f"baselines: {p} must list 1 to {MAX_BASELINES} baselines")
+    names: set[str] = set()
+    for i, b in enumerate(base):
+        _baseline(i, b, names)
+    tol = _fraction("tolerance", cfg.get("tolerance", 0.10), 0, 1)
+    conf = _fraction("confidence", cfg.get("confidence", 0.95), 0.5, 1)
     seed_trials = cfg.get("seed_trials", NIGHTLY_SEED_TRIALS)
     if not isinstance(seed_trials, int) or isinstance(seed_trials, bool) or not 2 <= seed_trials <= 20:
         raise ParamError(f"nightly config {p}: seed_trials must be an integer in [2, 20], "
                                   f"got {seed_trials!r}")
-    return {"path": str(p), "tolerance": float(tol), "confidence": float(conf), "seed_trials": seed_trials,
+    return {"path": str(p), "tolerance": tol, "confidence": conf, "seed_trials": seed_trials,
             "baselines": base}
 
 
@@ -79,12 +120,26 @@ def nightly_history(store: Store, name: str, before_night: str) -> list[dict[str
     return out
 
 
-def start_night(store: Store, config_path: str, only: Sequence[str] | None, night: str) -> list[dict[str, Any]]:
-    """The checked configuration to the store; one job per selected baseline."""
+def checked_night(config_path: str | Path, only: Sequence[str] | None, night: str) -> tuple[dict[str, Any], list]:
+    """The configuration and the selected baselines, each through the whole validation pass."""
     cfg = load_nightly_config(config_path)
+    names = [b["name"] for b in cfg["baselines"]]
+    if only is not None and (not isinstance(only, (list, tuple)) or not all(isinstance(n, str) for n in only)):
+        raise ParamError(f"only: {only!r} is not allowed; a list of baseline names ({', '.join(names)})")
+    missing = [n for n in only or () if n not in names]
+    if missing:
+        raise ParamError(f"only: unknown baseline(s) {', '.join(missing)}; baselines: {', '.join(names)}")
     base = [b for b in cfg["baselines"] if not only or b["name"] in only]
     if not base:
-        raise ParamError(f"no baseline selected (only={only})")
+        raise ParamError(f"only: no baseline selected (only={only}); baselines: {', '.join(names)}")
+    validate_plans([plan_from_params(b.get("params") or {}, f"nightly__{night}__{b['name']}") for b in base],
+                   "baseline")
+    return cfg, base
+
+
+def start_night(store: Store, config_path: str, only: Sequence[str] | None, night: str) -> list[dict[str, Any]]:
+    """The checked configuration to the store; one job per selected baseline."""
+    cfg, base = checked_night(config_path, only, night)
     store.put_json(store.nightly_key(night, "config.json"), cfg)
     return [{"night": night, "baseline": b} for b in base]
 

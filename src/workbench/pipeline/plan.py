@@ -202,9 +202,13 @@ def plan_from_params(params: Mapping[str, Any], rating_id: str, workload_files: 
     elif p["seed_load"] is not None:
         raise ParamError("seed_load: only used with seed_source 'load'")
     try:
-        RatingSpec(**spec)
+        rs = RatingSpec(**spec)
     except (TypeError, ValueError) as e:
         raise ParamError(str(e)) from None
+    one_trial = rs.runlength_s + rs.trial_overhead_s      # a rating's first trial: runlength_s
+    if rs.budget_s < one_trial:
+        raise ParamError(f"budget_s: {rs.budget_s:g} s does not pay for one trial ({rs.runlength_s:g} s "
+                         f"runlength + {rs.trial_overhead_s:g} s overhead); at least {one_trial:g}")
     if not rating_id or UNSAFE_ID_CHARS.search(rating_id):
         raise ParamError(f"rating_id {rating_id!r}: only letters, digits, '.', '_' and '-'")
     return RatingPlan(rating_id=rating_id, workload=p["workload"], profile=p["profile"], slot=p["slot"],
@@ -219,6 +223,8 @@ def with_settings(plan: RatingPlan, *, slot: str | None = None, first_load: floa
                   fileset_rate: float | None = None, fstress_cpus: str | None = None,
                   inventory: str | Path | None = None) -> RatingPlan:
     """The plan with the command line's own settings (None = the profile's)."""
+    if first_load is not None and not (math.isfinite(first_load) and 0 < first_load <= 1e7):
+        raise ParamError(f"first_load: {first_load!r} is not allowed; a number > 0 and ≤ 1e+07")
     spec = dict(plan.spec, **({"first_load": float(first_load)} if first_load is not None else {}))
     try:
         RatingSpec(**spec)
@@ -273,14 +279,3 @@ def history_seed(store: Any, plan: RatingPlan) -> float | None:
     if "finished_unix" in rows.columns:
         rows = rows.sort_values("finished_unix")
     return float(rows.iloc[-1]["peak_rate"])
-
-
-def checked_plan(params: Mapping[str, Any], rating_id: str, store: Any) -> RatingPlan:
-    """rate_peak's validate: the plan of the Params, seeded from the store's history if asked."""
-    plan = plan_from_params(params, rating_id)
-    if plan.seed_source == "history":
-        seed = history_seed(store, plan)
-        print(f"seed from history: {seed}")
-        plan = seeded(plan, seed)
-    print(f"rating {rating_id}: {plan.workload}, {plan.server_text()}, spec {plan.spec}")
-    return plan

@@ -20,6 +20,7 @@ from workbench.config.vocabulary import DESIGNS
 from workbench.pipeline.plan import ParamError, RatingPlan, check_param, plan_from_params, seeded, strict_json
 from workbench.pipeline.runner import run_rating
 from workbench.pipeline.store import PARQUET_TYPE, Store
+from workbench.pipeline.validation import validate_plans
 from workbench.planning.design import Categorical, FactorSpace, Numeric
 from workbench.planning.doptimal import d_optimal
 from workbench.planning.seeding import nearest_seed, seed_order
@@ -27,6 +28,26 @@ from workbench.stats.rsm import fit_quadratic, mape
 
 NUMERIC_FACTORS = sweep_factors("numeric")
 CATEGORICAL_FACTORS = sweep_factors("categorical")
+MAX_LEVELS = 64               # levels of one factor
+MAX_GRID = 4096               # points of the full grid (fullfact runs them all; dopt chooses among them)
+MAX_SAMPLES = 256             # dopt / lhs n_samples (the DAG's Param bound)
+SWEEP_PARAMS = ("workload", "profile", "policy", "factors", "fixed", "design", "n_samples", "seeding", "seed")
+
+
+def _levels(name: str, lv: Any) -> None:
+    """One factor's levels: a list of 2..MAX_LEVELS distinct, non-null values the factor takes."""
+    if not isinstance(lv, (list, tuple)) or len(lv) < 2:
+        raise ParamError(f"factors.{name}: give a list of at least 2 levels, got {lv!r}")
+    if len(lv) > MAX_LEVELS:
+        raise ParamError(f"factors.{name}: {len(lv)} levels; at most {MAX_LEVELS}")
+    seen = set()
+    for v in lv:
+        if v is None:
+            raise ParamError(f"factors.{name}: a level is null; every level must be a value of {name}")
+        check_param(name, v)
+        if (type(v), v) in seen:
+            raise ParamError(f"factors.{name}: level {v!r} is given twice; levels must differ")
+        seen.add((type(v), v))
 
 
 def factor_space(levels: Mapping[str, Sequence[Any]]) -> FactorSpace:
@@ -36,13 +57,10 @@ def factor_space(levels: Mapping[str, Sequence[Any]]) -> FactorSpace:
                          '{"memory_mb": [128, 256], "read_iops": [100, 200]}')
     out = []
     for name, lv in levels.items():
-        if not isinstance(lv, (list, tuple)) or len(lv) < 2:
-            raise ParamError(f"factors.{name}: give a list of at least 2 levels, got {lv!r}")
         if name not in NUMERIC_FACTORS + CATEGORICAL_FACTORS:
             raise ParamError(f"factors: unknown factor {name!r}; numeric: {', '.join(NUMERIC_FACTORS)}; "
                              f"categorical: {', '.join(CATEGORICAL_FACTORS)}")
-        for v in lv:
-            check_param(name, v)
+        _levels(name, lv)
         out.append(Numeric(name, levels=tuple(lv), integer=True) if name in NUMERIC_FACTORS
                    else Categorical(name, tuple(lv)))
     try:
@@ -53,6 +71,11 @@ def factor_space(levels: Mapping[str, Sequence[Any]]) -> FactorSpace:
 
 def design_samples(space: FactorSpace, design: str, n_samples: int | None, seed: int = 0) -> list[dict[str, Any]]:
     """The design's samples in seeding order (nearest-neighbour chain from the low corner)."""
+    grid = math.prod(len(f.levels) for f in space.factors)
+    if design in ("fullfact", "dopt") and grid > MAX_GRID:
+        sizes = " × ".join(f"{f.name} {len(f.levels)}" for f in space.factors)
+        raise ParamError(f"factors: the full grid has {grid} points ({sizes}); at most {MAX_GRID}: "
+                         f"use fewer levels, or design lhs")
     if design == "fullfact":
         samples = space.fullfact()
     elif design == "dopt":
@@ -69,8 +92,28 @@ def design_samples(space: FactorSpace, design: str, n_samples: int | None, seed:
     return [dict(samples[i]) for i in seed_order(samples, space=space)]
 
 
+def _sweep_settings(params: Mapping[str, Any]) -> None:
+    """The sweep's own parameters (the factors are factor_space's)."""
+    unknown = sorted(set(params) - set(SWEEP_PARAMS))
+    if unknown:
+        raise ParamError(f"unknown sweep parameter(s): {', '.join(map(str, unknown))}; known: {', '.join(SWEEP_PARAMS)}")
+    design, n = params.get("design", "fullfact"), params.get("n_samples")
+    if design not in DESIGNS:
+        raise ParamError(f"design: {design!r} is not one of {', '.join(DESIGNS)}")
+    if n is not None and (isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= MAX_SAMPLES):
+        raise ParamError(f"n_samples: {n!r} is not allowed; an integer in [1, {MAX_SAMPLES}]")
+    seed = params.get("seed")
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2 ** 32):
+        raise ParamError(f"seed: {seed!r} is not allowed; an integer in [0, 2^32)")
+    if not isinstance(params.get("seeding", True), bool):
+        raise ParamError(f"seeding: {params['seeding']!r} is not allowed; true or false")
+    if not isinstance(params.get("fixed") or {}, Mapping):
+        raise ParamError(f"fixed: {params['fixed']!r} is not allowed; an object {{factor: value}}")
+
+
 def plan_sweep(params: Mapping[str, Any], sweep_id: str) -> dict[str, Any]:
     """Checked sweep: the design's samples, each with its rating plan (ids deterministic)."""
+    _sweep_settings(params)
     space = factor_space(params.get("factors") or {})
     design = params.get("design", "fullfact")
     samples = design_samples(space, design, params.get("n_samples"), int(params.get("seed") or 0))
@@ -155,8 +198,10 @@ def _finite(x: float) -> float | None:
 
 
 def start_sweep(store: Store, params: Mapping[str, Any], sweep_id: str) -> list[dict[str, Any]]:
-    """The checked plan to the store; one job (sweep + sample) per mapped rate_sample task."""
+    """The checked plan (every sample through the whole validation pass) to the store; one job
+    (sweep + sample) per mapped rate_sample task."""
     plan = plan_sweep(params, sweep_id)
+    validate_plans([RatingPlan.from_dict(it["plan"]) for it in plan["samples"]], "sample")
     store.put_json(store.surface_key(sweep_id, "plan.json"), plan)
     for it in plan["samples"]:
         print(f"sample {it['i']}: {it['sample']}")

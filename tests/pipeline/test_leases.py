@@ -140,8 +140,9 @@ def test_a_failed_teardown_keeps_the_lease_dirty_until_a_teardown_succeeds(lease
 
 
 def test_a_slot_must_be_a_slot_of_the_inventory(lease_dir):
-    with pytest.raises(ValueError, match="slot 'nope' is not a group"):
-        leases.lease_slot(_plan("x", "slot1").with_slot("nope"))
+    for bad in ("nope", "all", "sut", "loadgen"):
+        with pytest.raises(ValueError, match=f"slot: '{bad}' is not a slot of .*slots: slot1, slot2"):
+            leases.lease_slot(_plan("x", "slot1").with_slot(bad))
     assert not lease_dir.exists() or not list(lease_dir.iterdir())
 
 

@@ -127,6 +127,12 @@ def test_rate_peak_end_to_end(airflow_env):
     info = store.get_json(store.rating_key(rid, "sysinfo.json"))
     assert info["host"] == "sut1"
     assert not (paths.LEASES / "slot1").exists()          # lease released by teardown
+    # no credential in any object of the rating nor any file of its working directory (grep -r)
+    secrets_ = [store.config.secret_key.encode(), store.config.access_key.encode()]
+    leaked = [k for k in keys if any(x in store.get_bytes(k) for x in secrets_)]
+    leaked += [str(f) for f in paths.rating_dir(rid).rglob("*")
+               if f.is_file() and any(x in f.read_bytes() for x in secrets_)]
+    assert not leaked, f"credentials found in {leaked}"
 
 
 @pytest.mark.integration

@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Mapping
 
 
 @dataclass(frozen=True)
@@ -77,3 +77,11 @@ class TrialResult:
         before harness failures had their own outcome lacks `harness_failure`: it is False."""
         names = {f.name for f in dataclasses.fields(cls)}
         return cls(**{k: v for k, v in d.items() if k in names})
+
+
+def record_outcome(rec: Mapping[str, Any]) -> str:
+    """The outcome of a stored trial record (a dict): "harness", "invalid" or "measured". Records
+    stored before harness failures had their own outcome have neither field: valid decides."""
+    if rec.get("harness_failure") or rec.get("outcome") == "harness":
+        return "harness"
+    return "measured" if rec.get("valid", True) else "invalid"

@@ -21,6 +21,7 @@ from hdrh.histogram import HdrHistogram  # noqa: E402
 from matplotlib.backends.backend_agg import FigureCanvasAgg  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
+from workbench.controller.trial import record_outcome  # noqa: E402
 from workbench.stats.intervals import mean_ci, region  # noqa: E402
 
 __all__ = [
@@ -68,7 +69,9 @@ def _ordered(trials: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
 
 
 def load_summary(trials: Sequence[Mapping[str, Any]], confidence: float = 0.95) -> list[dict[str, Any]]:
-    """One row per offered load (ascending): load_ops_s, n_valid, n_invalid, mean_ms, ci_lo, ci_hi.
+    """One row per offered load (ascending): load_ops_s, n_valid, n_invalid, n_harness, mean_ms, ci_lo,
+    ci_hi. n_invalid counts the server's invalid trials; harness failures (no sample of the server)
+    only n_harness.
 
     CI of the mean response time over the valid trials at that load, [CC] Eq. 1
     (workbench.stats.intervals.mean_ci), weighted by runlength when runlengths differ, as the search does.
@@ -85,8 +88,9 @@ def load_summary(trials: Sequence[Mapping[str, Any]], confidence: float = 0.95) 
         rls = [float(t.get("runlength_s") or 0.0) for t in valid]
         w = rls if len(set(rls)) > 1 and all(r > 0 for r in rls) else None
         ci = mean_ci(means, confidence, weights=w)
-        rows.append({"load_ops_s": load, "n_valid": len(valid), "n_invalid": len(ts) - len(valid),
-                     "mean_ms": ci.mean, "ci_lo": ci.low, "ci_hi": ci.high})
+        n_harness = sum(1 for t in ts if record_outcome(t) == "harness")
+        rows.append({"load_ops_s": load, "n_valid": len(valid), "n_invalid": len(ts) - len(valid) - n_harness,
+                     "n_harness": n_harness, "mean_ms": ci.mean, "ci_lo": ci.low, "ci_hi": ci.high})
     return rows
 
 
@@ -167,7 +171,7 @@ def latency_vs_load_png(trials: Sequence[Mapping[str, Any]], result: Mapping[str
     log_y = bool(ys) and max(ys) / min(ys) > 30.0
     floor = min(ys) / 2.0 if ys else 1e-3
     valid = [t for t in trials if t.get("valid") and _finite(t.get("load_ops_s"), t.get("mean_ms"))]
-    bad = [t for t in trials if not t.get("valid") and _finite(t.get("load_ops_s"), t.get("mean_ms"))]
+    bad = [t for t in trials if record_outcome(t) == "invalid" and _finite(t.get("load_ops_s"), t.get("mean_ms"))]
     if valid:
         ax.scatter([t["load_ops_s"] for t in valid], [t["mean_ms"] for t in valid], s=14,
                    color=_VALID, alpha=0.35, label="trial (valid)", zorder=2)
@@ -218,14 +222,18 @@ def search_trace_png(trials: Sequence[Mapping[str, Any]], result: Mapping[str, A
     cum = np.cumsum([float(t.get("runlength_s") or 0.0) for t in ts]) if ts else np.zeros(0)
     y = np.array([float(t["load_ops_s"]) for t in ts]) / (scale or 1.0)
     ok = np.array([bool(t.get("valid")) for t in ts], dtype=bool)
+    harness = np.array([record_outcome(t) == "harness" for t in ts], dtype=bool)
     fig = _figure()
     ax = fig.add_subplot()
     if ts:
         ax.plot(cum, y, color="0.6", lw=1, drawstyle="steps-pre", zorder=1)
         ax.scatter(cum[ok], y[ok], color=_VALID, s=22, label="trial (valid)", zorder=3)
-        if (~ok).any():
-            ax.scatter(cum[~ok], y[~ok], color=_INVALID, marker="x", s=40, label="trial (invalid)",
-                       zorder=3)
+        if (~ok & ~harness).any():
+            ax.scatter(cum[~ok & ~harness], y[~ok & ~harness], color=_INVALID, marker="x", s=40,
+                       label="trial (invalid)", zorder=3)
+        if harness.any():
+            ax.scatter(cum[harness], y[harness], facecolors="none", edgecolors="0.4", marker="s", s=40,
+                       label="harness failure (no sample)", zorder=3)
         for c, yy, t in zip(cum, y, ts):
             ax.annotate(str(t.get("n", "")), (c, yy), fontsize=6, xytext=(2, 3),
                         textcoords="offset points", color="0.35")

@@ -15,6 +15,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from analysis import plots as _plots
 from workbench.config.external import external_text
+from workbench.controller.trial import record_outcome
 
 __all__ = ["per_op_rows", "rating_plots", "rating_report_html", "surface_report_html",
            "nightly_report_html"]
@@ -32,6 +33,7 @@ th{background:#f3f3f3}td.l,th.l{text-align:left}
 .bad{background:#fde2e1;color:#9b1c1c;font-weight:700}
 .na{background:#eee;color:#555;font-weight:700}
 tr.invalid td{color:#9b1c1c}
+tr.harness td{color:#666;font-style:italic;background:#f4f4f4}
 .headline{font-size:1.25em;margin:.3em 0}.muted{color:#666;font-size:.85em}
 img{max-width:100%;border:1px solid #eee;margin:.4em 0}
 pre{background:#f7f7f7;padding:.6em;overflow:auto;font-size:.8em;max-height:30em}
@@ -230,10 +232,13 @@ def _validation_html(validation: Mapping[str, Any] | None) -> str:
     if validation is None:
         return '<p class="muted">no great_expectations result recorded</p>'
     excluded = validation.get("excluded") or {}
+    harness = validation.get("harness") or {}
     ok = validation.get("success")
     out = [f"<p>great_expectations suite: "
            f"{_status(None if ok is None else not ok, 'FAILED', 'PASSED', 'UNKNOWN')} "
-           f"— {len(excluded)} trial(s) excluded</p>"]
+           f"— {len(excluded)} trial(s) excluded"
+           + (f"; {len(harness)} harness failure(s) not judged (no trial of the server)" if harness else "")
+           + "</p>"]
     if excluded:
         items = sorted(excluded.items(), key=lambda kv: int(kv[0]) if str(kv[0]).isdigit() else 0)
         out.append(_table(["trial n", "reason"], items, left=(1,)))
@@ -272,8 +277,9 @@ def rating_report_html(spec: Mapping[str, Any], result: Mapping[str, Any],
                                             f"{_num(rs.get('width'))} / {_num(rs.get('confidence'))}"),
              (f"mean at {_num(near)} ops/s (tested load nearest λ*)" if near is not None else "mean at λ*",
               f"{_num(result.get('mean_ms_at_peak'))} ms, CI {_pair(mci)}"),
-             ("trials / loads / invalid", f"{result.get('n_trials', len(trials))} / {result.get('n_loads', '?')}"
-                                          f" / {result.get('n_invalid', '?')}"),
+             ("trials / loads / invalid / harness failures",
+              f"{result.get('n_trials', len(trials))} / {result.get('n_loads', '?')}"
+              f" / {result.get('n_invalid', '?')} / {result.get('n_harness', 0)}"),
              ("cost", f"{_num(result.get('cost_s'), '.0f')} s")]),
     ]
     ops = per_op_rows(trials, near) if near is not None else []
@@ -283,8 +289,12 @@ def rating_report_html(spec: Mapping[str, Any], result: Mapping[str, Any],
                         _num(r["mean_ms"], ".3g"), _num(r["p50_ms"], ".3g"), _num(r["p95_ms"], ".3g"),
                         _num(r["p99_ms"], ".3g"), _num(r["time_pct"], ".1f")] for r in ops])
                if ops else '<p class="muted">no valid trial with per-op data</p>')
-    trial_rows = [[t.get("n"), _num(t.get("load_ops_s")), _num(t.get("runlength_s")), _num(t.get("mean_ms")),
-                   _num(t.get("p95_ms")), _num(t.get("achieved_rate")), "yes" if t.get("valid") else "NO",
+    # a harness failure measured nothing of the server: shown, marked, never one of its invalid trials
+    trial_rows = [[t.get("n"), _num(t.get("load_ops_s")), _num(t.get("runlength_s")),
+                   "—" if record_outcome(t) == "harness" else _num(t.get("mean_ms")),
+                   "—" if record_outcome(t) == "harness" else _num(t.get("p95_ms")),
+                   "—" if record_outcome(t) == "harness" else _num(t.get("achieved_rate")),
+                   "HARNESS FAILURE" if record_outcome(t) == "harness" else "yes" if t.get("valid") else "NO",
                    _num((t.get("raw") or {}).get("host_steal_pct"), ".2f"),
                    t.get("reason") or "", t.get("decision") or ""] for t in trials]
     body = "".join([
@@ -294,7 +304,8 @@ def rating_report_html(spec: Mapping[str, Any], result: Mapping[str, Any],
         "<h2>Trials</h2>",
         _table(["n", "load ops/s", "runlength s", "mean ms", "p95 ms", "achieved ops/s", "valid",
                 "host steal %", "reason", "decision"], trial_rows, left=(8, 9),
-               row_class=["" if t.get("valid") else "invalid" for t in trials]),
+               row_class=["harness" if record_outcome(t) == "harness" else "" if t.get("valid") else "invalid"
+                          for t in trials]),
         "<h2>Data validation</h2>", _validation_html(validation),
         "<h2>System</h2>", _sysinfo_html(sysinfo),
     ])

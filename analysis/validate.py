@@ -14,6 +14,10 @@ Trials the harness already marked invalid are excluded with the harness's own re
 re-judged on rate, mix or errors. A failing trial is excluded with a reason naming each failed
 check; ``excluded`` maps trial n → reason. A record without a usable n gets the key −(position+1).
 
+Harness failures (``harness_failure`` / ``outcome`` "harness": the trial measured nothing of the server)
+are no server trial: never judged, never counted as excluded; ``harness`` maps their n → reason and
+``n_checked`` counts the server's trials only. Their ids still take part in the id checks.
+
 Error rate = errors / ops_total. Timeouts in a trial the harness accepted as "overloaded" (a
 server above its peak, see workbench.measure.trialjson.result_from_json) are not counted, only NFS errors.
 """
@@ -28,24 +32,33 @@ from typing import Any, Iterable, Mapping
 
 import pandas as pd
 
-__all__ = ["TrialValidation", "validate_trials", "trials_frame"]
+from workbench.controller.trial import record_outcome
+
+__all__ = ["TrialValidation", "validate_trials", "trials_frame", "is_harness_failure"]
 
 logging.getLogger("great_expectations").setLevel(logging.WARNING)
 
 _VALID_ONLY = "harness_valid == True"         # the GX row_condition below, as shown in the summary
 
 
+def is_harness_failure(rec: Mapping[str, Any]) -> bool:
+    """A trial record of a harness failure (TrialResult.harness_failure): no sample of the server."""
+    return record_outcome(rec) == "harness"
+
+
 @dataclass(frozen=True)
 class TrialValidation:
     success: bool
-    excluded: dict[int, str]                  # trial n → human reason
-    n_checked: int
+    excluded: dict[int, str]                  # trial n → human reason (the server's trials)
+    n_checked: int                            # the server's trials (harness failures not counted)
     gx: dict[str, Any] = field(default_factory=dict)   # JSON-serialisable summary of the GX result
     elapsed_s: float = 0.0
+    harness: dict[int, str] = field(default_factory=dict)   # harness failures: n → reason, not judged
 
     def to_dict(self) -> dict[str, Any]:
         return {"success": self.success, "excluded": {str(k): v for k, v in self.excluded.items()},
-                "n_checked": self.n_checked, "gx": self.gx, "elapsed_s": self.elapsed_s}
+                "n_checked": self.n_checked, "gx": self.gx, "elapsed_s": self.elapsed_s,
+                "harness": {str(k): v for k, v in self.harness.items()}}
 
 
 # ----------------------------------------------------------------------------- the frame
@@ -215,8 +228,11 @@ def validate_trials(records: Iterable[Mapping[str, Any]], *, min_achieved_fracti
     keys = {row: (int(n) if math.isfinite(n) and float(n).is_integer() else -(row + 1))
             for row, n in zip(df["row"], df["n"])}
     reasons: dict[int, list[str]] = {}
+    harness: dict[int, str] = {}
     for row, rec in enumerate(records):
-        if not rec.get("valid", True):
+        if is_harness_failure(rec):
+            harness[keys[row]] = str(rec.get("reason") or "harness failure")
+        elif not rec.get("valid", True):
             reason = str(rec.get("reason") or "harness marked the trial invalid")
             reasons.setdefault(keys[row], []).append(reason)
     expectations: list[dict[str, Any]] = []
@@ -248,9 +264,11 @@ def validate_trials(records: Iterable[Mapping[str, Any]], *, min_achieved_fracti
             })
     excluded = {k: "; ".join(dict.fromkeys(v)) for k, v in sorted(reasons.items())}
     gx_summary = {"suite": "workbench_trials", "success": success, "n_trials": int(len(df)),
+                  "n_harness": len(harness),
                   "thresholds": {"min_achieved_fraction": float(min_achieved_fraction),
                                  "max_mix_error_pp": float(max_mix_error_pp),
                                  "max_error_rate": float(max_error_rate)},
                   "expectations": expectations}
-    return TrialValidation(success=success, excluded=excluded, n_checked=int(len(df)), gx=gx_summary,
-                           elapsed_s=round(time.perf_counter() - t0, 4))
+    return TrialValidation(success=success, excluded=excluded, n_checked=int(len(df)) - len(harness),
+                           gx=gx_summary, elapsed_s=round(time.perf_counter() - t0, 4),
+                           harness=dict(sorted(harness.items())))

@@ -96,6 +96,25 @@ def test_load_summary_ci_matches_scipy_and_skips_invalid(rating):
     assert np.isnan(rows[1600.0]["mean_ms"])
 
 
+def test_harness_failures_are_shown_apart_from_invalid_trials(rating):
+    trials = [dict(t) for t in rating["trials"]]
+    at = max(i for i, t in enumerate(trials) if t["load_ops_s"] == 900.0)
+    failed = dict(trials[at], n=len(trials), valid=False, harness_failure=True, outcome="harness",
+                  reason="harness: load1: Run fstress unreachable: ssh", mean_ms=0.0, p95_ms=0.0, raw=None)
+    rows = {r["load_ops_s"]: r for r in plots.load_summary(trials + [failed], 0.9)}
+    before = {r["load_ops_s"]: r for r in plots.load_summary(trials, 0.9)}
+    assert rows[900.0]["n_harness"] == 1 and rows[900.0]["n_invalid"] == before[900.0]["n_invalid"]
+    assert rows[900.0]["mean_ms"] == before[900.0]["mean_ms"]
+    result = dict(rating["result"], n_harness=1)
+    html = report.rating_report_html(rating["spec"], result, trials + [failed],
+                                     validation={"success": True, "excluded": {},
+                                                 "harness": {str(failed["n"]): failed["reason"]}})
+    assert html.count('<tr class="harness">') == 1 and "HARNESS FAILURE" in html
+    assert "1 harness failure(s) not judged" in html and "trials / loads / invalid / harness failures" in html
+    for png in report.rating_plots(rating["spec"], result, trials + [failed]).values():
+        assert png.startswith(b"\x89PNG")
+
+
 def test_per_op_rows_at_peak_load(rating):
     trials = rating["trials"]
     at = [t for t in trials if t["load_ops_s"] == 900.0]

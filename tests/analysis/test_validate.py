@@ -163,3 +163,19 @@ def test_forty_trials_are_fast(records):
     assert v.success and v.n_checked == 40
     assert elapsed_s < 2.0, f"validating 40 trials took {elapsed_s:.2f} s"
     assert math.isfinite(v.elapsed_s)
+
+
+def test_harness_failures_are_not_judged_nor_counted_as_server_trials(records):
+    """A harness failure (no sample of the server) is listed apart, never excluded as the server's
+    trial; an old record without the field is judged as before."""
+    recs = _renumber(records + [dict(records[0], valid=False, harness_failure=True, outcome="harness",
+                                     reason="harness: load1: Run fstress unreachable: ssh",
+                                     mean_ms=0.0, p95_ms=0.0, achieved_rate=0.0, raw=None)])
+    v = validate_trials(recs)
+    assert v.success and v.excluded == {}
+    assert v.harness == {4: "harness: load1: Run fstress unreachable: ssh"}
+    assert v.n_checked == 4 and v.gx["n_trials"] == 5 and v.gx["n_harness"] == 1
+    assert v.to_dict()["harness"] == {"4": "harness: load1: Run fstress unreachable: ssh"}
+    old = _renumber(records + [dict(records[0], valid=False, reason="harness: x", raw=None)])
+    v = validate_trials(old)
+    assert v.excluded == {4: "harness: x"} and v.harness == {} and v.n_checked == 5

@@ -6,7 +6,7 @@ A real Airflow (LocalExecutor, SQLite), real MinIO and a real Ganesha slot: rate
 scheduler is SIGKILLed together with its LocalExecutor workers and their task processes (the
 trial's fstress included), like a crashed host.  A new scheduler then finds the dead task instance
 (its heartbeat stops; LiveAirflow sets a 15 s timeout), retries it (trial_k has retries, and
-re-running trial_k rewrites the same key), and the run finishes.
+re-running trial_k writes the same key, once), and the run finishes.
 
 The same Airflow first runs a 60 s trial with a lease stale time of 5 s: another rating asking
 for the slot meanwhile is refused (the heartbeat). Then trial_0 is marked failed from the API in the

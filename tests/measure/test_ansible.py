@@ -8,6 +8,7 @@ import os
 import subprocess
 import time
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import pytest
 from helpers import (
@@ -23,6 +24,8 @@ from workbench.config.factors import factor_vars
 from workbench.controller.decide import find_peak
 from workbench.controller.spec import RatingSpec
 from workbench.measure.ansible import AnsibleHarness
+
+DATA = Path(__file__).resolve().parents[1] / "data"
 
 
 def harness(tmp_path, runner, **kw):
@@ -93,16 +96,57 @@ def test_achieved_below_95_percent_is_invalid(tmp_path):
     assert t.valid
 
 
-def test_playbook_failure_is_invalid_with_the_failing_task(tmp_path):
+def test_playbook_failure_is_a_harness_failure_with_the_failing_task(tmp_path):
     msg = "load1: Run fstress failed: non-zero return code: fstress: connection reset by peer"
     t = harness(tmp_path, FakeRunner(result=None, fail=msg)).measure(500, 5)
     assert not t.valid and t.reason == "harness: " + msg
+    assert t.harness_failure and t.outcome == "harness"
     assert t.mean_ms == 0.0 and t.load_ops_s == 500
 
 
-def test_missing_json_is_invalid(tmp_path):
+def test_missing_or_unreadable_json_is_a_harness_failure(tmp_path):
     t = harness(tmp_path, FakeRunner(result=None)).measure(500, 5)
-    assert not t.valid and "no merged result" in t.reason
+    assert not t.valid and "no merged result" in t.reason and t.outcome == "harness"
+
+    class Garbled(FakeRunner):
+        def __call__(self, playbook, extravars, **kw):
+            run = super().__call__(playbook, extravars, **kw)
+            Path(extravars["trial_out"]).write_text("{not json")
+            return run
+    t = harness(tmp_path, Garbled()).measure(500, 5)
+    assert "unreadable result" in t.reason and t.outcome == "harness"
+
+
+def test_the_servers_invalid_trials_are_not_harness_failures(tmp_path):
+    for runner in (FakeRunner(fstress_json(errors=3)), FakeRunner(fstress_json(achieved_rate=400.0)),
+                   FakeRunner(fstress_json(generator_saturated=True, saturation_reason="lag"), rc=2)):
+        t = harness(tmp_path, runner).measure(500, 5)
+        assert not t.valid and not t.harness_failure and t.outcome == "invalid", t.reason
+
+
+def test_a_recorded_unreachable_event_is_a_harness_failure(tmp_path, monkeypatch):
+    """ansible-runner's own events of a host that cannot be reached (recorded with ansible-core
+    2.19 / ansible-runner against ssh to 127.0.0.1:9, a closed port: runner_on_unreachable, then
+    the recap with dark=1; status failed, rc 4) replayed through ansible_runner_run: the trial
+    is a harness failure naming the host and the task, not the server's invalid trial."""
+    from workbench.measure import playbook
+    events = json.loads((DATA / "ansible_unreachable_events.json").read_text())
+    assert [e["event"] for e in events].count("runner_on_unreachable") == 1
+
+    class Done:
+        status, rc, stats = "failed", 4, None
+
+    def replay(**kwargs):
+        for ev in events:
+            kwargs["event_handler"](ev)
+        return Done()
+    monkeypatch.setattr(playbook, "_run_scrubbed", replay)
+    h = harness(tmp_path, playbook.ansible_runner_run)
+    t = h.measure(500, 5, trial_id=4)
+    assert t.outcome == "harness" and not t.valid
+    assert t.reason == ("harness: load9: Run fstress unreachable: Task failed: Failed to connect to the host "
+                        "via ssh: ssh: connect to host 127.0.0.1 port 9: Connection refused"), t.reason
+    assert h.last_run.stats["dark"] == {"load9": 1}
 
 
 def test_stale_json_of_an_earlier_run_is_not_reused(tmp_path):
@@ -112,11 +156,12 @@ def test_stale_json_of_an_earlier_run_is_not_reused(tmp_path):
     assert not t.valid and "killed" in t.reason
 
 
-def test_runner_exception_is_an_invalid_trial(tmp_path):
+def test_runner_exception_is_a_harness_failure(tmp_path):
     def broken(*a, **k):
         raise OSError("pexpect: cannot spawn")
     t = harness(tmp_path, broken).measure(500, 5)
     assert not t.valid and "runner error: OSError: pexpect: cannot spawn" in t.reason
+    assert t.outcome == "harness"
 
 
 def test_provision_deploy_teardown_order_and_vars(tmp_path):
@@ -213,7 +258,8 @@ def test_measure_rejects_bad_load(tmp_path):
 
 
 def test_find_peak_through_the_fake_harness(tmp_path):
-    """The controller drives the harness: an M/M/1-ish fake server, one invalid trial re-run."""
+    """The controller drives the harness: an M/M/1-ish fake server, one harness failure re-run
+    (not counted as the server's invalid trial), one invalid trial (NFS errors) re-run."""
     cap = 1000.0
     calls = {"n": 0}
 
@@ -221,8 +267,10 @@ def test_find_peak_through_the_fake_harness(tmp_path):
         calls["n"] += 1
         load = ev["load_ops_s"]
         if calls["n"] == 3:
-            return None                  # e.g. fstress killed: no JSON → invalid, re-run
+            return None                  # e.g. fstress killed: no JSON → harness failure, re-run
         mean = 1.0 / max(cap - load, 1.0) * 1000 * 2
+        if calls["n"] == 5:
+            return fstress_json(offered_rate=load, achieved_rate=load, mean_ms=mean, errors=4)
         return fstress_json(offered_rate=load, achieved_rate=load, mean_ms=mean, p95_ms=3 * mean)
 
     spec = RatingSpec(r_sat_ms=40, width=0.25, confidence=0.9, accuracy=0.8, first_load=100,
@@ -230,7 +278,9 @@ def test_find_peak_through_the_fake_harness(tmp_path):
     h = harness(tmp_path, FakeRunner(result=result))
     res = find_peak(spec, h.measure)
     assert res.converged, res.reason
-    assert res.n_invalid == 1
+    assert res.n_invalid == 1 and res.n_harness == 1
+    assert [t.outcome for t in res.trials[2:5]] == ["harness", "measured", "invalid"]
+    assert res.trials[2].load_ops_s == res.trials[3].load_ops_s
     assert 900 < res.peak_rate < 1000
 
 

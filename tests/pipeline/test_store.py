@@ -7,14 +7,20 @@ import json
 import os
 import subprocess
 import sys
+import socket
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pandas as pd
 import pytest
 from conftest_store import MINIO_SH, free_ports
 
+from workbench.pipeline.localstore import LocalStore
 from workbench.pipeline.s3store import NotFound, ResultsStore, S3Config, StoreError
+from workbench.pipeline.store import TrialConflict
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 TRIALS = [json.loads(line) for line in (DATA / "store_trials.jsonl").read_text().splitlines()]
@@ -62,18 +68,52 @@ def test_missing_objects(store):
     assert store.list_keys("nothing/") == []
 
 
-def test_trial_keys_are_deterministic_and_rewrite_is_idempotent(store):
+@pytest.fixture(params=["s3", "local"])
+def any_store(request, tmp_path):
+    """Both backends: the session MinIO's fresh bucket, and a LocalStore."""
+    if request.param == "local":
+        return LocalStore(tmp_path / "store")
+    return request.getfixturevalue("store")
+
+
+def test_trial_objects_are_written_once(any_store, caplog):
+    """The same record again (a retried write) is success; a different one is refused, logged in
+    one line, and the stored record stands and is handed back."""
+    store = any_store
     rid = "rate_peak__manual__2026-11-22T05.00.00"
     first = dict(TRIALS[0], decision="first attempt")
     k1 = store.put_trial(rid, 0, first)
     assert k1 == f"ratings/{rid}/trials/00000.json" == store.trial_key(rid, 0)
-    k2 = store.put_trial(rid, 0, dict(TRIALS[0], decision="retry"))
-    assert k2 == k1
-    assert store.list_keys(f"ratings/{rid}/trials/") == [k1]
-    assert store.get_json(k1)["decision"] == "retry"
-    assert store.get_json(k1)["raw"] == TRIALS[0]["raw"]
+    stored = store.get_bytes(k1)
+    assert store.put_trial(rid, 0, dict(first)) == k1             # identical: fine, nothing rewritten
+    assert store.get_bytes(k1) == stored
+    with caplog.at_level("ERROR", logger="workbench.store"):
+        with pytest.raises(TrialConflict) as e:
+            store.put_trial(rid, 0, dict(TRIALS[0], decision="retry"))
+    assert isinstance(e.value, StoreError) and e.value.key == k1
+    assert e.value.stored == {**first, "n": 0} and e.value.record["decision"] == "retry"
+    assert store.get_bytes(k1) == stored and store.list_keys(f"ratings/{rid}/trials/") == [k1]
+    lines = [r.getMessage() for r in caplog.records if r.name == "workbench.store"]
+    assert len(lines) == 1 and "\n" not in lines[0] and "trial 0 of" in lines[0] and "decision" in lines[0]
+    # a single changed number deep inside raw is a different record too (nothing is ignored)
+    raw = json.loads(json.dumps(first["raw"]))
+    raw["ops"]["read"]["count"] += 1
+    with pytest.raises(TrialConflict, match="differs in raw"):
+        store.put_trial(rid, 0, dict(first, raw=raw))
     with pytest.raises(ValueError, match="n=0"):
         store.put_trial(rid, 3, TRIALS[0])  # record says n=0
+
+
+def test_create_bytes_has_exactly_one_winner(any_store):
+    store = any_store
+    assert store.create_bytes("once/a.json", b"1", "application/json") is True
+    assert store.create_bytes("once/a.json", b"2", "application/json") is False
+    assert store.get_bytes("once/a.json") == b"1"
+    with ThreadPoolExecutor(8) as pool:
+        won = list(pool.map(lambda i: store.create_bytes("once/race.json", str(i).encode()), range(8)))
+    assert won.count(True) == 1
+    assert store.get_bytes("once/race.json") == str(won.index(True)).encode()
+    assert store.list_keys("once/") == ["once/a.json", "once/race.json"]     # no temporary files
 
 
 def test_trials_ordered_by_n(store):
@@ -179,28 +219,60 @@ def test_link_between_reports_is_relative():
         ResultsStore.link(night, "../etc/passwd")
 
 
-def test_unreachable_endpoint_fails_fast(minio_server):
+def test_unreachable_endpoint_fails_fast_without_retries(minio_server):
     (port,) = free_ports(1)  # nothing listens there
     cfg = dataclasses.replace(minio_server, endpoint=f"127.0.0.1:{port}", bucket="wb-nowhere")
-    s = ResultsStore(cfg)  # constructing does not touch the network
+    s = ResultsStore(cfg, retry_s=0)  # constructing does not touch the network
     for op in (s.ensure_bucket, lambda: s.put_json("x.json", {}), lambda: s.get_json("x.json", None)):
         t0 = time.monotonic()
         with pytest.raises(StoreError) as e:
             op()
         assert time.monotonic() - t0 < 5
         assert f"127.0.0.1:{port}" in str(e.value) and "wb-nowhere" in str(e.value)
+        assert "1 attempt(s)" in str(e.value) and "Connection refused" in str(e.value)
         assert not isinstance(e.value, NotFound)
+
+
+def test_unreachable_endpoint_is_retried_for_a_bounded_time_logging_each_retry(minio_server, caplog,
+                                                                               monkeypatch):
+    (port,) = free_ports(1)
+    cfg = dataclasses.replace(minio_server, endpoint=f"127.0.0.1:{port}", bucket="wb-nowhere")
+    monkeypatch.setenv("WB_STORE_RETRY_S", "2.5")
+    s = ResultsStore(cfg)
+    assert s.retry_s == 2.5
+    ops = {"put": lambda: s.put_bytes("k/x.json", b"{}"), "get": lambda: s.get_bytes("k/x.json"),
+           "list": lambda: s.list_keys("k/"), "stat": lambda: s.exists("k/x.json"),
+           "delete": lambda: s.delete_prefix("k/"), "create": lambda: s.put_trial("r", 0, {"a": 1})}
+    for name, op in ops.items():
+        caplog.clear()
+        t0 = time.monotonic()
+        with caplog.at_level("WARNING", logger="workbench.store"), pytest.raises(StoreError) as e:
+            op()
+        took = time.monotonic() - t0
+        assert 2.5 <= took < 4.0, (name, took)                   # the budget, plus one attempt
+        assert "WB_STORE_RETRY_S=2.5 s" in str(e.value) and not isinstance(e.value, NotFound)
+        lines = [r.getMessage() for r in caplog.records if r.name == "workbench.store"]
+        assert len(lines) >= 3, (name, lines)
+        for i, line in enumerate(lines, 1):
+            assert f"attempt {i} failed" in line and f"127.0.0.1:{port}" in line and "wb-nowhere" in line
+            assert "Connection refused" in line and "\n" not in line
+            assert cfg.secret_key not in line and cfg.access_key not in line
+    with pytest.raises(StoreError, match="WB_STORE_RETRY_S"):
+        monkeypatch.setenv("WB_STORE_RETRY_S", "soon")
+        ResultsStore(cfg)
 
 
 def test_wrong_credentials(minio_server):
     cfg = dataclasses.replace(minio_server, secret_key="not-the-secret")
-    s = ResultsStore(cfg)
+    s = ResultsStore(cfg, retry_s=60)                   # an auth error is never retried
+    t0 = time.monotonic()
     with pytest.raises(StoreError, match="rejected the credentials") as e:
         s.ensure_bucket()
     assert minio_server.endpoint in str(e.value) and "not-the-secret" not in str(e.value)
     with pytest.raises(StoreError, match="rejected the credentials"):
         s.get_json("x.json", None)  # a default does not hide an auth failure
     assert "not-the-secret" not in repr(cfg)
+    assert time.monotonic() - t0 < 5
 
 
 def test_delete_prefix(store):
@@ -280,3 +352,146 @@ def test_minio_sh_up_is_idempotent(minio_server, minio_dir, tmp_path):
                           text=True)
     assert none.returncode != 0 and "not running" in none.stderr
 
+
+
+# -- transient failures: a scripted S3 endpoint and a proxy that loses an answer ------------------
+
+def _s3_error(code: str, message: str) -> bytes:
+    return (f'<?xml version="1.0" encoding="UTF-8"?><Error><Code>{code}</Code><Message>{message}</Message>'
+            f'<Key>k</Key><BucketName>b</BucketName><Resource>/b/k</Resource><RequestId>1</RequestId>'
+            f'<HostId>h</HostId></Error>').encode()
+
+
+class _Scripted:
+    """An HTTP endpoint answering each request with the next (status, body) of `script` (the last
+    one repeats), counting requests: what urllib3 sends, not what our loop thinks it sent."""
+
+    def __init__(self, script):
+        self.script, self.requests = list(script), []
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self):
+                outer.requests.append(f"{self.command} {self.path}")
+                status, body = outer.script[min(len(outer.requests), len(outer.script)) - 1]
+                self.send_response(status)
+                self.send_header("Content-Type", "application/xml" if status >= 300 else "application/octet-stream")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+            do_HEAD = do_PUT = do_GET
+
+            def log_message(self, *a):
+                pass
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def store(self, **kw) -> ResultsStore:
+        cfg = S3Config(f"127.0.0.1:{self.server.server_address[1]}", "AKTEST", "SECRETTEST", bucket="bkt")
+        return ResultsStore(cfg, **kw)
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.mark.parametrize("status, code", [(503, "SlowDown"), (503, "XMinioServerNotInitialized"),
+                                          (500, "InternalError")])
+def test_transient_answers_are_retried_one_request_per_attempt(status, code, caplog):
+    srv = _Scripted([(status, _s3_error(code, "not now")), (status, _s3_error(code, "not now")),
+                     (200, b"hello")])
+    pauses = []
+    try:
+        s = srv.store(retry_s=30, sleep=pauses.append)
+        with caplog.at_level("WARNING", logger="workbench.store"):
+            assert s.get_bytes("k") == b"hello"
+    finally:
+        srv.close()
+    assert srv.requests == ["GET /bkt/k"] * 3               # urllib3 retried nothing by itself
+    assert len(pauses) == 2 and 0.25 <= pauses[0] <= 0.5 and 0.5 <= pauses[1] <= 1.0   # backoff + jitter
+    lines = [r.getMessage() for r in caplog.records if r.name == "workbench.store"]
+    assert len(lines) == 2 and all(code in line and "get k" in line for line in lines)
+    assert not any("SECRETTEST" in line or "AKTEST" in line for line in lines)
+
+
+@pytest.mark.parametrize("status, code, exc", [(403, "AccessDenied", StoreError), (404, "NoSuchKey", NotFound),
+                                               (403, "SignatureDoesNotMatch", StoreError),
+                                               (400, "InvalidArgument", StoreError)])
+def test_auth_missing_and_client_errors_are_not_retried(status, code, exc):
+    srv = _Scripted([(status, _s3_error(code, "no")), (200, b"never")])
+    pauses = []
+    try:
+        with pytest.raises(exc, match=code):
+            srv.store(retry_s=30, sleep=pauses.append).get_bytes("k")
+    finally:
+        srv.close()
+    assert len(srv.requests) == 1 and pauses == []
+
+
+class _LoseAnswer:
+    """A TCP proxy to MinIO that forwards everything, except that the answer to the first PUT is
+    awaited (the object is written) and then dropped: the client's connection closes instead."""
+
+    def __init__(self, upstream: str):
+        host, port = upstream.rsplit(":", 1)
+        self.upstream = (host, int(port))
+        self.lost = 0
+        self._armed = 1
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.port = self.sock.getsockname()[1]
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self):
+        while True:
+            try:
+                c, _ = self.sock.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._pipe, args=(c,), daemon=True).start()
+
+    def _pipe(self, c):
+        u = socket.create_connection(self.upstream)
+        drop = threading.Event()
+
+        def up():
+            try:
+                while data := c.recv(65536):
+                    if data.startswith(b"PUT ") and self._armed:
+                        self._armed -= 1
+                        drop.set()
+                    u.sendall(data)
+            except OSError:
+                pass
+        threading.Thread(target=up, daemon=True).start()
+        try:
+            while data := u.recv(65536):
+                if drop.is_set():            # MinIO has answered: the object is there
+                    self.lost += 1
+                    break
+                c.sendall(data)
+        except OSError:
+            pass
+        for s in (c, u):
+            try:
+                s.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            s.close()
+
+    def close(self):
+        self.sock.close()
+
+
+def test_a_trial_write_whose_answer_was_lost_is_retried_and_succeeds(store, caplog):
+    proxy = _LoseAnswer(store.config.endpoint)
+    try:
+        via = ResultsStore(dataclasses.replace(store.config, endpoint=f"127.0.0.1:{proxy.port}"), retry_s=20)
+        rec = dict(TRIALS[1], decision="bisect")
+        with caplog.at_level("WARNING", logger="workbench.store"):
+            key = via.put_trial("lost", 1, rec)
+    finally:
+        proxy.close()
+    assert proxy.lost == 1
+    assert store.get_json(key) == {**rec, "n": 1} and store.list_keys("ratings/lost/") == [key]
+    lines = [r.getMessage() for r in caplog.records if r.name == "workbench.store"]
+    assert len(lines) == 1 and "create ratings/lost/trials/00001.json" in lines[0] and "attempt 1" in lines[0]

@@ -169,29 +169,46 @@ def _decide_goal(spec: RatingSpec, r_sat: float, trials: Sequence[TrialResult],
     return "next", (load, f"{picker.name}: {why}")
 
 
+def harness_failing(spec: RatingSpec, trials: Sequence[TrialResult]) -> str | None:
+    """The stop reason when the harness keeps failing: the log ends in max_harness_in_row
+    harness failures in a row ("harness failing: <the last one's reason>"); else None."""
+    tail = list(itertools.takewhile(lambda t: t.harness_failure, reversed(trials)))
+    if len(tail) < spec.max_harness_in_row:
+        return None
+    return (f"harness failing: {len(tail)} harness failures in a row "
+            f"({tail[0].reason or 'no reason given'})")
+
+
 def decide(spec: RatingSpec, trials: Sequence[TrialResult]) -> NextTrial | Done:
-    """Algorithm 2 as a pure function of the trial log: the next trial to run, or the result."""
+    """Algorithm 2 as a pure function of the trial log: the next trial to run, or the result.
+
+    Harness failures (TrialResult.harness_failure) measured nothing of the server: every
+    statistical step below reads only the server's trials (`server`: measured and invalid), so
+    after a harness failure the decision is the one taken before it — the same load and runlength
+    are run again. They cost: the budget and max_trials count every trial, and
+    `max_harness_in_row` of them in a row stop the rating (harness_failing)."""
     trials = list(trials)
     for i, t in enumerate(trials):
         if not isinstance(t, TrialResult):
             raise TypeError(f"trial {i} is not a TrialResult")
-    cost = trial_cost_s(spec, trials)
+    cost = trial_cost_s(spec, trials)                        # every trial costs, harness failures too
+    server = [t for t in trials if not t.harness_failure]    # the samples of the server
     goals = spec.goals
     done: dict[float, tuple] = {}
     nxt: tuple[float, str] | None = None
-    stop_reason: str | None = None
+    stop_reason: str | None = harness_failing(spec, trials)
     # Invalid trials never count and are re-run at the same load and runlength. After
     # max_invalid_per_load in a row the load is unmeasurable (a generator at its ceiling; a server so
     # far past λ* that its backlog delays the generator's sends): once another load has a valid
     # trial the search goes on below it (_decide_goal); it ends at twice that many invalid trials
     # in a row, or when no other load was ever measured (the harness itself is suspect).
-    unmeasurable = _unmeasurable(spec, trials)
-    if trials and not trials[-1].valid:
-        last = trials[-1]
-        tail = list(itertools.takewhile(lambda t: not t.valid, reversed(trials)))   # invalid, newest first
+    unmeasurable = _unmeasurable(spec, server)
+    if stop_reason is None and server and not server[-1].valid:
+        last = server[-1]
+        tail = list(itertools.takewhile(lambda t: not t.valid, reversed(server)))   # invalid, newest first
         run = len(tail)
         streak = len(list(itertools.takewhile(lambda t: load_key(t.load_ops_s) == load_key(last.load_ops_s), tail)))
-        measured_elsewhere = any(t.valid and load_key(t.load_ops_s) != load_key(last.load_ops_s) for t in trials)
+        measured_elsewhere = any(t.valid and load_key(t.load_ops_s) != load_key(last.load_ops_s) for t in server)
         if streak < spec.max_invalid_per_load:
             nxt = (last.load_ops_s, f"re-run invalid trial ({last.reason or 'invalid'})")
             rl = float(last.runlength_s)
@@ -202,16 +219,18 @@ def decide(spec: RatingSpec, trials: Sequence[TrialResult]) -> NextTrial | Done:
                            + f" ({last.reason or 'no reason given'})")
     if nxt is None and stop_reason is None:
         for g in goals:
-            kind, payload = _decide_goal(spec, g, trials, unmeasurable)
+            kind, payload = _decide_goal(spec, g, server, unmeasurable)
             if kind == "done":
                 done[g] = payload
                 continue
             load, why = payload
             nxt = (load, why if len(goals) == 1 else f"goal {g:g} ms: {why}")
-            valid = [t for t in trials if t.valid and load_key(t.load_ops_s) == load_key(load)]
+            valid = [t for t in server if t.valid and load_key(t.load_ops_s) == load_key(load)]
             rl = next_runlength(spec, [t.mean_ms for t in valid],
                                 [float(t.runlength_s) for t in valid]).runlength_s
             break
+    if nxt is not None and trials and trials[-1].harness_failure:
+        nxt = (nxt[0], f"re-run after a harness failure ({trials[-1].reason or 'no reason given'}): {nxt[1]}")
     if nxt is not None and stop_reason is None:
         if len(trials) >= spec.max_trials:
             stop_reason = f"max_trials ({spec.max_trials}) exhausted"

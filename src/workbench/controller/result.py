@@ -28,25 +28,26 @@ class PeakResult:
     mean_ms_ci: tuple[float, float]
     accuracy: float                        # Eq. 2 accuracy of mean_ms_ci
     n_loads: int
-    n_trials: int                          # all trials, invalid included
+    n_trials: int                          # all trials, invalid and harness failures included
     cost_s: float                          # Σ runlengths + n_trials × trial_overhead_s
     trials: list[TrialResult] = field(default_factory=list, repr=False)
     trace: list[tuple[float, float]] = field(default_factory=list, repr=False)
     per_goal: dict[float, "PeakResult"] = field(default_factory=dict, repr=False)
     r_sat_ms: float = 40.0
-    n_invalid: int = 0
+    n_invalid: int = 0                     # the server's invalid trials (harness failures are not)
     n_trials_at_peak: int = 0
     peak_rate_ci_model: tuple[float, float] = (math.nan, math.nan)
     stop_rule: str = "inside"
     policy: str = "binsearch"
     mean_load_ops_s: float = math.nan      # the tested load whose trials give mean_ms_at_peak
+    n_harness: int = 0                     # harness failures: no sample of the server, re-run
 
     def to_dict(self) -> dict[str, Any]:
         d = {k: getattr(self, k) for k in (
             "peak_rate", "converged", "reason", "bracket", "peak_rate_ci", "mean_ms_at_peak",
             "mean_ms_ci", "accuracy", "n_loads", "n_trials", "cost_s", "trace", "r_sat_ms",
             "n_invalid", "n_trials_at_peak", "peak_rate_ci_model", "stop_rule", "policy",
-            "mean_load_ops_s")}
+            "mean_load_ops_s", "n_harness")}
         d["per_goal"] = {str(k): v.to_dict() for k, v in self.per_goal.items() if v is not self}
         d["trials"] = [t.to_dict() for t in self.trials]
         return d
@@ -120,8 +121,9 @@ def _model_ci(loads: Sequence[LoadSummary], r_sat: float, spec: RatingSpec) -> t
 def _goal_result(spec: RatingSpec, r_sat: float, trials: Sequence[TrialResult], converged: bool,
                  reason: str, peak: LoadSummary | None, loads: list[LoadSummary] | None,
                  fit: FitPeak | None = None) -> PeakResult:
+    server = [t for t in trials if not t.harness_failure]     # harness failures: no sample
     if loads is None:
-        loads = summarize(spec, trials, r_sat)
+        loads = summarize(spec, server, r_sat)
     st = search_state(spec, r_sat, loads)
     lo, hi = st.lo, st.hi
     if fit is not None:                  # stop_rule "fit": λ* on the local fit, its Fieller CI
@@ -158,9 +160,9 @@ def _goal_result(spec: RatingSpec, r_sat: float, trials: Sequence[TrialResult], 
         peak_rate=float(lam), converged=converged, reason=reason, bracket=bracket,
         peak_rate_ci=pci, mean_ms_at_peak=mean, mean_ms_ci=mci,
         accuracy=_accuracy(*mci) if near is not None else 0.0,
-        n_loads=len({load_key(t.load_ops_s) for t in trials}), n_trials=len(trials),
+        n_loads=len({load_key(t.load_ops_s) for t in server}), n_trials=len(trials),
         cost_s=trial_cost_s(spec, trials), trials=list(trials), trace=trace, r_sat_ms=r_sat,
-        n_invalid=sum(1 for t in trials if not t.valid),
+        n_invalid=sum(1 for t in server if not t.valid), n_harness=len(trials) - len(server),
         n_trials_at_peak=near.n if near is not None else 0,
         peak_rate_ci_model=_model_ci(loads, r_sat, spec), stop_rule=spec.stop_rule,
         policy=spec.policy, mean_load_ops_s=near.load if near is not None else math.nan)

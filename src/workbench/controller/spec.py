@@ -34,7 +34,7 @@ class RatingSpec:
     runlength_policy: str = "fixed"        # fixed | adaptive
     runlength_min_s: float = 30.0          # adaptive bounds
     runlength_max_s: float = 900.0
-    max_trials: int = 400                  # all trials, invalid included
+    max_trials: int = 400                  # all trials, invalid and harness failures included
     budget_s: float = math.inf             # total cost cap (runlengths + overheads), seconds
     trial_overhead_s: float = 0.0          # per-trial setup/teardown cost, seconds
     goals_ms: tuple[float, ...] | None = None   # extra R_sat goals (multi-goal; trials reused)
@@ -44,6 +44,8 @@ class RatingSpec:
     max_trials_per_load: int = 30          # then the load is classified by its mean alone
     max_loads: int = 60                    # distinct loads
     max_invalid_per_load: int = 3          # consecutive invalid trials before giving up
+    max_harness_in_row: int = 3            # consecutive harness failures before giving up (each is
+                                           # re-run and is no sample of the server)
     linear_step_ops_s: float | None = None # Linear increment (default: first_load)
     linear_trials: int | None = 10         # Linear strawman (§3.1): exactly this many valid trials at
                                            # every load, classified by the mean (and the p95 rule),
@@ -116,6 +118,7 @@ class RatingSpec:
         integer("max_trials_per_load", self.min_trials, 10**5)
         integer("max_loads", 2, 10**5)
         integer("max_invalid_per_load", 1, 1000)
+        integer("max_harness_in_row", 1, 1000)
         if self.linear_step_ops_s is not None:
             pos("linear_step_ops_s")
         if self.linear_trials is not None:

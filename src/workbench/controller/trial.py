@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Mapping
 
 
 @dataclass(frozen=True)
@@ -20,6 +20,12 @@ class TrialResult:
     achieved_rate: operations completed per second during the measured interval.
     valid: False when the trial must not count (generator saturated, errors, failed
         validation, harness fault); `reason` says why. Invalid trials are re-run.
+    harness_failure: the trial measured nothing of the server (a load host unreachable, the
+        playbook runner broken, no result fetched; always with valid False). The controller
+        ignores it for every statistical purpose — it is no sample of the server and not one of
+        the server's invalid trials — and re-runs the same trial; it only costs time (budget)
+        and counts toward the harness-failure cap (docs/controller.md "Harness failures").
+        `outcome` names the three cases: "measured", "invalid" (the server's), "harness".
     load_ops_s / runlength_s: the offered load and runlength the trial was asked for;
         ``find_peak`` fills them in when ``measure`` leaves them unset.
     """
@@ -35,6 +41,7 @@ class TrialResult:
     p99_ms: float | None = None
     ops_total: int | None = None
     errors: int = 0
+    harness_failure: bool = False
     raw: dict[str, Any] | None = field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -42,6 +49,15 @@ class TrialResult:
             value = getattr(self, name)
             if not isinstance(value, (int, float)) or math.isnan(value) or value < 0:
                 raise ValueError(f"TrialResult.{name} must be a number >= 0, got {value!r}")
+        if not isinstance(self.harness_failure, bool):
+            raise ValueError(f"TrialResult.harness_failure must be a bool, got {self.harness_failure!r}")
+        if self.harness_failure and self.valid:
+            raise ValueError("TrialResult: a harness failure is never valid (valid=False)")
+
+    @property
+    def outcome(self) -> str:
+        """"measured" (valid), "invalid" (the server's invalid trial) or "harness" (a harness failure)."""
+        return "harness" if self.harness_failure else ("measured" if self.valid else "invalid")
 
     def at(self, load_ops_s: float, runlength_s: float) -> "TrialResult":
         """This result tagged with the load and runlength it was measured at (unset fields only)."""
@@ -52,9 +68,20 @@ class TrialResult:
         )
 
     def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        """The fields, plus the derived `outcome` (for readers of the stored record)."""
+        return {**dataclasses.asdict(self), "outcome": self.outcome}
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "TrialResult":
+        """From a dict of fields; unknown keys (n, decision, outcome) are ignored. A record stored
+        before harness failures had their own outcome lacks `harness_failure`: it is False."""
         names = {f.name for f in dataclasses.fields(cls)}
         return cls(**{k: v for k, v in d.items() if k in names})
+
+
+def record_outcome(rec: Mapping[str, Any]) -> str:
+    """The outcome of a stored trial record (a dict): "harness", "invalid" or "measured". Records
+    stored before harness failures had their own outcome have neither field: valid decides."""
+    if rec.get("harness_failure") or rec.get("outcome") == "harness":
+        return "harness"
+    return "measured" if rec.get("valid", True) else "invalid"

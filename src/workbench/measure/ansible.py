@@ -10,11 +10,15 @@ maps the merged JSON to a `TrialResult` and judges its validity:
 * generator saturated (fstress exit 3)      → invalid "generator saturated: <fstress's reason>"
 * NFS errors or RPC timeouts                → invalid "N errors, M timeouts"
 * achieved rate < 95 % of offered           → invalid (SPEC SFS's validity rule)
-* playbook failure / no merged JSON (fstress or the server killed mid-trial, host unreachable)
-                                            → invalid "harness: <task>: <message>"
+* playbook failure without a merged result (a host unreachable, the runner broken, a task failed
+  before fstress wrote its JSON, fetch failed, fstress killed) or no / unreadable merged JSON
+                                            → harness failure "harness: <task>: <message>"
 
-An invalid trial is re-run by the controller at the same load; the harness keeps going (the next
-run_trial starts the server again if it died — nfs_server's ``start`` tasks).
+An invalid trial is the server's: the controller counts it (max_invalid_per_load) and re-runs the
+load. A harness failure measured nothing of the server: the controller ignores it for every
+statistical purpose, re-runs the same trial and stops only when the harness keeps failing
+(TrialResult.harness_failure). Either way the harness keeps going (the next run_trial starts the
+server again if it died — nfs_server's ``start`` tasks).
 
 The playbook runner is injectable (``runner=``) so the mapping and the validity rules are unit
 tested without Ansible; the default runs ansible-runner quietly and streams its events to
@@ -36,7 +40,7 @@ from workbench.config.paths import DEFAULT_INVENTORY, PLAYBOOKS
 from workbench.controller.trial import TrialResult
 from workbench.measure.inventory import slot_load_hosts
 from workbench.measure.playbook import PlaybookRun, Runner, ansible_runner_run
-from workbench.measure.trialjson import MIN_ACHIEVED_FRACTION, invalid_result, per_host_figures, result_from_json
+from workbench.measure.trialjson import MIN_ACHIEVED_FRACTION, harness_result, per_host_figures, result_from_json
 
 
 __all__ = ["AnsibleHarness", "HarnessError"]
@@ -250,16 +254,18 @@ class AnsibleHarness:
         return float(runlength_s) + self.warmup_s + self.start_margin_s + TRIAL_SLACK_S
 
     def _judge(self, run: PlaybookRun, out: Path, load_ops_s: float, runlength_s: float) -> TrialResult:
+        """The merged result judged by result_from_json; a harness failure when there is none to
+        judge (see the module docstring): the server was not measured."""
         raw: dict[str, Any] | None = None
         if out.is_file():
             try:
                 raw = json.loads(out.read_text())
             except (OSError, ValueError) as e:
-                return invalid_result(load_ops_s, runlength_s, f"harness: unreadable result {out}: {e}")
+                return harness_result(load_ops_s, runlength_s, f"harness: unreadable result {out}: {e}")
         if not run.ok and (raw is None or not raw.get("generator_saturated")):
-            return invalid_result(load_ops_s, runlength_s, f"harness: {run.message()}", raw)
+            return harness_result(load_ops_s, runlength_s, f"harness: {run.message()}", raw)
         if raw is None:
-            return invalid_result(load_ops_s, runlength_s, f"harness: no merged result at {out}")
+            return harness_result(load_ops_s, runlength_s, f"harness: no merged result at {out}")
         raw["per_host"] = per_host_figures(_parts(Path(f"{out}.d")))
         return result_from_json(raw, load_ops_s, runlength_s, self.min_achieved, self.overload_ms)
 

@@ -89,7 +89,15 @@ def result_from_json(raw: Mapping[str, Any], load_ops_s: float, runlength_s: flo
 
 
 def invalid_result(load_ops_s: float, runlength_s: float, reason: str,
-                   raw: Mapping[str, Any] | None = None) -> TrialResult:
+                   raw: Mapping[str, Any] | None = None, *, harness_failure: bool = False) -> TrialResult:
+    """A trial without measurements: the server's invalid trial, or (harness_failure) a harness
+    failure, which the controller ignores and re-runs (TrialResult.harness_failure)."""
     return TrialResult(mean_ms=0.0, p95_ms=0.0, achieved_rate=0.0, valid=False, reason=reason,
                        load_ops_s=float(load_ops_s), runlength_s=float(runlength_s),
-                       raw=dict(raw) if raw else None)
+                       raw=dict(raw) if raw else None, harness_failure=harness_failure)
+
+
+def harness_result(load_ops_s: float, runlength_s: float, reason: str,
+                   raw: Mapping[str, Any] | None = None) -> TrialResult:
+    """A harness failure: the trial measured nothing of the server (see invalid_result)."""
+    return invalid_result(load_ops_s, runlength_s, reason, raw, harness_failure=True)

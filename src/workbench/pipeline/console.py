@@ -10,6 +10,8 @@ import sys
 import time
 from typing import Any, Mapping, TextIO
 
+from workbench.controller.trial import record_outcome
+
 
 def fmt_num(x: Any, fmt: str = ".1f") -> str:
     """A number, or "—" for None/NaN/±inf (results hold None for them: no λ* from a dead server)."""
@@ -22,7 +24,8 @@ def _pair(p: Any, fmt: str = ".1f") -> str:
 
 def trial_line(record: Mapping[str, Any]) -> str:
     """One trial of the log (a stored record: n, load_ops_s, runlength_s, mean_ms, ... decision)."""
-    verdict = "valid" if record.get("valid", True) else f"INVALID: {record.get('reason', '')}"
+    verdict = ("valid" if record.get("valid", True) else f"INVALID: {record.get('reason', '')}"
+               if record_outcome(record) != "harness" else f"HARNESS FAILURE: {record.get('reason', '')}")
     if record.get("valid", True) and record.get("reason"):
         verdict += f" ({record['reason']})"
     return (f"  trial {record.get('n', '?'):>3}: {fmt_num(record.get('load_ops_s')):>8} ops/s × "
@@ -45,7 +48,9 @@ def result_block(result: Mapping[str, Any], wall_s: float | None = None) -> str:
          f"{fmt_num(result.get('mean_ms_at_peak'), '.2f')} ms, CI [{fmt_num(low, '.2f')}, {fmt_num(mci[1], '.2f')}]"
          f" (R_sat {fmt_num(result.get('r_sat_ms'), 'g')} ms, accuracy {fmt_num(result.get('accuracy'), '.3f')};"
          f" the tested load nearest λ*)"),
-        ("trials", f"{result.get('n_trials')} ({result.get('n_invalid')} invalid) at {result.get('n_loads')} loads"),
+        ("trials", f"{result.get('n_trials')} ({result.get('n_invalid')} invalid"
+                   + (f", {result['n_harness']} harness failures" if result.get("n_harness") else "")
+                   + f") at {result.get('n_loads')} loads"),
         ("cost", f"{fmt_num(result.get('cost_s'), '.0f')} s (spec units)"
                  + (f", wall {wall_s:.0f} s" if wall_s is not None else "")),
     ]

@@ -2,7 +2,9 @@
 
 `workbench rate` keeps a rating here (``--results DIR``), so a rating from the command line
 resumes from its trial log exactly as a DAG run resumes from S3. Writes go to a temporary file
-in the same directory and are renamed into place, so a killed process never leaves half an object.
+in the same directory and are renamed into place, so a killed process never leaves half an object;
+`create_bytes` hard-links the complete temporary file to the key instead, which fails if the key
+exists (an exclusive create: of two writers exactly one wins).
 """
 from __future__ import annotations
 
@@ -44,6 +46,20 @@ class LocalStore(Store):
             Path(tmp).unlink(missing_ok=True)
             raise
         return key
+
+    def create_bytes(self, key: str, data: bytes, content_type: str = "application/octet-stream") -> bool:
+        path = self._path(key)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+            os.link(tmp, path)          # atomic, and refuses an existing name (O_EXCL semantics)
+            return True
+        except FileExistsError:
+            return False
+        finally:
+            Path(tmp).unlink(missing_ok=True)
 
     def get_bytes(self, key: str, default: Any = MISSING) -> bytes:
         try:

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import time
+from pathlib import Path
 from typing import Any, Mapping
 
 from analysis.report import rating_plots, rating_report_html
@@ -19,13 +21,14 @@ from analysis.validate import validate_trials
 from workbench.config.paths import FSTRESS
 from workbench.controller.decide import Done, NextTrial, decide
 from workbench.controller.result import PeakResult
+from workbench.controller.state import load_key
 from workbench.controller.trial import TrialResult
 from workbench.measure.ansible import AnsibleHarness
 from workbench.measure.protocol import Harness, HarnessFactory
 from workbench.pipeline.leases import holding, holds, mark_dirty, release_slot, teardown_turn
 from workbench.pipeline.plan import RatingPlan, strict_json
 from workbench.pipeline.stop import killable
-from workbench.pipeline.store import Store
+from workbench.pipeline.store import Store, TrialConflict, encode_json
 
 
 class TeardownFailed(RuntimeError):
@@ -113,21 +116,62 @@ def decide_step(plan: RatingPlan, store: Store, k: int) -> NextTrial | Done:
     return decide(plan.rating_spec(), log[:k])
 
 
+def _pending_path(plan: RatingPlan, k: int) -> Path:
+    """Where trial k's record waits on this worker until the store has it."""
+    return plan.local_dir() / "pending" / f"{k:05d}.json"
+
+
+def _pending_record(plan: RatingPlan, k: int, d: NextTrial) -> dict[str, Any] | None:
+    """The pending record of trial k if one was measured for this decision (same load and
+    runlength); a stale or unreadable one is removed."""
+    path = _pending_path(plan, k)
+    try:
+        rec = json.loads(path.read_text())
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError):
+        rec = None
+    if (isinstance(rec, dict) and rec.get("n") == k and rec.get("load_ops_s") is not None
+            and load_key(rec["load_ops_s"]) == load_key(d.load_ops_s)
+            and rec.get("runlength_s") == float(d.runlength_s)):
+        return rec
+    path.unlink(missing_ok=True)
+    return None
+
+
 def trial_step(plan: RatingPlan, store: Store, k: int,
                make: HarnessFactory = AnsibleHarness) -> dict[str, Any]:
-    """Run trial k (or return it if an earlier attempt already recorded it) and record it."""
+    """Run trial k (or return it if an earlier attempt already recorded it) and record it.
+
+    The measured record is kept on this worker (<local_dir>/pending/<k>.json, written atomically)
+    until the store has it: a retry of the step after a failed store write (the store's own retries
+    exhausted, the task killed) stores that record instead of measuring again. The store writes a
+    trial once; if it already holds a different record for k (another attempt got there first,
+    and the controller may have read it), the stored one is returned, never the new one."""
     existing = [r for r in store.trials(plan.rating_id) if int(r["n"]) == k]
     if existing:
+        _pending_path(plan, k).unlink(missing_ok=True)
         return existing[0]
     d = decide_step(plan, store, k)
     if not isinstance(d, NextTrial):
         raise RuntimeError(f"trial_{k}: the controller has stopped ({d.result.reason})")
-    prev = trial_log(store, plan.rating_id)[:k]
-    with holding(plan), killable(plan):    # LeaseLost / RatingKilled: the trial is not recorded
-        t = harness_for(plan, make).measure(d.load_ops_s, d.runlength_s, trial_id=k,
-                                            check_server=k == 0 or not prev[-1].valid)
-    record = {"n": k, "decision": d.reason, **t.at(d.load_ops_s, d.runlength_s).to_dict()}
-    store.put_trial(plan.rating_id, k, record)
+    record = _pending_record(plan, k, d)
+    if record is None:
+        prev = trial_log(store, plan.rating_id)[:k]
+        with holding(plan), killable(plan):    # LeaseLost / RatingKilled: the trial is not recorded
+            t = harness_for(plan, make).measure(d.load_ops_s, d.runlength_s, trial_id=k,
+                                                check_server=k == 0 or not prev[-1].valid)
+        record = {"n": k, "decision": d.reason, **t.at(d.load_ops_s, d.runlength_s).to_dict()}
+        path = _pending_path(plan, k)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.{os.getpid()}")
+        tmp.write_bytes(encode_json(record))
+        os.replace(tmp, path)
+    try:
+        store.put_trial(plan.rating_id, k, record)
+    except TrialConflict as e:
+        record = e.stored
+    _pending_path(plan, k).unlink(missing_ok=True)
     return record
 
 

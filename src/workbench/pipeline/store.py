@@ -4,14 +4,20 @@ Layout (keys follow from validated ids, so a retried task rewrites the same obje
   ratings/<rating_id>/{spec,result,sysinfo,gx}.json, trials/<n:05d>.json, trials.parquet, report.html
   surfaces/<sweep_id>/<name>, nightly/<YYYY-MM-DD>/<name>
 
-`Store` holds the layout and everything built on five primitives (put_bytes, get_bytes, exists,
-list_keys, delete_prefix) that each backend implements: `ResultsStore` on S3/MinIO
-(``pipeline.s3store``) and `LocalStore` on a directory (``pipeline.localstore``).
+`Store` holds the layout and everything built on six primitives (put_bytes, create_bytes,
+get_bytes, exists, list_keys, delete_prefix) that each backend implements: `ResultsStore` on
+S3/MinIO (``pipeline.s3store``, transient failures retried for a bounded time) and `LocalStore` on
+a directory (``pipeline.localstore``).
+
+Trial objects are written once (`put_trial`): a retry that writes the same record again is a no-op,
+a different second record for the same trial is refused (`TrialConflict`) — the stored one may
+already have been read by the controller's next decision.
 """
 from __future__ import annotations
 
 import io
 import json
+import logging
 import mimetypes
 import posixpath
 import re
@@ -26,8 +32,8 @@ PARQUET_TYPE = "application/vnd.apache.parquet"
 _TYPES = {".parquet": PARQUET_TYPE, ".jsonl": "application/x-ndjson", ".json": JSON_TYPE}
 _ID = re.compile(r"[A-Za-z0-9._-]{1,128}")
 _TRIAL = re.compile(r"(\d{5,})\.json")
-_ID = re.compile(r"[A-Za-z0-9._-]{1,128}")
-_TRIAL = re.compile(r"(\d{5,})\.json")
+
+log = logging.getLogger("workbench.store")
 
 
 class StoreError(RuntimeError):
@@ -39,6 +45,15 @@ class NotFound(StoreError, KeyError):
 
     def __str__(self) -> str:
         return str(self.args[0]) if self.args else ""
+
+
+class TrialConflict(StoreError):
+    """A different record is already stored for this trial: the write was refused. `stored` is the
+    record in the store (the one to use), `record` the refused one."""
+
+    def __init__(self, message: str, key: str, stored: dict, record: dict) -> None:
+        super().__init__(message)
+        self.key, self.stored, self.record = key, stored, record
 
 
 MISSING: Any = object()
@@ -67,6 +82,11 @@ def _json_default(o: Any) -> Any:
     raise TypeError(f"{type(o).__name__} is not JSON serialisable")
 
 
+def encode_json(obj: Any) -> bytes:
+    """The one JSON encoding of the store (sorted keys, UTF-8): equal records, equal bytes."""
+    return json.dumps(obj, sort_keys=True, indent=1, ensure_ascii=False, default=_json_default).encode("utf-8")
+
+
 
 class Store(ABC):
     """The layout and the JSON/Parquet views over a backend's five primitives."""
@@ -74,6 +94,11 @@ class Store(ABC):
     @abstractmethod
     def put_bytes(self, key: str, data: bytes, content_type: str = "application/octet-stream") -> str:
         """Write (or overwrite) one object; returns the key."""
+
+    @abstractmethod
+    def create_bytes(self, key: str, data: bytes, content_type: str = "application/octet-stream") -> bool:
+        """Write one object only if no object has that key (atomically: of two writers exactly one
+        creates it). True if this call created it, False if an object was there already."""
 
     @abstractmethod
     def get_bytes(self, key: str, default: Any = MISSING) -> bytes:
@@ -105,8 +130,7 @@ class Store(ABC):
 
     # -- JSON ----------------------------------------------------------------------------
     def put_json(self, key: str, obj: Any) -> str:
-        data = json.dumps(obj, sort_keys=True, indent=1, ensure_ascii=False, default=_json_default)
-        return self.put_bytes(key, data.encode("utf-8"), JSON_TYPE)
+        return self.put_bytes(key, encode_json(obj), JSON_TYPE)
 
     def put_file(self, key: str, path: str | Path, content_type: str | None = None) -> str:
         ctype = (content_type or _TYPES.get(Path(path).suffix)
@@ -138,11 +162,35 @@ class Store(ABC):
         return self.rating_key(rating_id, f"trials/{n:05d}.json")
 
     def put_trial(self, rating_id: str, n: int, record: Mapping[str, Any]) -> str:
-        """Store trial n of a rating (a retry rewrites the same key). Returns the key."""
+        """Store trial n of a rating, once. Returns the key.
+
+        The object is created only if absent. If it exists with the same record (every field
+        compared: a retry after a write whose answer was lost) that is success; a different
+        record is refused — logged in one line and raised as TrialConflict carrying the stored
+        record, which the caller must use instead."""
         key = self.trial_key(rating_id, n)
         if record.get("n", n) != n:
             raise ValueError(f"trial record says n={record['n']} but is stored as trial {n}")
-        return self.put_json(key, {**record, "n": n})
+        data = encode_json({**record, "n": n})
+        if self.create_bytes(key, data, JSON_TYPE):
+            return key
+        stored_bytes = self.get_bytes(key)
+        if stored_bytes == data:
+            return key
+        new = json.loads(data)
+        try:
+            stored = json.loads(stored_bytes.decode("utf-8"))
+        except ValueError as e:
+            raise StoreError(f"{self.url(key)} is not valid JSON: {e}") from None
+        if encode_json(stored) == data:        # the same record, encoded by another version
+            return key
+        if not isinstance(stored, dict):
+            stored = {"(stored)": stored}
+        fields = sorted(k for k in set(stored) | set(new) if stored.get(k, MISSING) != new.get(k, MISSING))
+        msg = (f"trial {n} of {rating_id}: refused a second, different record for {self.url(key)} "
+               f"(differs in {', '.join(fields) or 'encoding'}); the stored record stands")
+        log.error(msg)
+        raise TrialConflict(msg, key, stored, new)
 
     def trials(self, rating_id: str) -> list[dict]:
         """The rating's trial records ordered by n."""

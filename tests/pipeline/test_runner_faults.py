@@ -27,7 +27,7 @@ from workbench.controller.trial import TrialResult
 from workbench.measure.playbook import PlaybookRun
 from workbench.measure.simulated import SimulatedServer
 from workbench.measure.trialjson import harness_result
-from workbench.pipeline import steps
+from workbench.pipeline import leases, steps
 from workbench.pipeline.localstore import LocalStore
 from workbench.pipeline.plan import plan_from_params
 from workbench.pipeline.runner import run_rating
@@ -271,12 +271,12 @@ def test_a_stale_kept_record_is_not_stored(tmp_path, private_slots):
     """A kept record of another decision (another load) is dropped and the trial measured."""
     rig = SimRig()
     store = LocalStore(tmp_path / "store")
-    plan = _plan(tmp_path, "stale")
-    steps.provision(plan.with_slot("slot1"), store, rig.make)
+    plan = leases.lease_slot(_plan(tmp_path, "stale"))
+    steps.provision(plan, store, rig.make)
     pending = plan.local_dir() / "pending" / "00000.json"
     pending.parent.mkdir(parents=True, exist_ok=True)
     pending.write_text(json.dumps({"n": 0, "load_ops_s": 12345.0, "runlength_s": 2.0, "mean_ms": 1.0}))
-    rec = steps.trial_step(plan.with_slot("slot1"), store, 0, rig.make)
+    rec = steps.trial_step(plan, store, 0, rig.make)
     assert rec["load_ops_s"] == 400.0 and rig.calls[0] == 1 and not pending.exists()
 
 
@@ -296,7 +296,7 @@ class RacingStore(LocalStore):
 def test_a_different_stored_record_wins_over_the_new_one(tmp_path, private_slots, caplog):
     rig = SimRig()
     store = RacingStore(tmp_path / "store", k=1)
-    plan = _plan(tmp_path, "race").with_slot("slot1")
+    plan = leases.lease_slot(_plan(tmp_path, "race"))
     steps.provision(plan, store, rig.make)
     steps.trial_step(plan, store, 0, rig.make)
     with caplog.at_level(logging.ERROR, logger="workbench.store"):

@@ -34,13 +34,22 @@ class LocalStore(Store):
     def url(self, key: str) -> str:
         return str(self._path(key)) if key else str(self.root) + "/"
 
-    def put_bytes(self, key: str, data: bytes, content_type: str = "application/octet-stream") -> str:
+    def _staged(self, key: str, data: bytes) -> tuple[Path, str]:
+        """The object's path and a temporary file beside it that holds `data` (the caller moves it)."""
         path = self._path(key)
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
         try:
             with os.fdopen(fd, "wb") as f:
                 f.write(data)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+        return path, tmp
+
+    def put_bytes(self, key: str, data: bytes, content_type: str = "application/octet-stream") -> str:
+        path, tmp = self._staged(key, data)
+        try:
             os.replace(tmp, path)
         except BaseException:
             Path(tmp).unlink(missing_ok=True)
@@ -48,12 +57,8 @@ class LocalStore(Store):
         return key
 
     def create_bytes(self, key: str, data: bytes, content_type: str = "application/octet-stream") -> bool:
-        path = self._path(key)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+        path, tmp = self._staged(key, data)
         try:
-            with os.fdopen(fd, "wb") as f:
-                f.write(data)
             os.link(tmp, path)          # atomic, and refuses an existing name (O_EXCL semantics)
             return True
         except FileExistsError:

@@ -399,10 +399,10 @@ def test_missing_program_fails_before_any_change(inventory):
 @pytest.mark.skipif(not PLAYBOOK.exists(), reason="needs the venv")
 def test_unreachable_host_fails_before_any_change(tmp_path):
     inv = tmp_path / "unreachable.yml"
+    ssh_port_1 = {"ansible_connection": "ssh", "ansible_host": "127.0.0.1", "ansible_port": 1, "wb_netns": ""}
     inv.write_text(json.dumps({"all": {"children": {
-        "sut": {"hosts": {"rsut9": {"ansible_connection": "ssh", "ansible_host": "127.0.0.1", "ansible_port": 1,
-                                    "wb_netns": ""}}},
-        "rslot9": {"hosts": {"rsut9": None}}}}}))
+        "sut": {"hosts": {"rsut9": ssh_port_1}}, "loadgen": {"hosts": {"rload9": ssh_port_1}},
+        "rslot9": {"hosts": {"rsut9": None, "rload9": None}}}}}))
     res = playbook(inv, "provision_sut.yml", "rslot9", timeout=120)
     assert res.returncode != 0
     assert "UNREACHABLE" in res.stdout, res.stdout[-3000:]

@@ -2,7 +2,8 @@
 repeated trial record.
 
 A real Airflow (LocalExecutor, SQLite), real MinIO and a real Ganesha slot: rate_peak runs the
-`smoke` profile on slot2; once ≥ 2 trial objects are in the store and a trial_k is running, the
+`smoke` profile on slot5 (slot2 of a renumbered copy of the local inventory, so this module runs
+beside the tests of slot1 and slot2); once ≥ 2 trial objects are in the store and a trial_k is running, the
 scheduler is SIGKILLed together with its LocalExecutor workers and their task processes (the
 trial's fstress included), like a crashed host.  A new scheduler then finds the dead task instance
 (its heartbeat stops; LiveAirflow sets a 15 s timeout), retries it (trial_k has retries, and
@@ -29,17 +30,17 @@ from pathlib import Path
 
 import pytest
 from airflow_live import REPO, LiveAirflow
-from helpers import load_host
+from helpers import load_host, renumbered_inventory
 
 pytestmark = [
     pytest.mark.integration,
-    pytest.mark.xdist_group("slot2"),       # slot2's tests run on one xdist worker, in order
+    pytest.mark.xdist_group("slot5"),       # this module's slot: its tests run on one xdist worker, in order
     pytest.mark.skipif(os.geteuid() != 0, reason="a workbench slot needs root (netns, cgroups, loop devices)"),
 ]
 
 DAG_ID = "rate_peak"
 # max_trials 6: the crash comes after 2 stored trials; 6 leave 3 to run after the restart
-CONF = {"profile": "smoke", "slot": "slot2", "workload": "web_server", "max_trials": 6}
+CONF = {"profile": "smoke", "slot": "slot5", "workload": "web_server", "max_trials": 6}
 STALE_S = 5            # the lease's stale time in this module's Airflow: a trial outlasts it many times
 TRIAL_KEY = re.compile(r"/trials/(\d{5})\.json$")
 
@@ -90,12 +91,20 @@ def live(minio_server, tmp_path_factory):
     store.ensure_bucket()
     env = {"WB_S3_ENDPOINT": cfg.endpoint, "WB_S3_ACCESS_KEY": cfg.access_key,
            "WB_S3_SECRET_KEY": cfg.secret_key, "WB_S3_BUCKET": cfg.bucket, "WB_S3_SECURE": "false",
-           "WB_LEASE_STALE_S": str(STALE_S)}
+           "WB_LEASE_STALE_S": str(STALE_S), "WB_SLOTS": CONF["slot"],
+           "WB_INVENTORY": str(renumbered_inventory(tmp_path_factory.mktemp("inventory") / "hosts.yml", {2: 5}))}
     t_start = time.monotonic()
     with LiveAirflow(tmp_path_factory.mktemp("airflow"), REPO / "dags", env) as af:
         af.wait_ready(DAG_ID)
         print(f"airflow up in {time.monotonic() - t_start:.1f} s {af.timings_s}")
-        yield af, store
+        yield af, store, env["WB_INVENTORY"]
+
+
+def _plan(conf: dict, rating_id: str, inventory: str):
+    """The plan of `conf` on this module's slot (not a slot of this process's WB_SLOTS)."""
+    from workbench import pipeline
+    plan = pipeline.plan_from_params({**conf, "slot": "auto"}, rating_id).with_slot(conf["slot"])
+    return dataclasses.replace(plan, inventory=inventory)
 
 
 @pytest.mark.timeout(600)
@@ -104,7 +113,7 @@ def test_a_long_trial_keeps_its_slot_and_a_killed_one_stops_its_generator_and_fr
     from workbench.config import paths
     from workbench.pipeline import leases
 
-    af, store = live
+    af, store, inventory = live
     slot = CONF["slot"]
     _wait_slot_free(slot)
     run_id = af.trigger(DAG_ID, {**CONF, "runlength_s": 60, "max_trials": 2})
@@ -119,7 +128,7 @@ def test_a_long_trial_keeps_its_slot_and_a_killed_one_stops_its_generator_and_fr
         # 1. Another rating asks for the slot for 3 stale times of the 60 s trial: the heartbeat keeps
         #    the lease (its holder is an Airflow run, which a process outside Airflow cannot ask about)
         monkeypatch.setattr(leases, "LEASE_STALE_S", STALE_S)
-        second = pipeline.plan_from_params({**CONF, "max_trials": 2}, "second-rating")
+        second = _plan({**CONF, "max_trials": 2}, "second-rating", inventory)
         t_ask = time.monotonic()
         while time.monotonic() - t_ask < 3 * STALE_S:
             with pytest.raises(leases.SlotBusy, match=f"held by rating {rid}"):
@@ -158,12 +167,12 @@ def test_scheduler_crash_mid_rating_loses_and_repeats_no_trial(live):
     from workbench.config import paths
     from workbench.config.vocabulary import MAX_TRIAL_TASKS
 
-    af, store = live
+    af, store, inventory = live
     t_start = time.monotonic()
     _wait_slot_free(CONF["slot"])
     run_id = af.trigger(DAG_ID, CONF)
     rid = pipeline.rating_id_for(DAG_ID, run_id)
-    plan = pipeline.plan_from_params(CONF, rid)
+    plan = _plan(CONF, rid, inventory)
     try:
         # 1. Wait for ≥ 2 recorded trials and the next trial task in the middle of measuring.
         deadline = time.monotonic() + 600
@@ -210,7 +219,7 @@ def test_scheduler_crash_mid_rating_loses_and_repeats_no_trial(live):
     finally:
         if af.run_state(DAG_ID, run_id) not in ("success", "failed"):
             af.set_run_state(DAG_ID, run_id, "failed")
-        print("cleanup:", pipeline.teardown(plan.with_slot(CONF["slot"])))
+        print("cleanup:", pipeline.teardown(plan))
 
     # 4. The store: result, trials 0..n−1 once each, parquet without duplicates.
     result = store.get_json(store.rating_key(rid, "result.json"))
@@ -241,4 +250,4 @@ def test_scheduler_crash_mid_rating_loses_and_repeats_no_trial(live):
     # Trials that had finished before the crash were not run again.
     for k in set(before) - {int(victim.split("_")[1])}:
         assert tis[f"trial_{k}"]["try_number"] == tries_before[f"trial_{k}"], f"trial_{k} re-ran"
-    assert not (paths.LEASES / CONF["slot"]).exists(), "slot2 lease not released"
+    assert not (paths.LEASES / CONF["slot"]).exists(), f"{CONF['slot']} lease not released"

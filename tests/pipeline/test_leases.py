@@ -78,16 +78,19 @@ def test_a_slot_is_waited_for_a_bounded_time(lease_dir):
 
 
 RACER = """
-import sys
+import contextlib, sys
 from workbench.pipeline import leases
 from workbench.pipeline.plan import plan_from_params
 plan = plan_from_params({"profile": "smoke", "slot": "slot1"}, sys.argv[1])
 print("ready", flush=True)
 sys.stdin.readline()                          # every racer is up: go at once
 try:
-    print(leases.lease_slot(plan).rating_id)
+    with contextlib.redirect_stdout(sys.stderr):
+        got = leases.lease_slot(plan).rating_id
 except leases.SlotBusy:
-    print("busy")
+    got = "busy"
+print(got, flush=True)
+sys.stdin.readline()                          # a holder lives on while the others ask
 """
 
 
@@ -101,7 +104,10 @@ def _race(lease_dir, rids: list[str]) -> list[str]:
         for p in procs:
             p.stdin.write("go\n")
             p.stdin.flush()
-        return [p.communicate(timeout=60)[0].strip().splitlines()[-1] for p in procs]
+        got = [p.stdout.readline().strip() for p in procs]
+        for p in procs:
+            p.communicate("done\n", timeout=60)
+        return got
     finally:
         for p in procs:
             p.kill()

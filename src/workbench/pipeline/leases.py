@@ -23,6 +23,7 @@ import fcntl
 import json
 import os
 import socket
+import sys
 import threading
 import time
 from pathlib import Path
@@ -120,8 +121,13 @@ def this_process(**more: Any) -> dict[str, Any]:
     return {"host": socket.gethostname(), "pid": os.getpid(), "start": _proc_start(os.getpid()), **more}
 
 
+TASK_RUNNER = "airflow.sdk.execution_time.task_runner"    # loaded in an Airflow task only
+
+
 def current_holder() -> dict[str, Any]:
     """This process, and the Airflow run it works for when it is an Airflow task."""
+    if TASK_RUNNER not in sys.modules:     # not a task: do not pay for importing Airflow
+        return this_process()
     try:
         from airflow.sdk import get_current_context
         run = get_current_context()["dag_run"]
@@ -133,7 +139,7 @@ def current_holder() -> dict[str, Any]:
 def airflow_run_alive(holder: dict[str, Any]) -> bool | None:
     """Is the holder's Airflow run still queued or running? None when it cannot be told (no Airflow
     holder, or not asked from an Airflow task)."""
-    if not holder.get("dag_id"):
+    if not holder.get("dag_id") or TASK_RUNNER not in sys.modules:
         return None
     try:
         from airflow.sdk.execution_time.task_runner import RuntimeTaskInstance

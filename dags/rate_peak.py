@@ -83,7 +83,10 @@ def validate(params, dag_run, ti, **_):
 
 
 def lease_slot(ti, **_):
-    plan = pipeline.lease_slot(pipeline.RatingPlan.from_dict(ti.xcom_pull(task_ids="validate")))
+    try:   # a busy slot is retried (the task's retries); a slot the inventory lacks is not
+        plan = pipeline.lease_slot(pipeline.RatingPlan.from_dict(ti.xcom_pull(task_ids="validate")))
+    except InventoryError as e:
+        raise AirflowFailException(str(e)) from None
     print(f"leased {plan.slot} (token {plan.lease_token})")
     return plan.to_dict()
 

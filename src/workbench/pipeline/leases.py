@@ -245,11 +245,25 @@ def must_hold(plan: RatingPlan) -> dict[str, Any]:
     return lease
 
 
+def _check_kept(plan: RatingPlan, lost: bool) -> None:
+    if lost or not holds(plan):
+        raise LeaseLost(f"rating {plan.rating_id} lost its lease on {plan.slot} during the step")
+
+
+_beating: set[tuple[str, str, int]] = set()     # leases whose heartbeat a block of this process keeps
+
+
 @contextlib.contextmanager
 def holding(plan: RatingPlan) -> Iterator[dict[str, Any]]:
     """Check the fencing token, then keep the lease's heartbeat while the block runs; LeaseLost at the
-    end if the lease was lost meanwhile or is lost now (what the block measured must not be recorded)."""
+    end if the lease was lost meanwhile or is lost now (what the block measured must not be recorded).
+    A block inside another of the same lease (a step of run_rating) checks the token but adds no thread."""
     lease = must_hold(plan)
+    key = (plan.slot, plan.rating_id, plan.lease_token)
+    if key in _beating:
+        yield lease
+        _check_kept(plan, lost=False)
+        return
     stop, lost = threading.Event(), []
 
     def beat() -> None:
@@ -262,13 +276,14 @@ def holding(plan: RatingPlan) -> Iterator[dict[str, Any]]:
     os.utime(lease_file(plan.slot))
     t = threading.Thread(target=beat, name=f"lease-heartbeat-{plan.slot}", daemon=True)
     t.start()
+    _beating.add(key)
     try:
         yield lease
     finally:
+        _beating.discard(key)
         stop.set()
         t.join(timeout=HEARTBEAT_S + 5)
-    if lost or not holds(plan):
-        raise LeaseLost(f"rating {plan.rating_id} lost its lease on {plan.slot} during the step")
+    _check_kept(plan, bool(lost))
 
 
 def teardown_turn(slot: str) -> contextlib.AbstractContextManager[None]:

@@ -6,7 +6,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 GO ?= go
 
-.PHONY: setup system venv fstress minio compose test test-go test-py run ui bench-loadgen bench-overhead bench-search clean lock
+.PHONY: setup system venv fstress minio compose test test-go test-py run ui celery bench-loadgen bench-overhead bench-search clean lock
 
 MINIO_VERSION := v0.0.0-20260212201848-7aac2a2c5b7c
 
@@ -64,6 +64,12 @@ run: setup
 # The Airflow UI (standalone) with MinIO and the local workbench, for interactive use.
 ui: setup
 	scripts/ui.sh
+
+# The distributed stack: Postgres, Redis, Airflow with the CeleryExecutor and two Celery workers as
+# separate processes, UI on http://127.0.0.1:8090 (README "Distributed Airflow").
+# Stop it with `scripts/celery-stack.sh down` (`--purge` also deletes its database).
+celery: setup
+	scripts/celery-stack.sh up
 
 bench-overhead: setup
 	$(PY) bench/overhead.py --slot slot2 --trials 10

@@ -2,10 +2,11 @@
 # System packages the workbench needs on this machine (Debian): Ganesha (the SUT), rpcbind,
 # mkfs for the file systems the nfs_server role builds on loop devices (ext4, xfs, btrfs),
 # iproute2 (network namespaces), openssh-server (the sshd of each SSH workbench host,
-# scripts/ssh-hosts.sh). Idempotent: does nothing when everything is installed.
+# scripts/ssh-hosts.sh), postgresql and redis-server (the distributed stack, scripts/celery-stack.sh).
+# Idempotent: does nothing when everything is installed.
 set -euo pipefail
 packages=(nfs-ganesha nfs-ganesha-vfs rpcbind iproute2 util-linux procps e2fsprogs xfsprogs btrfs-progs
-          openssh-server
+          openssh-server postgresql redis-server
           curl chromium chromium-driver)   # curl: MinIO health check; chromium: the Airflow UI test
 missing=()
 for p in "${packages[@]}"; do
@@ -22,6 +23,13 @@ apt-get update -qq
 if [[ " ${missing[*]} " == *" openssh-server "* ]]; then
   mkdir -p /etc/ssh
   touch /etc/ssh/sshd_not_to_be_run
+fi
+# Nor may the packaged Postgres and Redis start (5432, 6379): celery-stack.sh runs its own. Debian's
+# maintainer scripts ask /usr/sbin/policy-rc.d before starting a service; 101 = "not now".
+policy=/usr/sbin/policy-rc.d
+if [ ! -e "$policy" ]; then
+  printf '#!/bin/sh\nexit 101\n' >"$policy" && chmod 755 "$policy"
+  trap 'rm -f "$policy"' EXIT
 fi
 DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 # The packaged service units are not used (no systemd here); slots start their own daemons.

@@ -43,6 +43,33 @@ POOL_SLOTS = 2
 FINAL_RUN_STATES = {"success", "failed"}
 COMPONENTS = ("scheduler", "dag-processor", "triggerer", "api-server")
 
+FAST_RECOVERY = {
+    # Crash recovery in seconds instead of minutes.  A task's supervisor heartbeats its
+    # task instance through the execution API every `task_instance_heartbeat_sec`; when the
+    # scheduler (and with it the LocalExecutor workers and their supervisors) is SIGKILLed
+    # the heartbeats stop.  The restarted scheduler
+    #  * adopts or resets the dead scheduler's queued/running task instances once that
+    #    SchedulerJob's own heartbeat (`job_heartbeat_sec`) is older than
+    #    `scheduler_health_check_threshold`; it looks every `orphaned_tasks_check_interval`;
+    #  * fails - and, with retries left, reschedules - a running task instance whose
+    #    heartbeat is older than `task_instance_heartbeat_timeout`, checked every
+    #    `task_instance_heartbeat_timeout_detection_interval` (Airflow 2's "zombie"
+    #    detection, renamed in 3.0).
+    # Defaults are 30 s / 300 s / 300 s / 10 s; a slow trial must still heartbeat in time,
+    # which the supervisor does every 2 s here regardless of what the task is doing.
+    "SCHEDULER__JOB_HEARTBEAT_SEC": "2",
+    "SCHEDULER__SCHEDULER_HEARTBEAT_SEC": "2",
+    "SCHEDULER__SCHEDULER_HEALTH_CHECK_THRESHOLD": "10",
+    "SCHEDULER__ORPHANED_TASKS_CHECK_INTERVAL": "5",
+    "SCHEDULER__TASK_INSTANCE_HEARTBEAT_SEC": "2",
+    "SCHEDULER__TASK_INSTANCE_HEARTBEAT_TIMEOUT": "15",
+    "SCHEDULER__TASK_INSTANCE_HEARTBEAT_TIMEOUT_DETECTION_INTERVAL": "2",
+    "SCHEDULER__TASK_QUEUED_TIMEOUT": "120",
+    "SCHEDULER__TASK_QUEUED_TIMEOUT_CHECK_INTERVAL": "10",
+    "SCHEDULER__ENABLE_HEALTH_CHECK": "False",
+    "TRIGGERER__JOB_HEARTBEAT_SEC": "2",
+}
+
 
 class AirflowError(RuntimeError):
     """A live Airflow did not do what a test needed (message names the component and its log)."""
@@ -65,7 +92,122 @@ def _alive(pid: int) -> bool:
         return False
 
 
-class LiveAirflow:
+class RestApi:
+    """Airflow's public REST API (/api/v2) at `base_url`, for a deployment that knows whether its
+    processes live (`check_alive`) and where their logs are (`log_path`)."""
+
+    base_url: str
+
+    def check_alive(self) -> None:
+        raise NotImplementedError
+
+    def log_path(self, name: str) -> Path:
+        raise NotImplementedError
+
+    def tail(self, name: str, n_chars: int = 3000) -> str:
+        try:
+            return self.log_path(name).read_text(errors="replace")[-n_chars:]
+        except FileNotFoundError:
+            return "(no log)"
+
+    def api(self, method: str, path: str, body: Any = None, timeout_s: float = 30) -> Any:
+        """Call the public REST API.  With `simple_auth_manager_all_admins` the api-server's
+        middleware adds an admin JWT to every request, so no token is fetched here."""
+        data = None if body is None else json.dumps(body).encode()
+        req = urllib.request.Request(
+            f"{self.base_url}/api/v2{path}", data=data, method=method,
+            headers={"Content-Type": "application/json", "Accept": "application/json"},
+        )
+        try:
+            with urllib.request.urlopen(req, timeout=timeout_s) as resp:
+                raw = resp.read()
+        except urllib.error.HTTPError as e:
+            raise AirflowError(f"{method} /api/v2{path} -> {e.code}: {e.read()[:2000]!r}") from e
+        return json.loads(raw) if raw else None
+
+    def wait_ready(self, dag_id: str | None = None, timeout_s: float = 180) -> None:
+        """Wait for the api-server, a healthy scheduler and triggerer, and (if given) the DAG
+        parsed without import errors; then unpause that DAG (only that one)."""
+        t0 = time.monotonic()
+        deadline = t0 + timeout_s
+        last = "api-server not answering"
+        while time.monotonic() < deadline:
+            self.check_alive()
+            try:
+                health = self.api("GET", "/monitor/health", timeout_s=5)
+                states = {k: (v or {}).get("status") for k, v in health.items()}
+                if all(states.get(k) == "healthy" for k in ("metadatabase", "scheduler", "triggerer")):
+                    if dag_id is None:
+                        break
+                    errors = self.api("GET", "/importErrors")
+                    if errors.get("total_entries"):
+                        raise AirflowError(f"DAG import errors: {errors['import_errors']}")
+                    try:
+                        self.api("GET", f"/dags/{dag_id}", timeout_s=5)
+                        self.set_paused(dag_id, False)
+                        break
+                    except AirflowError as e:
+                        last = f"DAG {dag_id} not parsed yet ({e})"
+                else:
+                    last = f"health {states}"
+            except (urllib.error.URLError, ConnectionError, TimeoutError, OSError) as e:
+                last = f"api-server not answering ({e})"
+            time.sleep(1)
+        else:
+            raise AirflowError(f"Airflow not ready after {timeout_s:.0f} s: {last}; "
+                               f"dag-processor log:\n{self.tail('dag-processor')}")
+        self.timings_s["ready"] = time.monotonic() - t0
+
+    def set_paused(self, dag_id: str, paused: bool) -> None:
+        self.api("PATCH", f"/dags/{dag_id}", {"is_paused": paused})
+
+    def trigger(self, dag_id: str, conf: dict | None = None) -> str:
+        run = self.api("POST", f"/dags/{dag_id}/dagRuns",
+                       {"logical_date": None, "conf": conf or {}})
+        return run["dag_run_id"]
+
+    def dag_run(self, dag_id: str, run_id: str) -> dict:
+        return self.api("GET", f"/dags/{dag_id}/dagRuns/{urllib.parse.quote(run_id, safe='')}")
+
+    def dag_runs(self, dag_id: str) -> list[dict]:
+        return self.api("GET", f"/dags/{dag_id}/dagRuns?limit=100")["dag_runs"]
+
+    def run_state(self, dag_id: str, run_id: str) -> str:
+        return self.dag_run(dag_id, run_id)["state"]
+
+    def wait_run(self, dag_id: str, run_id: str, timeout_s: float = 600) -> str:
+        """Wait until the run is success/failed; return the state (AirflowError on timeout)."""
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            self.check_alive()
+            state = self.run_state(dag_id, run_id)
+            if state in FINAL_RUN_STATES:
+                return state
+            time.sleep(2)
+        raise AirflowError(f"run {dag_id}/{run_id} not finished after {timeout_s:.0f} s "
+                           f"(tasks: {self.task_states(dag_id, run_id)})")
+
+    def task_instances(self, dag_id: str, run_id: str) -> list[dict]:
+        """All task instances of the run (paged: rate_peak has ~90 tasks)."""
+        out: list[dict] = []
+        rid = urllib.parse.quote(run_id, safe="")
+        while True:
+            page = self.api("GET", f"/dags/{dag_id}/dagRuns/{rid}/taskInstances"
+                                   f"?limit=100&offset={len(out)}")
+            out += page["task_instances"]
+            if not page["task_instances"] or len(out) >= page["total_entries"]:
+                return out
+
+    def task_states(self, dag_id: str, run_id: str) -> dict[str, str | None]:
+        return {ti["task_id"]: ti["state"] for ti in self.task_instances(dag_id, run_id)}
+
+    def set_run_state(self, dag_id: str, run_id: str, state: str) -> dict:
+        """PATCH the run to success/failed/queued (marking failed stops its running tasks)."""
+        return self.api("PATCH", f"/dags/{dag_id}/dagRuns/{urllib.parse.quote(run_id, safe='')}",
+                        {"state": state})
+
+
+class LiveAirflow(RestApi):
     """Scheduler + dag-processor + triggerer + api-server on a temp AIRFLOW_HOME."""
 
     def __init__(
@@ -124,32 +266,8 @@ class LiveAirflow:
             "DAG_PROCESSOR__REFRESH_INTERVAL": "5",
             "DAG_PROCESSOR__MIN_FILE_PROCESS_INTERVAL": "5",
             "DAG_PROCESSOR__DAG_FILE_PROCESSOR_TIMEOUT": "180",
-            # Crash recovery in seconds instead of minutes.  A task's supervisor heartbeats its
-            # task instance through the execution API every `task_instance_heartbeat_sec`; when the
-            # scheduler (and with it the LocalExecutor workers and their supervisors) is SIGKILLed
-            # the heartbeats stop.  The restarted scheduler
-            #  * adopts or resets the dead scheduler's queued/running task instances once that
-            #    SchedulerJob's own heartbeat (`job_heartbeat_sec`) is older than
-            #    `scheduler_health_check_threshold`; it looks every `orphaned_tasks_check_interval`;
-            #  * fails - and, with retries left, reschedules - a running task instance whose
-            #    heartbeat is older than `task_instance_heartbeat_timeout`, checked every
-            #    `task_instance_heartbeat_timeout_detection_interval` (Airflow 2's "zombie"
-            #    detection, renamed in 3.0).
-            # Defaults are 30 s / 300 s / 300 s / 10 s; a slow trial must still heartbeat in time,
-            # which the supervisor does every 2 s here regardless of what the task is doing.
-            "SCHEDULER__JOB_HEARTBEAT_SEC": "2",
-            "SCHEDULER__SCHEDULER_HEARTBEAT_SEC": "2",
-            "SCHEDULER__SCHEDULER_HEALTH_CHECK_THRESHOLD": "10",
-            "SCHEDULER__ORPHANED_TASKS_CHECK_INTERVAL": "5",
-            "SCHEDULER__TASK_INSTANCE_HEARTBEAT_SEC": "2",
-            "SCHEDULER__TASK_INSTANCE_HEARTBEAT_TIMEOUT": "15",
-            "SCHEDULER__TASK_INSTANCE_HEARTBEAT_TIMEOUT_DETECTION_INTERVAL": "2",
-            "SCHEDULER__TASK_QUEUED_TIMEOUT": "120",
-            "SCHEDULER__TASK_QUEUED_TIMEOUT_CHECK_INTERVAL": "10",
-            "SCHEDULER__ENABLE_HEALTH_CHECK": "False",
-            "TRIGGERER__JOB_HEARTBEAT_SEC": "2",
         }
-        env.update({f"AIRFLOW__{k}": v for k, v in cfg.items()})
+        env.update({f"AIRFLOW__{k}": v for k, v in {**cfg, **FAST_RECOVERY}.items()})
         env.update(extra)
         return env
 
@@ -274,105 +392,76 @@ class LiveAirflow:
                 raise AirflowError(f"airflow {name} exited with {proc.returncode}; log "
                                    f"{self.log_path(name)}:\n{self.tail(name)}")
 
-    def tail(self, name: str, n_chars: int = 3000) -> str:
-        try:
-            return self.log_path(name).read_text(errors="replace")[-n_chars:]
-        except FileNotFoundError:
-            return "(no log)"
 
-    # ---------------------------------------------------------------- REST API (/api/v2)
-    def api(self, method: str, path: str, body: Any = None, timeout_s: float = 30) -> Any:
-        """Call the public REST API.  With `simple_auth_manager_all_admins` the api-server's
-        middleware adds an admin JWT to every request, so no token is fetched here."""
-        data = None if body is None else json.dumps(body).encode()
-        req = urllib.request.Request(
-            f"{self.base_url}/api/v2{path}", data=data, method=method,
-            headers={"Content-Type": "application/json", "Accept": "application/json"},
-        )
-        try:
-            with urllib.request.urlopen(req, timeout=timeout_s) as resp:
-                raw = resp.read()
-        except urllib.error.HTTPError as e:
-            raise AirflowError(f"{method} /api/v2{path} -> {e.code}: {e.read()[:2000]!r}") from e
-        return json.loads(raw) if raw else None
 
-    def wait_ready(self, dag_id: str | None = None, timeout_s: float = 180) -> None:
-        """Wait for the api-server, a healthy scheduler and triggerer, and (if given) the DAG
-        parsed without import errors; then unpause that DAG (only that one)."""
-        t0 = time.monotonic()
-        deadline = t0 + timeout_s
-        last = "api-server not answering"
-        while time.monotonic() < deadline:
-            self.check_alive()
+class CeleryStack(RestApi):
+    """scripts/celery-stack.sh around a test: Postgres, Redis, Airflow with the CeleryExecutor and
+    `workers` Celery workers, in `home` (the script's --dir), with `extra_env` (WB_S3_*, WB_SLOTS …)
+    and FAST_RECOVERY in every process's environment.  Leaving the `with` block runs `down --purge`.
+
+        with CeleryStack(tmp_dir, {"WB_S3_ENDPOINT": ...}) as stack:
+            stack.wait_ready("map_surface")
+            run_id = stack.trigger("map_surface", {...})
+    """
+
+    SCRIPT = REPO / "scripts" / "celery-stack.sh"
+
+    def __init__(self, home: Path, extra_env: dict[str, str], *, workers: int = 2) -> None:
+        self.home = Path(home)
+        self.workers = workers
+        self.port = free_port()
+        self.base_url = f"http://127.0.0.1:{self.port}"
+        env = {k: v for k, v in os.environ.items() if not k.startswith("AIRFLOW")}
+        self.env = {**env, **{f"AIRFLOW__{k}": v for k, v in FAST_RECOVERY.items()}, **extra_env}
+        self.killed: set[str] = set()
+        self.timings_s: dict[str, float] = {}
+
+    def script(self, action: str, *args: str, timeout_s: float = 300) -> str:
+        out = subprocess.run([str(self.SCRIPT), action, "--dir", str(self.home), *args], env=self.env,
+                             capture_output=True, text=True, timeout=timeout_s)
+        if out.returncode != 0:
+            raise AirflowError(f"celery-stack.sh {action} failed ({out.returncode}): "
+                               f"{out.stderr[-3000:]}{out.stdout[-2000:]}")
+        return out.stdout + out.stderr
+
+    def __enter__(self) -> "CeleryStack":
+        try:
+            self.script("up", "--api-port", str(self.port), "--workers", str(self.workers))
+        except BaseException:
+            self.down()
+            raise
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.down()
+
+    def down(self) -> str:
+        return self.script("down", "--purge", timeout_s=600) if self.home.exists() else ""
+
+    def log_path(self, name: str) -> Path:
+        return self.home / f"{name}.log"
+
+    def pid(self, name: str) -> int:
+        return int((self.home / f"{name}.pid").read_text().split()[0])
+
+    def check_alive(self) -> None:
+        for f in self.home.glob("*.pid"):
+            name = f.stem
+            if name not in self.killed and not _alive(self.pid(name)):
+                raise AirflowError(f"{name} of the Celery stack is down; log:\n{self.tail(name)}")
+
+    def kill_worker(self, name: str) -> list[int]:
+        """SIGKILL a Celery worker with its pool and task processes (ansible, fstress), like a
+        crashed worker host; returns the pids that were killed."""
+        root = psutil.Process(self.pid(name))
+        tree = [root, *root.children(recursive=True)]
+        for p in tree:
             try:
-                health = self.api("GET", "/monitor/health", timeout_s=5)
-                states = {k: (v or {}).get("status") for k, v in health.items()}
-                if all(states.get(k) == "healthy" for k in ("metadatabase", "scheduler", "triggerer")):
-                    if dag_id is None:
-                        break
-                    errors = self.api("GET", "/importErrors")
-                    if errors.get("total_entries"):
-                        raise AirflowError(f"DAG import errors: {errors['import_errors']}")
-                    try:
-                        self.api("GET", f"/dags/{dag_id}", timeout_s=5)
-                        self.set_paused(dag_id, False)
-                        break
-                    except AirflowError as e:
-                        last = f"DAG {dag_id} not parsed yet ({e})"
-                else:
-                    last = f"health {states}"
-            except (urllib.error.URLError, ConnectionError, TimeoutError, OSError) as e:
-                last = f"api-server not answering ({e})"
-            time.sleep(1)
-        else:
-            raise AirflowError(f"Airflow not ready after {timeout_s:.0f} s: {last}; "
-                               f"dag-processor log:\n{self.tail('dag-processor')}")
-        self.timings_s["ready"] = time.monotonic() - t0
-
-    def set_paused(self, dag_id: str, paused: bool) -> None:
-        self.api("PATCH", f"/dags/{dag_id}", {"is_paused": paused})
-
-    def trigger(self, dag_id: str, conf: dict | None = None) -> str:
-        run = self.api("POST", f"/dags/{dag_id}/dagRuns",
-                       {"logical_date": None, "conf": conf or {}})
-        return run["dag_run_id"]
-
-    def dag_run(self, dag_id: str, run_id: str) -> dict:
-        return self.api("GET", f"/dags/{dag_id}/dagRuns/{urllib.parse.quote(run_id, safe='')}")
-
-    def dag_runs(self, dag_id: str) -> list[dict]:
-        return self.api("GET", f"/dags/{dag_id}/dagRuns?limit=100")["dag_runs"]
-
-    def run_state(self, dag_id: str, run_id: str) -> str:
-        return self.dag_run(dag_id, run_id)["state"]
-
-    def wait_run(self, dag_id: str, run_id: str, timeout_s: float = 600) -> str:
-        """Wait until the run is success/failed; return the state (AirflowError on timeout)."""
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            self.check_alive()
-            state = self.run_state(dag_id, run_id)
-            if state in FINAL_RUN_STATES:
-                return state
-            time.sleep(2)
-        raise AirflowError(f"run {dag_id}/{run_id} not finished after {timeout_s:.0f} s "
-                           f"(tasks: {self.task_states(dag_id, run_id)})")
-
-    def task_instances(self, dag_id: str, run_id: str) -> list[dict]:
-        """All task instances of the run (paged: rate_peak has ~90 tasks)."""
-        out: list[dict] = []
-        rid = urllib.parse.quote(run_id, safe="")
-        while True:
-            page = self.api("GET", f"/dags/{dag_id}/dagRuns/{rid}/taskInstances"
-                                   f"?limit=100&offset={len(out)}")
-            out += page["task_instances"]
-            if not page["task_instances"] or len(out) >= page["total_entries"]:
-                return out
-
-    def task_states(self, dag_id: str, run_id: str) -> dict[str, str | None]:
-        return {ti["task_id"]: ti["state"] for ti in self.task_instances(dag_id, run_id)}
-
-    def set_run_state(self, dag_id: str, run_id: str, state: str) -> dict:
-        """PATCH the run to success/failed/queued (marking failed stops its running tasks)."""
-        return self.api("PATCH", f"/dags/{dag_id}/dagRuns/{urllib.parse.quote(run_id, safe='')}",
-                        {"state": state})
+                p.kill()
+            except psutil.NoSuchProcess:
+                pass
+        gone, alive = psutil.wait_procs(tree, timeout=30)
+        if alive:
+            raise AirflowError(f"{name}: processes survived SIGKILL: {[p.pid for p in alive]}")
+        self.killed.add(name)
+        return [p.pid for p in tree]

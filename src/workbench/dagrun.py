@@ -11,6 +11,8 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
+import os
+import socket
 import sys
 from pathlib import Path
 from typing import Any, Sequence
@@ -18,6 +20,13 @@ from typing import Any, Sequence
 from workbench.config.paths import DAGS, rating_dir
 from workbench.pipeline import open_store, rating_id_for
 from workbench.pipeline.console import result_block
+
+
+def worker_hostname() -> str:
+    """The hostname a task instance records (Airflow's `core.hostname_callable`): the Celery
+    worker's own name (`worker1@host`, set by scripts/celery-stack.sh as WB_WORKER_NAME) so that two
+    workers on one host are told apart; else the host's FQDN, Airflow's default."""
+    return os.environ.get("WB_WORKER_NAME") or socket.getfqdn()
 
 
 def load_dag(dag_id: str, dags_folder: Path = DAGS):

@@ -1,5 +1,6 @@
-"""The three DAGs end to end with dag.test() on real Ganesha slots and a real MinIO (the `smoke`
-profile: real but short ratings), and the rate_peak DAG's params and tasks."""
+"""rate_peak and nightly_regression end to end with dag.test() on real Ganesha slots and a real MinIO
+(the `smoke` profile: real but short ratings), and the rate_peak DAG's params and tasks. map_surface
+runs end to end on the distributed stack, two samples at once: tests/dags/test_celery.py."""
 from __future__ import annotations
 
 import datetime as dt
@@ -159,36 +160,8 @@ def test_rate_peak_bad_params_fail_at_validate_before_provisioning(airflow_env):
     assert not [k for k in store.list_keys("ratings/") if "spec.json" in k]
 
 
-@SLOT1
 @pytest.mark.integration
-@pytest.mark.timeout(1500)
-def test_map_surface_2x2_with_seeding(airflow_env):
-    _root()
-    store = airflow_env
-    # two factors that move λ* by ~10 % (I/O-bound at 90-100 read IOPS; threads barely matter), so a
-    # seeded sample starts within a step or two of its λ* (δ 10 %) instead of walking ×3 to it
-    dr = _dag("map_surface").test(run_conf={"profile": "smoke", "workload": "web_server",
-                                            "factors": {"threads": [8, 16], "read_iops": [90, 100]}})
-    assert str(dr.state).endswith("success"), _states(dr)
-    sid = pipeline.rating_id_for("map_surface", dr.run_id)
-    rows = [store.get_json(k) for k in store.list_keys(f"surfaces/{sid}/samples/")]
-    assert len(rows) == 4 and all(r["peak_rate"] > 0 for r in rows)
-    # the first sample to run has nothing to seed from; every later one is seeded from a finished one
-    assert sum(r["seed_load"] is None for r in rows) == 1, rows
-    assert {r["seed_load"] for r in rows if r["seed_load"]} <= {r["peak_rate"] for r in rows}, rows
-    model = store.get_json(f"surfaces/{sid}/model.json")
-    assert model["n_samples"] == 4 and model["coefficients"]
-    keys = store.list_keys(f"surfaces/{sid}/")
-    assert f"surfaces/{sid}/plots/surface_read_iops_threads.png" in keys   # factor names sorted
-    assert f"surfaces/{sid}/report.html" in keys
-    page = store.get_bytes(f"surfaces/{sid}/report.html").decode()
-    for r in rows:      # each sample links its rating's report (relative), and that report exists
-        assert f'href="../../ratings/{r["rating_id"]}/report.html"' in page
-        assert store.rating_key(r["rating_id"], "report.html") in store.list_keys(f"ratings/{r['rating_id']}/")
-
-
-@pytest.mark.integration
-@pytest.mark.xdist_group("slot2")        # slot1's group (map_surface, rate_peak) is the longer chain
+@pytest.mark.xdist_group("slot2")
 @pytest.mark.timeout(900)
 def test_nightly_flags_a_worse_configuration(airflow_env, tmp_path):
     """One real night (read_iops 50: λ* about half) against two recorded nights of read_iops 100:

@@ -20,3 +20,68 @@ def test_sweep_plan_orders_for_seeding_and_checks_factors():
         sweep.plan_sweep({"factors": {"colour": [1, 2]}}, "sw")
     with pytest.raises(pipeline.ParamError, match="n_samples"):
         sweep.plan_sweep({"factors": {"memory_mb": [128, 256]}, "design": "dopt"}, "sw")
+
+
+def test_a_retried_sample_keeps_the_seed_of_its_first_try(tmp_path, monkeypatch):
+    """Seeding reads the finished samples, which grow while a sweep runs: a sample retried (on any
+    worker) after another finished must resume its trial log with its first try's seed, not a new one."""
+    from workbench.pipeline.localstore import LocalStore
+
+    store = LocalStore(tmp_path / "store")
+    store.ensure_bucket()
+    sw = sweep.plan_sweep({"workload": "web_server", "profile": "smoke",
+                           "factors": {"read_iops": [90, 100, 105]}}, "sw")
+    assert [it["sample"]["read_iops"] for it in sw["samples"]] == [90, 100, 105]
+    head = {k: v for k, v in sw.items() if k != "samples"}
+    seeds = []
+
+    def fake_rating(plan, store_, log=print):
+        seeds.append(plan.spec.get("seed_load"))
+        store_.put_json(store_.rating_key(plan.rating_id, "spec.json"), plan.to_dict())
+        if plan.rating_id.endswith("s01") and len(seeds) == 2:
+            raise RuntimeError("worker lost")          # the first try of sample 1 dies mid-rating
+        lam = 1000.0 + 100 * len(seeds)
+        return {"peak_rate": lam, "converged": True, "n_trials": 5, "cost_s": 50.0, "bracket": [lam, lam],
+                "peak_rate_ci": [lam, lam], "reason": "converged"}
+
+    monkeypatch.setattr(sweep, "run_rating", fake_rating)
+    first = sweep.rate_sample(store, head, sw["samples"][0], log=lambda m: None)
+    with pytest.raises(RuntimeError, match="worker lost"):
+        sweep.rate_sample(store, head, sw["samples"][1], log=lambda m: None)
+    third = sweep.rate_sample(store, head, sw["samples"][2], log=lambda m: None)
+    retried = sweep.rate_sample(store, head, sw["samples"][1], log=lambda m: None)
+    assert seeds[:2] == [None, first["peak_rate"]]
+    assert third["peak_rate"] != first["peak_rate"]    # 105, not 90, is 100's nearest finished sample now
+    assert seeds[3] == first["peak_rate"] and retried["seed_load"] == first["peak_rate"], seeds
+    # a sample already rated is not rated again
+    assert sweep.rate_sample(store, head, sw["samples"][1], log=lambda m: None) == retried and len(seeds) == 4
+
+
+def test_a_2x2_sweep_seeds_later_samples_and_ends_in_a_model_a_plot_and_a_report(tmp_path, monkeypatch):
+    """The whole sweep in one process (fake ratings, local store): the first sample unseeded, every
+    later one seeded from a finished one; the fit, the contour plot of the factor pair, the report
+    linking each sample's rating report. (On real slots and two Celery workers: tests/dags/test_celery.py.)"""
+    from workbench.pipeline.localstore import LocalStore
+
+    store = LocalStore(tmp_path / "store")
+    store.ensure_bucket()
+    jobs = sweep.start_sweep(store, {"workload": "web_server", "profile": "smoke",
+                                     "factors": {"threads": [8, 16], "read_iops": [90, 100]}}, "sw")
+
+    def fake_rating(plan, store_, log=print):
+        f = plan.factors
+        lam = 10.0 * f["read_iops"] + 0.5 * f["threads"]
+        store_.put_json(store_.rating_key(plan.rating_id, "report.html"), {"fake": True})
+        return {"peak_rate": lam, "converged": True, "n_trials": 5, "cost_s": 50.0, "bracket": [lam, lam],
+                "peak_rate_ci": [lam, lam], "reason": "converged"}
+
+    monkeypatch.setattr(sweep, "run_rating", fake_rating)
+    rows = [sweep.rate_sample(store, j["sweep"], j["item"], log=lambda m: None) for j in jobs]
+    assert [r["seed_load"] is None for r in rows] == [True, False, False, False]
+    assert {r["seed_load"] for r in rows[1:]} <= {r["peak_rate"] for r in rows}
+    summary = sweep.finish_sweep(store, "sw", rows)
+    assert summary["n_samples"] == 4 and summary["coefficients"]
+    keys = store.list_keys("surfaces/sw/")
+    assert "surfaces/sw/plots/surface_read_iops_threads.png" in keys, keys       # factor names sorted
+    page = store.get_bytes("surfaces/sw/report.html").decode()
+    assert all(f'href="../../ratings/{r["rating_id"]}/report.html"' in page for r in rows)

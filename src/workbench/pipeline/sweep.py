@@ -142,8 +142,12 @@ def rate_sample(store: Store, sweep: Mapping[str, Any], item: Mapping[str, Any],
     if store.exists(key):                          # a retried task: the sample is already rated
         return store.get_json(key)
     plan = RatingPlan.from_dict(item["plan"])
+    first_try = store.get_json(store.rating_key(plan.rating_id, "spec.json"), None)
     seed = None
-    if sweep.get("seeding", True):
+    if first_try is not None:      # a retry (on any worker) resumes with the seed its first try chose
+        seed = first_try["spec"].get("seed_load")
+        plan = seeded(plan, seed)
+    elif sweep.get("seeding", True):
         done = [(d["sample"], d["peak_rate"]) for d in finished_samples(store, sweep_id) if d.get("converged")]
         space = factor_space(sweep["factors"])
         seed = nearest_seed(item["sample"], done, space=space, fallback="aggregate")

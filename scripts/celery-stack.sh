@@ -1,0 +1,290 @@
+#!/usr/bin/env bash
+# Distributed Airflow on this machine, without containers: Postgres (metadata database and Celery
+# result backend) and Redis (Celery broker) from Debian's packages, and Airflow with the
+# CeleryExecutor as separate processes: api-server, scheduler, dag-processor, triggerer and N Celery
+# workers (one task at a time each, so a free worker takes the next task).
+#
+#   celery-stack.sh up     [--dir D] [--api-port P] [--workers N]   start (idempotent)
+#   celery-stack.sh down   [--dir D] [--purge]                      stop all; --purge deletes D and the database
+#   celery-stack.sh status [--dir D]                                one line per process; exit 1 if one is down
+#   celery-stack.sh env    [--dir D]                                the AIRFLOW__* lines for `airflow` CLI calls
+#
+# D (default /tmp/workbench/celery, mode 0700) holds `env` (generated at first start, mode 600:
+# database and broker passwords, Airflow's JWT secret, Fernet key and API secret; reused later),
+# redis/ (config, append-only file), airflow/ (AIRFLOW_HOME: logs) and a pid file and a log per
+# process. Postgres refuses to run as root, so its data directory belongs to the `postgres` user in
+# /var/lib/postgresql/workbench/ (named in `env`). Everything listens on 127.0.0.1 only; the UI is
+# http://127.0.0.1:P (default 8090), every user admin as in `make ui`. The workers run the tasks with
+# this checkout's venv and slots (WB_SLOTS, WB_INVENTORY); the results store is WB_S3_* of the
+# environment, else the local MinIO (scripts/minio.sh);
+# AIRFLOW__* variables in the caller's environment override the defaults below.
+set -euo pipefail
+
+REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+VENV_BIN=$REPO/.venv/bin
+die() { echo "celery-stack.sh: $*" >&2; exit 1; }
+say() { echo "celery-stack.sh: $*" >&2; }
+
+[ $# -ge 1 ] || die "usage: celery-stack.sh up|down|status|env [--dir D] [--api-port P] [--workers N] [--purge]"
+action=$1; shift
+dir=/tmp/workbench/celery api_port='' workers=2 purge=''
+while [ $# -gt 0 ]; do
+  case $1 in
+    --dir) [ $# -ge 2 ] || die "--dir needs a value"; dir=$2; shift 2 ;;
+    --api-port) [ $# -ge 2 ] || die "--api-port needs a value"; api_port=$2; shift 2 ;;
+    --workers) [ $# -ge 2 ] || die "--workers needs a value"; workers=$2; shift 2 ;;
+    --purge) purge=1; shift ;;
+    *) die "unknown option '$1'" ;;
+  esac
+done
+[ -z "$api_port" ] || { [[ $api_port =~ ^[0-9]+$ ]] && [ "$api_port" -ge 1 ] && [ "$api_port" -le 65535 ]; } ||
+  die "--api-port must be 1..65535, got '$api_port'"
+[[ $workers =~ ^[0-9]+$ ]] && [ "$workers" -ge 1 ] && [ "$workers" -le 8 ] || die "--workers must be 1..8, got '$workers'"
+# shellcheck source=private-dir.sh
+source "$REPO/scripts/private-dir.sh"
+[ "$(dirname "$dir")" != /tmp/workbench ] || private_dir /tmp/workbench
+private_dir "$dir"
+dir=$(cd "$dir" && pwd)
+envfile=$dir/env home=$dir/airflow
+PG_BIN=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)
+
+env_value() { [ -r "$envfile" ] && sed -n "s/^$1=//p" "$envfile" | tail -1 || true; }
+random_hex() { od -An -N"$1" -tx1 /dev/urandom | tr -d ' \n'; }
+free_port() { "$VENV_BIN/python" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+
+# A pid file holds "PID START" (start time in clock ticks since boot, /proc/PID/stat field 22): Celery
+# renames its processes, so the start time, not the command line, tells a reused pid apart.
+start_time() { sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | cut -d' ' -f20; }
+write_pid() { echo "$2 $(start_time "$2")" >"$dir/$1.pid"; }
+running_pid() {    # name: its pid if that process still runs, else nothing
+  local pid start
+  [ -r "$dir/$1.pid" ] && read -r pid start <"$dir/$1.pid" || return 0
+  [[ $pid =~ ^[0-9]+$ ]] && [ -n "$start" ] && [ "$(start_time "$pid")" = "$start" ] && echo "$pid" || true
+}
+
+# ------------------------------------------------------------------ credentials and ports (first start)
+make_env() {
+  [ -s "$envfile" ] && return 0
+  local tmp
+  tmp=$(mktemp "$dir/.env.XXXXXX")
+  chmod 600 "$tmp"
+  {
+    echo "WB_PG_PORT=$(free_port)"
+    echo "WB_PG_PASSWORD=$(random_hex 18)"
+    echo "WB_PG_DATA=/var/lib/postgresql/workbench/$(random_hex 6)"
+    echo "WB_REDIS_PORT=$(free_port)"
+    echo "WB_REDIS_PASSWORD=$(random_hex 18)"
+    echo "WB_API_PORT=${api_port:-8090}"
+    echo "WB_TRIGGER_LOG_PORT=$(free_port)"
+    echo "AIRFLOW__API_AUTH__JWT_SECRET=$(random_hex 32)"
+    echo "AIRFLOW__API__SECRET_KEY=$(random_hex 32)"
+    echo "AIRFLOW__CORE__FERNET_KEY=$(head -c 32 /dev/urandom | base64 | tr '+/' '-_')"
+  } >"$tmp"
+  mv "$tmp" "$envfile"
+}
+
+# The Airflow configuration of every process of the stack (secrets from `env`).
+airflow_env() {
+  local port
+  port=$(env_value WB_API_PORT)
+  cat <<EOF
+AIRFLOW_HOME=$home
+AIRFLOW__CORE__EXECUTOR=CeleryExecutor
+AIRFLOW__DATABASE__SQL_ALCHEMY_CONN=postgresql+psycopg2://airflow:$(env_value WB_PG_PASSWORD)@127.0.0.1:$(env_value WB_PG_PORT)/airflow
+AIRFLOW__CELERY__BROKER_URL=redis://:$(env_value WB_REDIS_PASSWORD)@127.0.0.1:$(env_value WB_REDIS_PORT)/0
+AIRFLOW__CELERY__RESULT_BACKEND=db+postgresql+psycopg2://airflow:$(env_value WB_PG_PASSWORD)@127.0.0.1:$(env_value WB_PG_PORT)/airflow
+AIRFLOW__CELERY__WORKER_CONCURRENCY=1
+AIRFLOW__CELERY__WORKER_PREFETCH_MULTIPLIER=1
+AIRFLOW__CORE__DAGS_FOLDER=$REPO/dags
+AIRFLOW__CORE__LOAD_EXAMPLES=False
+AIRFLOW__CORE__DAGS_ARE_PAUSED_AT_CREATION=True
+AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_ALL_ADMINS=True
+AIRFLOW__API__HOST=127.0.0.1
+AIRFLOW__API__PORT=$port
+AIRFLOW__API__BASE_URL=http://127.0.0.1:$port
+AIRFLOW__CORE__EXECUTION_API_SERVER_URL=http://127.0.0.1:$port/execution/
+AIRFLOW__API_AUTH__JWT_SECRET=$(env_value AIRFLOW__API_AUTH__JWT_SECRET)
+AIRFLOW__API__SECRET_KEY=$(env_value AIRFLOW__API__SECRET_KEY)
+AIRFLOW__CORE__FERNET_KEY=$(env_value AIRFLOW__CORE__FERNET_KEY)
+AIRFLOW__LOGGING__BASE_LOG_FOLDER=$home/logs
+AIRFLOW__LOGGING__TRIGGER_LOG_SERVER_PORT=$(env_value WB_TRIGGER_LOG_PORT)
+AIRFLOW__DAG_PROCESSOR__DAG_BUNDLE_STORAGE_PATH=$home/bundles
+AIRFLOW__DAG_PROCESSOR__REFRESH_INTERVAL=10
+EOF
+}
+
+# Export the stack's configuration (the caller's AIRFLOW__* settings of other keys pass through).
+export_airflow_env() {
+  local line
+  while IFS= read -r line; do export "$line"; done < <(airflow_env)
+  export PATH="$VENV_BIN:$PATH" PYTHONPATH="$REPO/src:$REPO${PYTHONPATH:+:$PYTHONPATH}"
+  export ANSIBLE_CONFIG=$REPO/ansible.cfg
+}
+
+# ------------------------------------------------------------------ Postgres
+pg() { runuser -u postgres -- "$PG_BIN/$1" "${@:2}"; }
+pg_up() {
+  local data port
+  data=$(env_value WB_PG_DATA) port=$(env_value WB_PG_PORT)
+  [ -n "$PG_BIN" ] || die "Postgres not installed (make setup installs postgresql)"
+  if [ ! -s "$data/PG_VERSION" ]; then
+    install -d -m 0700 -o postgres -g postgres /var/lib/postgresql/workbench "$data"
+    local pw=$data.pw
+    install -m 600 -o postgres -g postgres /dev/null "$pw"
+    env_value WB_PG_PASSWORD >"$pw"
+    pg initdb -D "$data" -U airflow --pwfile="$pw" --auth=scram-sha-256 -E UTF8 >"$dir/postgres-initdb.log" 2>&1 ||
+      { rm -f "$pw"; die "initdb failed; see $dir/postgres-initdb.log"; }
+    rm -f "$pw"
+  fi
+  if ! pg pg_ctl status -D "$data" >/dev/null 2>&1; then
+    pg pg_ctl start -D "$data" -w -t 60 -l "$data/postgres.log" \
+      -o "-c listen_addresses=127.0.0.1 -p $port -c unix_socket_directories=$data" >/dev/null ||
+      die "Postgres did not start within 60 s on 127.0.0.1:$port; see $data/postgres.log"
+  fi
+  PGPASSWORD=$(env_value WB_PG_PASSWORD) "$PG_BIN/psql" -h 127.0.0.1 -p "$port" -U airflow -d postgres -tAc \
+    "SELECT 1 FROM pg_database WHERE datname='airflow'" | grep -q 1 ||
+    PGPASSWORD=$(env_value WB_PG_PASSWORD) "$PG_BIN/createdb" -h 127.0.0.1 -p "$port" -U airflow airflow
+}
+pg_down() {
+  local data
+  data=$(env_value WB_PG_DATA)
+  [ -n "$data" ] && [ -d "$data" ] || return 0
+  pg pg_ctl status -D "$data" >/dev/null 2>&1 || return 0
+  pg pg_ctl stop -D "$data" -m fast -w -t 60 >/dev/null || die "Postgres did not stop within 60 s"
+}
+
+# ------------------------------------------------------------------ Redis
+redis_ping() { REDISCLI_AUTH=$(env_value WB_REDIS_PASSWORD) redis-cli -h 127.0.0.1 -p "$(env_value WB_REDIS_PORT)" ping 2>/dev/null | grep -q PONG; }
+redis_up() {
+  [ -n "$(running_pid redis)" ] && return 0
+  command -v redis-server >/dev/null || die "redis-server not installed (make setup installs it)"
+  ! redis_ping || die "127.0.0.1:$(env_value WB_REDIS_PORT) already serves a Redis not started from $dir"
+  private_dir "$dir/redis"
+  (umask 077; printf 'bind 127.0.0.1\nport %s\nrequirepass %s\ndir %s\nappendonly yes\nsave ""\nprotected-mode yes\n' \
+    "$(env_value WB_REDIS_PORT)" "$(env_value WB_REDIS_PASSWORD)" "$dir/redis" >"$dir/redis/redis.conf")
+  setsid nohup redis-server "$dir/redis/redis.conf" >"$dir/redis.log" 2>&1 </dev/null &
+  write_pid redis $!
+  local i
+  for i in $(seq 1 100); do redis_ping && return 0; sleep 0.2; done
+  die "Redis did not answer on 127.0.0.1:$(env_value WB_REDIS_PORT) within 20 s; see $dir/redis.log"
+}
+
+# ------------------------------------------------------------------ Airflow
+components() {
+  local k
+  echo api-server scheduler dag-processor triggerer
+  for k in $(seq 1 "$1"); do echo "worker$k"; done
+}
+start_component() {    # name
+  local name=$1 argv host
+  host=$("$VENV_BIN/python" -c 'import socket; print(socket.getfqdn())')
+  [ -n "$(running_pid "$name")" ] && return 0
+  case $name in
+    worker*) argv=(celery worker --celery-hostname "$name@$host" --skip-serve-logs --without-mingle --without-gossip) ;;
+    api-server) argv=(api-server --host 127.0.0.1 --port "$(env_value WB_API_PORT)") ;;
+    *) argv=("$name") ;;
+  esac
+  if [[ $name == worker* ]]; then   # its task instances carry its Celery name as their hostname
+    WB_WORKER_NAME=$name@$host AIRFLOW__CORE__HOSTNAME_CALLABLE=workbench.dagrun.worker_hostname \
+      setsid nohup "$VENV_BIN/airflow" "${argv[@]}" >>"$dir/$name.log" 2>&1 </dev/null &
+  else
+    setsid nohup "$VENV_BIN/airflow" "${argv[@]}" >>"$dir/$name.log" 2>&1 </dev/null &
+  fi
+  write_pid "$name" $!
+}
+stop_component() {     # name: SIGTERM to its session, 30 s, then SIGKILL (a worker ends its tasks first)
+  local name=$1 pid i
+  pid=$(running_pid "$name")
+  [ -n "$pid" ] || { rm -f "$dir/$name.pid"; return 0; }
+  kill -TERM -- "-$pid" 2>/dev/null || true
+  for i in $(seq 1 150); do
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.2
+  done
+  kill -KILL -- "-$pid" 2>/dev/null || true
+  rm -f "$dir/$name.pid"
+}
+wait_ready() {          # api-server answers, scheduler and triggerer healthy, every worker ready
+  local port i k health
+  port=$(env_value WB_API_PORT)
+  for i in $(seq 1 180); do
+    health=$(curl -sf -m 3 "http://127.0.0.1:$port/api/v2/monitor/health" 2>/dev/null || true)
+    if [ -n "$health" ] && "$VENV_BIN/python" -c 'import json,sys; h=json.loads(sys.argv[1]);
+sys.exit(0 if all((h.get(k) or {}).get("status")=="healthy" for k in ("metadatabase","scheduler","triggerer")) else 1)' "$health"; then
+      for k in $(seq 1 "$workers"); do grep -q "worker$k@.* ready" "$dir/worker$k.log" || continue 2; done
+      return 0
+    fi
+    for name in $(components "$workers"); do
+      [ -n "$(running_pid "$name")" ] || die "airflow $name exited; see $dir/$name.log: $(tail -n 5 "$dir/$name.log" | tr '\n' ' ')"
+    done
+    sleep 1
+  done
+  die "the stack was not ready within 180 s (health: ${health:-no answer}); logs in $dir"
+}
+
+up() {
+  local name
+  make_env
+  [ -z "$api_port" ] || [ "$api_port" = "$(env_value WB_API_PORT)" ] ||
+    die "$dir was set up with api port $(env_value WB_API_PORT); 'down --purge' it to change the port"
+  pg_up
+  redis_up
+  [ -n "${WB_S3_ENDPOINT:-}" ] || eval "$("$REPO/scripts/minio.sh" up | sed 's/^/export /')"
+  export_airflow_env
+  mkdir -p "$home"
+  airflow db migrate >"$dir/db-migrate.log" 2>&1 || die "airflow db migrate failed; see $dir/db-migrate.log"
+  airflow pools set workbench_sut "$(tr ',' '\n' <<<"${WB_SLOTS:-slot1,slot2}" | grep -c .)" \
+    "SUT slots of the workbench (${WB_SLOTS:-slot1,slot2})" >/dev/null 2>&1 || die "could not create the workbench_sut pool"
+  for name in $(components "$workers"); do start_component "$name"; done
+  wait_ready
+  say "up: http://127.0.0.1:$(env_value WB_API_PORT) ($workers Celery workers; Postgres 127.0.0.1:$(env_value WB_PG_PORT), Redis 127.0.0.1:$(env_value WB_REDIS_PORT)); logs in $dir"
+}
+
+down() {
+  local name f
+  [ -s "$envfile" ] || { say "nothing set up in $dir"; return 0; }
+  for f in "$dir"/*.pid; do
+    [ -e "$f" ] || continue
+    name=$(basename "$f" .pid)
+    [ "$name" = redis ] || stop_component "$name"
+  done
+  local pid
+  pid=$(running_pid redis)
+  if [ -n "$pid" ]; then
+    kill "$pid"
+    for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.2; done
+    kill -9 "$pid" 2>/dev/null || true
+  fi
+  rm -f "$dir/redis.pid"
+  pg_down
+  if [ -n "$purge" ]; then
+    local data
+    data=$(env_value WB_PG_DATA)
+    [[ $data == /var/lib/postgresql/workbench/* ]] && rm -rf "$data"
+    rm -rf "$dir"
+  fi
+}
+
+status() {
+  local bad=0 name pid
+  [ -s "$envfile" ] || die "nothing set up in $dir"
+  if pg pg_ctl status -D "$(env_value WB_PG_DATA)" >/dev/null 2>&1; then echo "postgres: running, 127.0.0.1:$(env_value WB_PG_PORT)"
+  else echo "postgres: DOWN"; bad=1; fi
+  if redis_ping; then echo "redis: running, 127.0.0.1:$(env_value WB_REDIS_PORT)"; else echo "redis: DOWN"; bad=1; fi
+  for f in "$dir"/*.pid; do
+    name=$(basename "$f" .pid)
+    [ "$name" != redis ] || continue
+    pid=$(running_pid "$name")
+    if [ -n "$pid" ]; then echo "$name: running, pid $pid"; else echo "$name: DOWN (log $dir/$name.log)"; bad=1; fi
+  done
+  echo "ui: http://127.0.0.1:$(env_value WB_API_PORT)"
+  return $bad
+}
+
+case $action in
+  up) up ;;
+  down) down ;;
+  status) status ;;
+  env) [ -s "$envfile" ] || die "nothing set up in $dir: run 'celery-stack.sh up' first"; airflow_env ;;
+  *) die "unknown action '$action' (up|down|status|env)" ;;
+esac

@@ -1,0 +1,181 @@
+"""The distributed stack (scripts/celery-stack.sh): Postgres, Redis, Airflow with the CeleryExecutor
+and two Celery workers (one task at a time each), real MinIO, real Ganesha slots.
+
+map_surface samples spread over the workers: two samples run at the same time, one on each worker.
+A worker SIGKILLed in the middle of a sample (with its task processes, like a crashed host): the
+sample is retried on the other worker and resumes from the trial log in S3, with every trial in it
+exactly once.  Then the stack stops cleanly: no process left, its ports closed.
+
+The module's slots are slot6 and slot7 (slot1/slot2 of a renumbered local inventory), so it runs
+beside the tests of slot1, slot2 and slot5.
+
+    .venv/bin/python -m pytest -q tests/dags/test_celery.py      (root: slots need netns/cgroups)
+"""
+from __future__ import annotations
+
+import dataclasses
+import io
+import os
+import re
+import socket
+import time
+import uuid
+
+import psutil
+import pyarrow.parquet as pq
+import pytest
+from airflow_live import CeleryStack
+from helpers import renumbered_inventory
+
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.xdist_group("celery"),
+    pytest.mark.skipif(os.geteuid() != 0, reason="a workbench slot needs root (netns, cgroups, loop devices)"),
+]
+
+DAG_ID = "map_surface"
+SLOTS = ("slot6", "slot7")
+# two samples, λ* about 10 % apart (I/O-bound web_server at 90/100 read IOPS)
+CONF = {"profile": "smoke", "workload": "web_server", "factors": {"read_iops": [90, 100]}}
+TRIAL_KEY = re.compile(r"/trials/(\d{5})\.json$")
+
+
+@pytest.fixture(scope="module")
+def stack(minio_server, tmp_path_factory):
+    """(CeleryStack, ResultsStore) for this module, on a bucket of its own."""
+    from workbench.pipeline.s3store import ResultsStore
+
+    cfg = dataclasses.replace(minio_server, bucket=f"celery-{uuid.uuid4().hex[:10]}")
+    store = ResultsStore(cfg)
+    store.ensure_bucket()
+    inventory = renumbered_inventory(tmp_path_factory.mktemp("inventory") / "hosts.yml", {1: 6, 2: 7})
+    env = {"WB_S3_ENDPOINT": cfg.endpoint, "WB_S3_ACCESS_KEY": cfg.access_key,
+           "WB_S3_SECRET_KEY": cfg.secret_key, "WB_S3_BUCKET": cfg.bucket, "WB_S3_SECURE": "false",
+           "WB_SLOTS": ",".join(SLOTS), "WB_INVENTORY": str(inventory)}
+    t0 = time.monotonic()
+    with CeleryStack(tmp_path_factory.mktemp("celery") / "stack", env) as st:
+        st.wait_ready(DAG_ID)
+        print(f"celery stack up in {time.monotonic() - t0:.1f} s")
+        yield st, store
+
+
+def _samples(stack, run_id: str) -> dict[int, dict]:
+    return {ti["map_index"]: ti for ti in stack.task_instances(DAG_ID, run_id) if ti["task_id"] == "rate_sample"}
+
+
+def _tries(stack, run_id: str, map_index: int) -> list[dict]:
+    from urllib.parse import quote
+    path = f"/dags/{DAG_ID}/dagRuns/{quote(run_id, safe='')}/taskInstances/rate_sample/{map_index}/tries"
+    return stack.api("GET", path)["task_instances"]
+
+
+def _trial_numbers(store, rating_id: str) -> list[int]:
+    return sorted(int(m.group(1)) for k in store.list_keys(f"ratings/{rating_id}/trials/")
+                  if (m := TRIAL_KEY.search(k)))
+
+
+def _sample_rating_ids(store, run_id: str) -> dict[int, str]:
+    from workbench import pipeline
+    plan = store.get_json(store.surface_key(pipeline.rating_id_for(DAG_ID, run_id), "plan.json"), None)
+    return {it["i"]: it["plan"]["rating_id"] for it in plan["samples"]} if plan else {}
+
+
+def _workers() -> set[str]:
+    return {f"worker{k}@{socket.getfqdn()}" for k in (1, 2)}
+
+
+def _finish(stack, run_id: str, timeout_s: float) -> str:
+    try:
+        return stack.wait_run(DAG_ID, run_id, timeout_s=timeout_s)
+    finally:
+        if stack.run_state(DAG_ID, run_id) not in ("success", "failed"):
+            stack.set_run_state(DAG_ID, run_id, "failed")
+
+
+@pytest.mark.timeout(1200)
+def test_two_samples_run_at_once_on_two_workers(stack):
+    from workbench import pipeline
+
+    st, store = stack
+    t0 = time.monotonic()
+    run_id = st.trigger(DAG_ID, CONF)
+    state = _finish(st, run_id, timeout_s=1000)
+    tis = _samples(st, run_id)
+    print(f"map_surface on the Celery stack: {state} in {time.monotonic() - t0:.1f} s; samples: "
+          + "; ".join(f"[{i}] {ti['hostname']} {ti['start_date']} → {ti['end_date']}" for i, ti in sorted(tis.items())))
+    assert state == "success", st.task_states(DAG_ID, run_id)
+    a, b = tis[0], tis[1]
+    assert {a["hostname"], b["hostname"]} == _workers(), (a["hostname"], b["hostname"])
+    assert a["start_date"] < b["end_date"] and b["start_date"] < a["end_date"], "the samples did not overlap"
+    sid = pipeline.rating_id_for(DAG_ID, run_id)
+    rows = [store.get_json(k) for k in store.list_keys(f"surfaces/{sid}/samples/")]
+    assert len(rows) == 2 and all(r["converged"] and r["peak_rate"] > 0 for r in rows), rows
+    for r in rows:
+        assert store.get_json(store.rating_key(r["rating_id"], "result.json"))["peak_rate"] == r["peak_rate"]
+    assert store.get_json(f"surfaces/{sid}/model.json")["n_samples"] == 2
+    page = store.get_bytes(f"surfaces/{sid}/report.html").decode()
+    assert all(f'href="../../ratings/{r["rating_id"]}/report.html"' in page for r in rows)
+
+
+@pytest.mark.timeout(1500)
+def test_a_killed_worker_s_sample_resumes_on_the_other_with_each_trial_once(stack):
+    st, store = stack
+    run_id = st.trigger(DAG_ID, CONF)
+    try:
+        # 1. a sample with ≥ 2 stored trials whose rating is still running
+        deadline = time.monotonic() + 600
+        while True:
+            tis = _samples(st, run_id)
+            ratings = _sample_rating_ids(store, run_id)
+            busy = [(i, ti) for i, ti in tis.items() if i in ratings and ti["state"] == "running"
+                    and len(_trial_numbers(store, ratings[i])) >= 2]
+            if busy:
+                break
+            assert st.run_state(DAG_ID, run_id) not in ("success", "failed"), st.task_states(DAG_ID, run_id)
+            assert time.monotonic() < deadline, f"no sample with 2 trials in 600 s: {tis}"
+            time.sleep(1)
+        victim, ti = busy[0]
+        before = _trial_numbers(store, ratings[victim])
+        worker = ti["hostname"].split("@")[0]
+        killed = st.kill_worker(worker)
+        print(f"killed {worker} ({len(killed)} processes) during sample {victim}; trials stored: {before}")
+        state = st.wait_run(DAG_ID, run_id, timeout_s=1200)
+    finally:
+        if st.run_state(DAG_ID, run_id) not in ("success", "failed"):
+            st.set_run_state(DAG_ID, run_id, "failed")
+    assert state == "success", st.task_states(DAG_ID, run_id)
+    tries = _tries(st, run_id, victim)
+    print("tries of the victim: " + "; ".join(f"{t['try_number']} {t['hostname']} {t['state']}" for t in tries))
+    assert tries[0]["hostname"] == ti["hostname"] and tries[0]["state"] == "failed", tries
+    assert tries[-1]["state"] == "success" and tries[-1]["hostname"] != ti["hostname"], tries
+    # the trial log: every trial once, the ones stored before the kill kept
+    rid = ratings[victim]
+    n = store.get_json(store.rating_key(rid, "result.json"))["n_trials"]
+    assert _trial_numbers(store, rid) == list(range(n)) and set(before) <= set(range(n))
+    assert [r["n"] for r in store.trials(rid)] == list(range(n))
+    table = pq.read_table(io.BytesIO(store.get_bytes(store.rating_key(rid, "trials.parquet")))).to_pandas()
+    assert sorted(table["n"]) == list(range(n))
+    from workbench import pipeline
+    sid = pipeline.rating_id_for(DAG_ID, run_id)
+    assert len(store.list_keys(f"surfaces/{sid}/samples/")) == 2
+
+
+@pytest.mark.timeout(300)
+def test_the_stack_stops_cleanly(stack):
+    st, _ = stack
+    procs = []
+    for f in st.home.glob("*.pid"):
+        try:
+            root = psutil.Process(st.pid(f.stem))
+            procs += [root, *root.children(recursive=True)]
+        except psutil.NoSuchProcess:
+            pass
+    env = dict(line.split("=", 1) for line in (st.home / "env").read_text().splitlines())
+    ports = [st.port, int(env["WB_PG_PORT"]), int(env["WB_REDIS_PORT"])]
+    print(st.down())
+    alive = [p for p in procs if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
+    assert not alive, f"still running after down: {alive}"
+    for port in ports:                               # api-server, Postgres, Redis: nobody listens
+        with socket.socket() as s:
+            assert s.connect_ex(("127.0.0.1", port)) != 0, port
+    assert not st.home.exists() and not os.path.exists(env["WB_PG_DATA"])

@@ -248,6 +248,15 @@ def _validation_html(validation: Mapping[str, Any] | None) -> str:
     return "".join(out)
 
 
+def _warnings_html(result: Mapping[str, Any]) -> str:
+    """Auto-pilot's warnings (analysis.anomalies), and the loads too thin to check for outliers."""
+    items = "".join(f"<li>{_e(w.get('text'))}</li>" for w in result.get("warnings") or [])
+    thin = result.get("loads_unchecked_for_outliers") or []
+    note = (f'<p class="muted">not checked for outlier trials (fewer than 6 valid trials, where no |z| can '
+            f'exceed 2): {_e(", ".join(_num(x) for x in thin))} ops/s</p>' if thin else "")
+    return (f'<ul class="warnings">{items}</ul>' if items else '<p>none</p>') + note
+
+
 def rating_report_html(spec: Mapping[str, Any], result: Mapping[str, Any],
                        trials: Sequence[Mapping[str, Any]], sysinfo: Mapping[str, Any] | None = None,
                        validation: Mapping[str, Any] | None = None,
@@ -299,6 +308,7 @@ def rating_report_html(spec: Mapping[str, Any], result: Mapping[str, Any],
                    t.get("reason") or "", t.get("decision") or ""] for t in trials]
     body = "".join([
         *head,
+        "<h2>Warnings</h2>", _warnings_html(result),
         "<h2>Plots</h2>", _plots_html(plots),
         f"<h2>Per-operation breakdown at {_num(near)} ops/s (load nearest λ*)</h2>", op_html,
         "<h2>Trials</h2>",
@@ -353,13 +363,14 @@ def nightly_report_html(date_str: str, verdicts: Sequence[Mapping[str, Any]],
              f"{_num(100.0 * v['rel_change'], '+.1f')} %" if _plots._finite(v.get("rel_change")) else "—",
              _pair(v.get("diff_ci")), _num(v.get("welch_p"), ".3g"),
              {"welch": "Welch", "ci": "λ* CIs"}.get(v.get("test") or "", "—"), v.get("reason") or "",
+             "; ".join(v.get("warnings") or []) or "—",
              _link(v.get("report_url") or "", v.get("report_href"))] for f, v in zip(flags, verdicts)]
     body = "".join([
         f"<h1>Nightly regression {_e(date_str)}</h1>",
         f'<p class="headline">{_status(overall, "REGRESSION", "ALL OK")} &nbsp; '
         f"{sum(f is True for f in flags)} of {len(verdicts)} baseline(s) regressed</p>",
         _table(["status", "baseline", "config", "λ* now", "λ* baseline", "change", "diff CI", "Welch p",
-                "decided by", "reason", "report"], rows, left=(0, 1, 2, 8, 9, 10)),
+                "decided by", "reason", "warnings", "report"], rows, left=(0, 1, 2, 8, 9, 10, 11)),
         "<h2>Plots</h2>" if plots else "", _plots_html(plots),
     ])
     return _page(f"Nightly {date_str}", body)

@@ -53,6 +53,7 @@ def result_block(result: Mapping[str, Any], wall_s: float | None = None) -> str:
                    + f") at {result.get('n_loads')} loads"),
         ("cost", f"{fmt_num(result.get('cost_s'), '.0f')} s (spec units)"
                  + (f", wall {wall_s:.0f} s" if wall_s is not None else "")),
+        *[("warning", w["text"]) for w in result.get("warnings") or []],    # analysis.anomalies
     ]
     w = max(len(k) for k, _ in rows)
     return "\n".join(f"  {k:<{w}}  {v}" for k, v in rows)

@@ -11,6 +11,7 @@ from typing import Any, Mapping, Sequence
 
 import yaml
 
+from analysis.anomalies import history_trend
 from analysis.regression import compare_to_history, reference_load
 from analysis.report import nightly_report_html
 from workbench.config.paths import REPO
@@ -177,11 +178,21 @@ def compare(store: Store, night: str, records: Sequence[Mapping[str, Any]]) -> l
         rating_report = store.rating_key(rec["rating_id"], "report.html")
         v.update(name=rec["name"], config=rec["params"], rating_id=rec["rating_id"],
                  history_nights=[h["night"] for h in history], report_url=store.url(rating_report),
-                 report_href=store.link(report_key, rating_report))
+                 report_href=store.link(report_key, rating_report),
+                 warnings=night_warnings(history, current, night, cfg["confidence"]))
         print(f"{rec['name']}: {verdict_word(v)} — {v['reason']}")
         verdicts.append(v)
     store.put_json(store.nightly_key(night, "verdicts.json"), verdicts)
     return verdicts
+
+
+def night_warnings(history: Sequence[Mapping[str, Any]], current: Mapping[str, Any], night: str,
+                   confidence: float) -> list[str]:
+    """Tonight's rating's own warnings and a leak-like decline of λ* over the converged nights."""
+    nights = [*history, {**current, "night": night}]
+    peaks = [r["result"].get("peak_rate") if r["result"].get("converged") else None for r in nights]
+    trend = history_trend(peaks, [r["night"] for r in nights], confidence)
+    return [w["text"] for w in current["result"].get("warnings") or []] + ([trend["text"]] if trend else [])
 
 
 def verdict_word(v: Mapping[str, Any]) -> str:

@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 from typing import Any, Mapping
 
+from analysis.anomalies import rating_warnings
 from analysis.report import rating_plots, rating_report_html
 from analysis.validate import validate_trials
 from workbench.config.paths import FSTRESS
@@ -202,6 +203,8 @@ def summarise_step(plan: RatingPlan, store: Store, validation: Mapping[str, Any]
     out.update(rating_id=plan.rating_id, workload=plan.workload, slot=plan.slot,
                factors=plan.factors, external=plan.external, profile=plan.profile, n_excluded_gx=len(excluded),
                finished_unix=time.time())
+    records = [{"n": i, "load_ops_s": t.load_ops_s, "mean_ms": t.mean_ms, "valid": t.valid} for i, t in enumerate(log)]
+    out.update(rating_warnings(records, plan.rating_spec().confidence))   # Auto-pilot's warnings (seed 001)
     out = strict_json(out)
     store.put_json(store.rating_key(plan.rating_id, "result.json"), out)
     return out

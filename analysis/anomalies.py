@@ -45,7 +45,7 @@ def _outliers(load: float, points: list[tuple[int, float]]) -> list[dict[str, An
     return [{"kind": "outlier", "load_ops_s": load, "trials": [n], "z": round(float(zi), 3),
              "text": f"trial {n} at {load:g} ops/s: mean {m:.4g} ms is {zi:+.2f} standard deviations "
                      f"from the load's mean (|z| > {Z_THRESHOLD:g})"}
-            for (n, m), zi in zip(points, z) if abs(zi) > Z_THRESHOLD]
+            for (n, m), zi in zip(points, z, strict=True) if abs(zi) > Z_THRESHOLD]
 
 
 def _drift(load: float, points: list[tuple[int, float]], confidence: float) -> list[dict[str, Any]]:
@@ -82,7 +82,7 @@ def history_trend(peaks: Sequence[float | None], nights: Sequence[str],
                   confidence: float = 0.95) -> dict[str, Any] | None:
     """A leak-like warning when λ* declines significantly over the nights (oldest first; tonight
     last); None when there is no such decline or fewer than 3 nights with a λ*."""
-    pts = [(i, float(p), night) for i, (p, night) in enumerate(zip(peaks, nights)) if _finite(p)]
+    pts = [(i, float(p), night) for i, (p, night) in enumerate(zip(peaks, nights, strict=True)) if _finite(p)]
     if len(pts) < MIN_SLOPE_POINTS:
         return None
     s = slope_test([p for _, p, _ in pts], [float(i) for i, _, _ in pts], confidence)

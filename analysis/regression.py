@@ -199,8 +199,10 @@ def _ci_bounds(result: Mapping[str, Any], key: str = "peak_rate_ci") -> tuple[fl
 
 
 def compare_to_history(current: Mapping[str, Any], history: Sequence[Mapping[str, Any]], *,
-                       tolerance: float = 0.10, confidence: float = 0.95) -> RegressionVerdict:
-    """Regression verdict for tonight's rating against the history (see the module docstring)."""
+                       tolerance: float = 0.10, confidence: float = 0.95,
+                       current_name: str = "tonight's rating") -> RegressionVerdict:
+    """Regression verdict for tonight's rating against the history (see the module docstring);
+    `current_name` names the current rating in the reason."""
     if not 0.0 < confidence < 1.0:
         raise ValueError(f"confidence must be in (0, 1), got {confidence!r}")
     if tolerance < 0:
@@ -211,7 +213,7 @@ def compare_to_history(current: Mapping[str, Any], history: Sequence[Mapping[str
     common = dict(tolerance=tolerance, confidence=confidence)
     b_lo, b_hi = _ci_bounds(cur_res, "bracket")
     b_lo = max(b_lo, 0.0)
-    unconverged_txt = (f"tonight's rating did not converge ({cur_res.get('reason') or 'no reason given'}; "
+    unconverged_txt = (f"{current_name} did not converge ({cur_res.get('reason') or 'no reason given'}; "
                        f"bracket [{b_lo:.0f}, {b_hi:.0f}] ops/s)")
     base_items = _baseline(history)
     if not base_items:
@@ -223,7 +225,7 @@ def compare_to_history(current: Mapping[str, Any], history: Sequence[Mapping[str
     k = len(peaks)
     if cur_peak is None:
         return RegressionVerdict(base, None, None, None, None, None, None, None, False, False,
-                                 False, "tonight's rating produced no peak rate: nothing to compare "
+                                 False, f"{current_name} produced no peak rate: nothing to compare "
                                         f"with the baseline of {base:.0f} ops/s", n_baseline=k,
                                  inconclusive=unconverged, **common)
     alpha = 1.0 - confidence

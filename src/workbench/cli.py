@@ -5,6 +5,7 @@
                    [--server-address A --server-export PATH [--server-description TEXT] ...]
                    [--check] [--no-teardown] [--quiet]
     workbench plan [--workload web_server] [--profile quick] [--capacity OPS] [--reps N]
+    workbench compare A B [--results DIR] [--tolerance 0.10] [--confidence 0.95] [--out FILE] [--publish]
 
 `rate` runs the same steps as the rate_peak DAG (``pipeline.runner.run_rating``) over a
 `LocalStore` in the results directory, taking the same slot lease: the trial log is
@@ -16,6 +17,9 @@ file set against the export); ``--check`` stops there, touching no host.
 
 `plan`: the dry-run planner (``planning.dryrun.plan``) on a simulated server of the workload's
 family: expected cost, trials and convergence of the same spec.
+
+`compare`: B's λ* against A's (``pipeline.compare``): the change with its CI, Welch's test at a
+common load, the verdict in words, and an HTML page with both latency-vs-load curves.
 """
 from __future__ import annotations
 
@@ -82,6 +86,7 @@ def _parser() -> argparse.ArgumentParser:
     pl.add_argument("--capacity", type=float, help="simulated capacity (ops/s) instead of the family model")
     pl.add_argument("--reps", type=int, default=20)
     pl.add_argument("--seed", type=int, default=0)
+    _compare_parser(sub)
     return p
 
 
@@ -194,10 +199,45 @@ def _planned_server(args: argparse.Namespace):
     return server, f"simulated {family} server {f or '(default factors)'}, capacity {server.capacity_ops_s:.0f} ops/s"
 
 
+def _compare_parser(sub: Any) -> None:
+    c = sub.add_parser("compare", help="B's peak rate against A's: change, CI, test, verdict, HTML page")
+    c.add_argument("a", help="rating A (before): an id, s3://bucket/ratings/<id>/ or a …/ratings/<id> directory")
+    c.add_argument("b", help="rating B (after), as A")
+    c.add_argument("--results", help="local results directory holding ratings given by id (default: the S3 store)")
+    c.add_argument("--tolerance", type=float, default=0.10, help="relative change that matters (default 0.10)")
+    c.add_argument("--confidence", type=float, default=0.95)
+    c.add_argument("--out", help="the HTML page (default compare-<A>-vs-<B>.html here)")
+    c.add_argument("--publish", action="store_true", help="also store it under comparisons/ in B's store")
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    from workbench.pipeline import compare
+    from workbench.pipeline.plan import ParamError
+    from workbench.pipeline.store import StoreError
+    try:
+        (sa, a_id), (sb, b_id) = compare.open_rating(args.a, args.results), compare.open_rating(args.b, args.results)
+        out = compare.compare_ratings(compare.load_rating(sa, a_id), compare.load_rating(sb, b_id),
+                                      args.tolerance, args.confidence)
+    except (ParamError, StoreError) as e:
+        raise UsageError(str(e)) from None
+    v = out["verdict"]
+    page = Path(args.out or f"compare-{a_id}-vs-{b_id}.html")
+    page.write_text(out["html"])
+    print(f"A {a_id}: λ* {v['baseline_peak']:.4g} ops/s\nB {b_id}: λ* {_num(v['current_peak'])} ops/s")
+    print(f"{v['word']}: {v['reason']}\npage: {page.resolve()}")
+    if args.publish:
+        print(f"stored: {compare.publish(sb, out)}")
+    return 0
+
+
+def _num(x: Any) -> str:
+    return f"{x:.4g}" if isinstance(x, (int, float)) else "—"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
-        return cmd_rate(args) if args.cmd == "rate" else cmd_plan(args)
+        return {"rate": cmd_rate, "plan": cmd_plan, "compare": cmd_compare}[args.cmd](args)
     except UsageError as e:                        # one line, whatever the message held
         print(f"workbench: {' '.join(str(e).split())}", file=sys.stderr)
         return 2

@@ -50,7 +50,7 @@ def run(dag_id: str, conf: dict[str, Any] | None = None, logical_date: dt.dateti
 
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m workbench.dagrun", description=__doc__.split("\n\n")[0])
-    ap.add_argument("dag_id", choices=["rate_peak", "map_surface", "nightly_regression"])
+    ap.add_argument("dag_id", choices=["rate_peak", "map_surface", "nightly_regression", "compare_ratings"])
     ap.add_argument("--conf", default="{}", help="run conf (JSON object): the DAG's Params")
     ap.add_argument("--date", help="logical date YYYY-MM-DD (nightly_regression: the night)")
     a = ap.parse_args(argv)

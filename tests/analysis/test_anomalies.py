@@ -28,7 +28,7 @@ def test_an_outlier_needs_six_trials_at_its_load():
 
 def test_drift_is_the_least_squares_slope_of_a_load_s_means_in_run_order():
     means = [1.0, 2.1, 2.9, 4.2, 5.1]
-    trials = [{"n": n, "load_ops_s": 900, "mean_ms": m, "valid": True} for n, m in zip([1, 3, 4, 6, 9], means)]
+    trials = [{"n": n, "load_ops_s": 900, "mean_ms": m, "valid": True} for n, m in zip([1, 3, 4, 6, 9], means, strict=True)]
     [w] = rating_warnings(trials, confidence=0.95)["warnings"]
     ref = stats.linregress([1, 3, 4, 6, 9], means)
     assert w["kind"] == "drift" and w["slope_ms_per_trial"] == pytest.approx(ref.slope)

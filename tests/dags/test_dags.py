@@ -249,3 +249,17 @@ def test_an_external_filer_is_rated_from_a_load_host_only(airflow_env, tmp_path,
         assert "wb-filer" in ns and "wb-xload1" not in ns     # teardown took the load host, not the filer
     finally:
         stop_slot("filer")
+
+
+@pytest.mark.integration
+@pytest.mark.timeout(300)
+def test_compare_ratings_dag_stores_the_verdict_and_page(airflow_env):
+    store = airflow_env
+    load_recorded_nights(store, "2026-11-01", "2026-11-03")
+    a, b = "nightly__2026-11-01__web", "nightly__2026-11-03__web"
+    dr = _dag("compare_ratings").test(run_conf={"a": a, "b": b})
+    assert str(dr.state).endswith("success"), _states(dr)
+    assert store.get_json(f"comparisons/{a}__vs__{b}/verdict.json")["word"] == "REGRESSION"
+    assert "Comparison: B against A" in store.get_bytes(f"comparisons/{a}__vs__{b}/report.html").decode()
+    bad = _dag("compare_ratings").test(run_conf={"a": "nosuch", "b": b})      # named, not retried
+    assert _states(bad)["compare_ab"].endswith("failed")

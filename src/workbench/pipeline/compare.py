@@ -1,0 +1,83 @@
+"""Compare two ratings (before/after a setting change): B's λ* against A's — the change with its CI,
+Welch's test on the trials at a common load, the verdict in words and an HTML page.
+
+The statistics are the nightly job's (analysis.regression.compare_to_history) with A as the baseline
+(one rating): d = λ*_B − λ*_A, CI d ± q·√(se_A² + se_B²) with se from each λ* CI; Welch's
+one-sided test on the per-trial means within 10 % of A's measured load nearest its λ*.
+
+A rating is named by its id (in a local results directory, else in the S3 store of the
+environment), by `s3://bucket/ratings/<id>/`, or by a local directory `…/ratings/<id>`.
+"""
+from __future__ import annotations
+
+import dataclasses
+import re
+from pathlib import Path
+from typing import Any, Mapping
+
+from analysis.comparison import compare_png, comparison_html
+from analysis.regression import compare_to_history
+from workbench.pipeline.localstore import LocalStore
+from workbench.pipeline.nightly import nightly_rating
+from workbench.pipeline.plan import ParamError
+from workbench.pipeline.s3store import ResultsStore, S3Config, open_store
+from workbench.pipeline.store import Store
+
+S3_RATING = re.compile(r"s3://([a-z0-9][a-z0-9.-]{1,61}[a-z0-9])/ratings/([A-Za-z0-9_.:+-]+)/?")
+
+
+def open_rating(ref: str, results: str | Path | None = None) -> tuple[Store, str]:
+    """(store, rating id) of a rating reference (see the module docstring)."""
+    if ref.startswith("s3://"):
+        m = S3_RATING.fullmatch(ref)
+        if not m:
+            raise ParamError(f"{ref}: an S3 rating is s3://<bucket>/ratings/<rating id>/")
+        return ResultsStore(dataclasses.replace(S3Config.resolve(), bucket=m.group(1))), m.group(2)
+    path = Path(ref)
+    if path.is_dir() and path.parent.name == "ratings":
+        return LocalStore(path.parent.parent), path.name
+    if "/" in ref or not ref:
+        raise ParamError(f"{ref!r}: not a rating id, an s3://<bucket>/ratings/<id>/ URL "
+                         f"or an existing …/ratings/<id> directory")
+    return (LocalStore(results) if results is not None else open_store()), ref
+
+
+def load_rating(store: Store, rating_id: str) -> dict[str, Any]:
+    """The finished rating as analysis.regression and the page want it."""
+    result = store.get_json(store.rating_key(rating_id, "result.json"), None)
+    if result is None:
+        raise ParamError(f"{store.url(store.rating_key(rating_id, ''))}: no result.json there "
+                         f"(no such rating, or it has not finished)")
+    return {**nightly_rating(store, rating_id, result), "rating_id": rating_id,
+            "report_url": store.url(store.rating_key(rating_id, "report.html"))}
+
+
+def compare_ratings(a: Mapping[str, Any], b: Mapping[str, Any], tolerance: float = 0.10,
+                    confidence: float = 0.95) -> dict[str, Any]:
+    """The verdict of B against A and the comparison page."""
+    if not (0.0 < confidence < 1.0) or not (0.0 <= tolerance < 1.0):
+        raise ParamError(f"confidence must be in (0, 1) and tolerance in [0, 1); got {confidence!r}, {tolerance!r}")
+    if not a["result"].get("converged"):
+        raise ParamError(f"A ({a['rating_id']}) did not converge ({a['result'].get('reason')}): "
+                         f"it has no λ* to compare against")
+    v = compare_to_history(b, [a], tolerance=tolerance, confidence=confidence, current_name="B").to_dict()
+    v.update(a=a["rating_id"], b=b["rating_id"], word=verdict_word(v))
+    html = comparison_html(a, b, v, {"latency_vs_load_A_B.png": compare_png(a, b, confidence)})
+    return {"verdict": v, "html": html}
+
+
+def verdict_word(v: Mapping[str, Any]) -> str:
+    if v.get("regression"):
+        return "REGRESSION"
+    if v.get("improvement"):
+        return "IMPROVEMENT"
+    return "NO VERDICT" if v.get("inconclusive") else "NO SIGNIFICANT CHANGE"
+
+
+def publish(store: Store, comparison: Mapping[str, Any]) -> str:
+    """verdict.json and report.html under comparisons/<A>__vs__<B>/; returns the report's URL."""
+    v = comparison["verdict"]
+    prefix = f"comparisons/{v['a']}__vs__{v['b']}"
+    store.put_json(f"{prefix}/verdict.json", v)
+    store.put_bytes(f"{prefix}/report.html", comparison["html"].encode(), "text/html; charset=utf-8")
+    return store.url(f"{prefix}/report.html")

@@ -17,7 +17,8 @@ airflow_db_ready() {
   airflow pools set workbench_sut 2 "SUT slots of the local workbench (slot1, slot2)" >/dev/null 2>&1 ||
     { echo "could not create the workbench_sut pool" >&2; return 1; }
 }
-airflow_unpause_on_demand() {   # rate_peak and map_surface run when triggered; nightly stays paused
+airflow_unpause_on_demand() {   # on-demand DAGs run when triggered; nightly stays paused
   airflow dags reserialize >"$AIRFLOW_HOME/reserialize.log" 2>&1 || return 1
-  airflow dags unpause rate_peak >/dev/null && airflow dags unpause map_surface >/dev/null
+  airflow dags unpause rate_peak >/dev/null && airflow dags unpause map_surface >/dev/null &&
+    airflow dags unpause compare_ratings >/dev/null
 }

@@ -222,6 +222,21 @@ sys.exit(0 if all((h.get(k) or {}).get("status")=="healthy" for k in ("metadatab
   die "the stack was not ready within 180 s (health: ${health:-no answer}); logs in $dir"
 }
 
+# rate_peak, map_surface and compare_ratings run when triggered (as with `make ui`); nightly_regression
+# stays paused. Through the REST API once the dag-processor has parsed them (bounded: 120 s).
+unpause_on_demand() {
+  local port d i
+  port=$(env_value WB_API_PORT)
+  for d in rate_peak map_surface compare_ratings; do
+    for i in $(seq 1 120); do
+      curl -sf -m 5 -o /dev/null -X PATCH -H 'Content-Type: application/json' -d '{"is_paused": false}' \
+        "http://127.0.0.1:$port/api/v2/dags/$d" && continue 2
+      sleep 1
+    done
+    say "warning: $d not parsed within 120 s; unpause it in the UI (see $dir/dag-processor.log)"
+  done
+}
+
 up() {
   local name
   make_env
@@ -237,6 +252,7 @@ up() {
     "SUT slots of the workbench (${WB_SLOTS:-slot1,slot2})" >/dev/null 2>&1 || die "could not create the workbench_sut pool"
   for name in $(components "$workers"); do start_component "$name"; done
   wait_ready
+  unpause_on_demand
   say "up: http://127.0.0.1:$(env_value WB_API_PORT) ($workers Celery workers; Postgres 127.0.0.1:$(env_value WB_PG_PORT), Redis 127.0.0.1:$(env_value WB_REDIS_PORT)); logs in $dir"
 }
 

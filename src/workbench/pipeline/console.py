@@ -63,9 +63,9 @@ class Progress:
     """Trial lines plus a bar of spent cost against the budget (the CLI's live view)."""
 
     def __init__(self, budget_s: float, trial_overhead_s: float, stream: TextIO = sys.stderr,
-                 enabled: bool = True) -> None:
+                 enabled: bool = True, compact: bool = False) -> None:
         self.budget_s, self.overhead_s = budget_s, trial_overhead_s
-        self.stream, self.enabled = stream, enabled
+        self.stream, self.enabled, self.compact = stream, enabled, compact
         self.t0 = time.monotonic()
         self.cost_s = 0.0
 
@@ -74,10 +74,13 @@ class Progress:
         if not self.enabled:
             return
         elapsed = time.monotonic() - self.t0
-        if math.isfinite(self.budget_s):
+        if self.compact:           # one line a trial (make run): cost against the budget, wall time
+            budget = f"/{self.budget_s:g}" if math.isfinite(self.budget_s) else ""
+            self.stream.write(f"{trial_line(record)}  cost {self.cost_s:.0f}{budget} s, wall {elapsed:.0f} s\n")
+        elif math.isfinite(self.budget_s):
             bar = "#" * int(round(min(self.cost_s / self.budget_s, 1.0) * 30))
-            tail = f"  [{bar:<30}] cost {self.cost_s:5.0f}/{self.budget_s:g} s, wall {elapsed:5.0f} s"
+            self.stream.write(f"{trial_line(record)}\n  [{bar:<30}] cost {self.cost_s:5.0f}/{self.budget_s:g} s, "
+                              f"wall {elapsed:5.0f} s\n")
         else:
-            tail = f"  cost {self.cost_s:5.0f} s, wall {elapsed:5.0f} s"
-        self.stream.write(trial_line(record) + "\n" + tail + "\n")
+            self.stream.write(f"{trial_line(record)}\n  cost {self.cost_s:5.0f} s, wall {elapsed:5.0f} s\n")
         self.stream.flush()

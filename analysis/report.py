@@ -14,6 +14,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 
 from analysis import plots as _plots
+from analysis.cost import cost_text
 from workbench.config.external import external_text
 from workbench.controller.trial import record_outcome
 
@@ -289,7 +290,7 @@ def rating_report_html(spec: Mapping[str, Any], result: Mapping[str, Any],
              ("trials / loads / invalid / harness failures",
               f"{result.get('n_trials', len(trials))} / {result.get('n_loads', '?')}"
               f" / {result.get('n_invalid', '?')} / {result.get('n_harness', 0)}"),
-             ("cost", f"{_num(result.get('cost_s'), '.0f')} s")]),
+             ("cost", cost_text(result))]),
     ]
     ops = per_op_rows(trials, near) if near is not None else []
     op_html = (_table(["op", "mix target %", "actual %", "count", "mean ms", "p50 ms", "p95 ms", "p99 ms",

@@ -97,7 +97,7 @@ def provision(ti, **_):
 
 
 def deploy(ti, **_):
-    print(pipeline.deploy(_plan(ti)))
+    print(pipeline.deploy(_plan(ti), pipeline.open_store()))
 
 
 def decide(k: int):

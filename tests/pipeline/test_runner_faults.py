@@ -105,8 +105,9 @@ def _baseline(tmp_path):
 
 
 def _server_view(records):
-    """What the controller reads of the trials: everything but the decision text and n."""
-    return [{k: v for k, v in r.items() if k not in ("n", "decision")} for r in records
+    """What the controller reads of the trials: everything but the decision text, n and when and
+    how long the measurement ran."""
+    return [{k: v for k, v in r.items() if k not in ("n", "decision", "started_unix", "wall_s")} for r in records
             if r.get("outcome") != "harness"]
 
 

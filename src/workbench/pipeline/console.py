@@ -10,6 +10,7 @@ import sys
 import time
 from typing import Any, Mapping, TextIO
 
+from analysis.cost import cost_text
 from workbench.controller.trial import record_outcome
 
 
@@ -51,8 +52,7 @@ def result_block(result: Mapping[str, Any], wall_s: float | None = None) -> str:
         ("trials", f"{result.get('n_trials')} ({result.get('n_invalid')} invalid"
                    + (f", {result['n_harness']} harness failures" if result.get("n_harness") else "")
                    + f") at {result.get('n_loads')} loads"),
-        ("cost", f"{fmt_num(result.get('cost_s'), '.0f')} s (spec units)"
-                 + (f", wall {wall_s:.0f} s" if wall_s is not None else "")),
+        ("cost", cost_text(result) + (f"; this command's wall time {wall_s:.0f} s" if wall_s is not None else "")),
         *[("warning", w["text"]) for w in result.get("warnings") or []],    # analysis.anomalies
     ]
     w = max(len(k) for k, _ in rows)

@@ -54,7 +54,7 @@ def run_rating(plan: RatingPlan, store: Store, log: Callable[[str], None] = prin
 def _rate(plan: RatingPlan, store: Store, log: Callable[[str], None],
           on_trial: Callable[[Mapping[str, Any]], None] | None, make: HarnessFactory) -> dict[str, Any]:
     provision(plan, store, make)
-    log(f"  {deploy(plan, make)}")
+    log(f"  {deploy(plan, store, make)}")
     stored = len(trial_log(store, plan.rating_id))
     if stored:
         log(f"  resuming after {stored} stored trial(s)")

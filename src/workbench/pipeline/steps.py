@@ -51,6 +51,7 @@ def provision(plan: RatingPlan, store: Store, make: HarnessFactory = AnsibleHarn
     """Provision the slot's SUT with the plan's factors; sysinfo.json and spec.json to the store."""
     if not FSTRESS.is_file():
         raise RuntimeError(f"fstress binary {FSTRESS} is missing: run `make fstress`")
+    t0 = time.time()
     with holding(plan) as lease, killable(plan):
         h = harness_for(plan, make)
         if lease.get("dirty"):           # taken over from a rating that ended without a clean teardown
@@ -60,18 +61,28 @@ def provision(plan: RatingPlan, store: Store, make: HarnessFactory = AnsibleHarn
         h.provision()
     info = json.loads((h.results_dir / "sysinfo.json").read_text())
     store.put_json(store.rating_key(plan.rating_id, "sysinfo.json"), info)
+    _record_time(plan, store, "provision", t0)
     return info
 
 
-def deploy(plan: RatingPlan, make: HarnessFactory = AnsibleHarness) -> str:
+def _record_time(plan: RatingPlan, store: Store, step: str, t0: float) -> None:
+    """timings/<step>.json: when the step started and how long it took (the measured cost)."""
+    store.put_json(store.rating_key(plan.rating_id, f"timings/{step}.json"),
+                   {"start_unix": t0, "wall_s": time.time() - t0})
+
+
+def deploy(plan: RatingPlan, store: Store, make: HarnessFactory = AnsibleHarness) -> str:
     """fstress and the file set on the load hosts, then the discarded warm-up trial."""
+    t0 = time.time()
     with holding(plan), killable(plan):
         h = harness_for(plan, make)
         h.deploy()
         if plan.warmup_trial_s <= 0:
+            _record_time(plan, store, "deploy", t0)
             return "no warm-up trial"
         spec = plan.rating_spec()
         w = h.warm_up(spec.seed_load or spec.first_load, plan.warmup_trial_s)
+    _record_time(plan, store, "deploy", t0)
     return (f"warm-up trial (discarded): {w.load_ops_s:g} ops/s × {w.runlength_s:g} s → mean {w.mean_ms:.2f} ms"
             + ("" if w.valid else f" ({w.reason})"))
 
@@ -159,10 +170,12 @@ def trial_step(plan: RatingPlan, store: Store, k: int,
     record = _pending_record(plan, k, d)
     if record is None:
         prev = trial_log(store, plan.rating_id)[:k]
+        t0 = time.time()
         with holding(plan), killable(plan):    # LeaseLost / RatingKilled: the trial is not recorded
             t = harness_for(plan, make).measure(d.load_ops_s, d.runlength_s, trial_id=k,
                                                 check_server=k == 0 or not prev[-1].valid)
-        record = {"n": k, "decision": d.reason, **t.at(d.load_ops_s, d.runlength_s).to_dict()}
+        record = {"n": k, "decision": d.reason, **t.at(d.load_ops_s, d.runlength_s).to_dict(),
+                  "started_unix": t0, "wall_s": time.time() - t0}
         path = _pending_path(plan, k)
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(f".{path.name}.{os.getpid()}")
@@ -205,9 +218,28 @@ def summarise_step(plan: RatingPlan, store: Store, validation: Mapping[str, Any]
                finished_unix=time.time())
     records = [{"n": i, "load_ops_s": t.load_ops_s, "mean_ms": t.mean_ms, "valid": t.valid} for i, t in enumerate(log)]
     out.update(rating_warnings(records, plan.rating_spec().confidence))   # Auto-pilot's warnings (seed 001)
+    out.update(measured_cost(store, plan.rating_id, out["cost_s"], out["finished_unix"]))
     out = strict_json(out)
     store.put_json(store.rating_key(plan.rating_id, "result.json"), out)
     return out
+
+
+def measured_cost(store: Store, rating_id: str, spec_cost_s: float, end_unix: float) -> dict[str, Any]:
+    """cost_s: the rating's measured wall time, from the start of provisioning (or of its first
+    trial) to its summary, with the breakdown: provision, deploy (with the warm-up trial), trials
+    (each from its playbook's start to its end), and the rest — orchestration: decisions, store
+    writes, scheduling between tasks, and any wait of a resumed rating. cost_spec_s: the
+    controller's account (runlength + trial_overhead_s per trial), which the budget is spent in."""
+    steps = {s: store.get_json(store.rating_key(rating_id, f"timings/{s}.json"), None) for s in ("provision", "deploy")}
+    trials = [r for r in store.trials(rating_id) if isinstance(r.get("wall_s"), (int, float))]
+    starts = [t["start_unix"] for t in steps.values() if t] + [r["started_unix"] for r in trials]
+    if not starts:                   # a rating recorded before timings were kept
+        return {"cost_spec_s": spec_cost_s, "cost_breakdown_s": None}
+    parts = {s: (t["wall_s"] if t else 0.0) for s, t in steps.items()}
+    parts["trials"] = float(sum(r["wall_s"] for r in trials))
+    total = max(end_unix - min(starts), sum(parts.values()))
+    parts["orchestration"] = total - sum(parts.values())
+    return {"cost_s": total, "cost_spec_s": spec_cost_s, "cost_breakdown_s": parts}
 
 
 def _unfinished(plan: RatingPlan, log: list[TrialResult], reason: str) -> PeakResult:

@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from workbench.measure.timeseries import compact, merge_series
+
 CANNED = ["specsfs97", "web_server", "web_proxy", "db_tp", "p2p", "mail", "news"]
 RATE_OPS_S = 400  # well below what loopback Ganesha sustains for every canned mix
 DURATION_S = 10
@@ -189,6 +191,13 @@ def test_two_clients_start_together_and_merge_exactly(ganesha, tmp_path, fstress
     assert r["mean_ms"] == pytest.approx(want, rel=1e-9)
     # both clients measured the same wall-clock window (started together)
     assert r["p50_ms"] <= r["p95_ms"] <= r["p99_ms"]
+    # the time series (1 s intervals): fstress's merge and the controller's (measure.timeseries) agree
+    # exactly, and the measured intervals add up to the run
+    here = merge_series([a["series"], b["series"]])
+    assert compact(r) == here
+    assert here["t_s"] == [-1.0, 0.0, 1.0, 2.0, 3.0]          # one warm-up interval, four measured
+    assert sum(here["ops"][1:]) == r["ops_total"]
+    assert here["outstanding_at_stop"] == a["series"]["outstanding_at_stop"] + b["series"]["outstanding_at_stop"]
 
 
 def test_only_send_lag_excuses_a_saturated_exit():

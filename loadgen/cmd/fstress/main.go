@@ -61,7 +61,7 @@ func main() {
 const usage = `usage: fstress <command> [flags]
   run        --server HOST:PORT --export PATH --workload NAME|FILE --rate OPS --duration S --warmup S --json FILE
              [--mount-port PORT] [--poisson] [--conns N] [--start-at T] [--timeout D] [--retransmits N] [--seed N]
-             [--client-id N] [--fileset-rate OPS] [--max-outstanding N] [--lag-bound D]
+             [--client-id N] [--fileset-rate OPS] [--max-outstanding N] [--lag-bound D] [--interval D]
   fileset    --server HOST:PORT --export PATH --workload NAME|FILE --rate OPS [--mount-port PORT]
   check      --workload NAME|FILE [--fileset-rate OPS | --rate OPS] [--json] [any other run flag]
              validate without a server: exit 0 with a one-line summary, 2 with one line naming the field
@@ -292,6 +292,7 @@ type runOpts struct {
 	duration       time.Duration
 	warmup         time.Duration
 	lagBound       time.Duration
+	interval       time.Duration // 0: not given (1 s, or the duration if shorter)
 	startAt        time.Time
 }
 
@@ -308,6 +309,7 @@ func (o *runOpts) register(fs *flag.FlagSet, withJSON bool) {
 	fs.Float64Var(&o.filesetRate, "fileset-rate", 0, "size the file set for this rate instead of --rate (e.g. the total of all clients)")
 	fs.Var(durationValue{&o.duration}, "duration", "measured interval (seconds or duration)")
 	fs.Var(durationValue{&o.warmup}, "warmup", "unrecorded warm-up before it (seconds or duration)")
+	fs.Var(durationValue{&o.interval}, "interval", "time-series interval, >= 100ms and <= --duration (default 1s)")
 	fs.Var(durationValue{&o.lagBound}, "lag-bound", "send-lag p99 above which the generator counts as saturated")
 	fs.Var(timeValue{&o.startAt}, "start-at", "wall-clock start (RFC 3339 or Unix seconds), to start several clients together")
 }
@@ -327,8 +329,10 @@ func (o *runOpts) check() error {
 		return fmt.Errorf("--fileset-rate must be in [0, %g] ops/s (got %v)", float64(workload.MaxRate), o.filesetRate)
 	case o.lagBound <= 0:
 		return fmt.Errorf("--lag-bound must be > 0")
+	case o.interval != 0:
+		return results.CheckInterval(o.interval, o.warmup, o.duration)
 	}
-	return nil
+	return results.CheckIntervalCount(min(results.DefaultInterval, o.duration), o.warmup, o.duration)
 }
 
 // filesetFor is the rate the file set is sized for: --fileset-rate, else the offered rate.
@@ -379,7 +383,7 @@ func cmdRun(args []string, stderr io.Writer) int {
 	}
 	defer sess.Close()
 	out, err := engine.Run(ctx, sess, fset, engine.RunConfig{Workload: w, Rate: c.rate, Duration: o.duration, Warmup: o.warmup,
-		Poisson: o.poisson, Seed: o.seed, StartAt: o.startAt, MaxOutstanding: o.maxOutstanding, LagBound: o.lagBound,
+		Poisson: o.poisson, Seed: o.seed, StartAt: o.startAt, Interval: o.interval, MaxOutstanding: o.maxOutstanding, LagBound: o.lagBound,
 		ClientID: o.clientID, Log: stderr})
 	if err != nil {
 		errLine(stderr, "%v", err)

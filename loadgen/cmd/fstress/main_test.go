@@ -107,6 +107,10 @@ func TestBadInputs(t *testing.T) {
 		{"wrong export", []string{"--workload", null, "--mount-port", deny}, "export"},
 		{"rate zero", []string{"--workload", null, "--rate", "0"}, "rate"},
 		{"rate negative", []string{"--workload", null, "--rate", "-5"}, "rate"},
+		{"interval too short", []string{"--workload", null, "--interval", "50ms"}, "--interval must be >= 100ms"},
+		{"interval over duration", []string{"--workload", null, "--interval", "1"}, "--interval 1s must be <= --duration 200ms"},
+		{"interval bad", []string{"--workload", null, "--interval", "soon"}, "interval"},
+		{"too many intervals", []string{"--workload", null, "--interval", "0.1", "--duration", "400"}, "at most 3600"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -151,7 +155,7 @@ func TestRunAndMerge(t *testing.T) {
 		js := filepath.Join(dir, "r"+strconv.Itoa(i)+".json")
 		code, _, stderr := runCLI("run", "--server", srv, "--mount-port", strconv.Itoa(port), "--export", "/export",
 			"--workload", wl, "--rate", "500", "--duration", "0.5", "--warmup", "0.1", "--json", js,
-			"--client-id", strconv.Itoa(i), "--seed", strconv.Itoa(i+1),
+			"--client-id", strconv.Itoa(i), "--seed", strconv.Itoa(i+1), "--interval", "100ms",
 			// This test is about run + merge, not pacing: a loaded CI box may delay sends by a
 			// few ms, which the default 2 ms lag bound would rightly flag as generator saturation.
 			"--lag-bound", "100ms")
@@ -184,6 +188,18 @@ func TestRunAndMerge(t *testing.T) {
 	}
 	if m["offered_rate"].(float64) != 1000 {
 		t.Errorf("merged offered_rate %v, want 1000", m["offered_rate"])
+	}
+	// the series: 0.1 s warm-up + 5 measured intervals of 0.1 s, 50 calls each from each client
+	ser, _ := m["series"].(map[string]any)
+	ivs, _ := ser["intervals"].([]any)
+	if len(ivs) != 6 || ser["interval_s"] != 0.1 {
+		t.Fatalf("merged series: %v", ser["interval_s"])
+	}
+	for _, x := range ivs {
+		iv := x.(map[string]any)
+		if iv["sent"].(float64) != 100 || iv["count"].(float64) != 100 {
+			t.Errorf("interval %v: sent %v count %v, want 100", iv["k"], iv["sent"], iv["count"])
+		}
 	}
 }
 

@@ -32,6 +32,24 @@
 // t_i in [Warmup, Warmup+Duration) are recorded: replies, NFS errors
 // (status ≠ NFS3_OK), transport errors and timeouts.
 //
+// # The time series
+//
+// The result's series (results.Series, RunConfig.Interval, default 1 s)
+// splits the run into intervals of the intended send time, k =
+// ⌊(t_i − Warmup) / Interval⌋, aligned on the start of the measured
+// interval. Warm-up intervals (k < 0) are recorded too, flagged warmup, so
+// that a later rule can judge where the warm-up really ended; the measured
+// ones (k ≥ 0) add up exactly to the whole-run figures. Per interval and
+// operation: calls sent, finished, errors, timeouts, retransmits, exact
+// latency sums and an HDR histogram (sparse while recording, encoded like
+// the whole run's at the end); arrived counts completions by arrival time.
+// When sending stops the calls in flight are outstanding_at_stop, split
+// by how they ended in the drain (stop_replied, stop_errors,
+// stop_timeouts). Memory: one small record per interval and operation
+// (at most results.MaxIntervals intervals), histograms ∝ their populated
+// buckets; recording allocates only when an interval's histogram first
+// sees a bucket.
+//
 // # The phases of Run
 //
 //  1. set-up (setUp): check the configuration and fill its defaults
@@ -44,7 +62,8 @@
 //  3. metronome loop (metronome): send every call intended before
 //     Warmup+Duration, then stop sending. If ctx ends first the loop stops
 //     at once; calls not yet sent then are not counted as intended.
-//  4. drain (drainOutstanding): wait for the calls in flight up to
+//  4. drain (drainOutstanding): the calls in flight are counted
+//     (outstanding_at_stop); wait for them up to
 //     timeout · (retransmits+1) + 0.5 s; calls still unanswered then count
 //     as timeouts.
 //  5. verdict (verdict): build the Result and apply the saturation rule.

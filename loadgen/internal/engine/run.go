@@ -19,6 +19,7 @@ type RunConfig struct {
 	Rate           float64       // offered ops/s (> 0)
 	Duration       time.Duration // measured interval
 	Warmup         time.Duration // unrecorded interval before it
+	Interval       time.Duration // time-series interval (0: results.DefaultInterval)
 	Poisson        bool
 	Seed           int64
 	StartAt        time.Time // zero: start now
@@ -57,6 +58,8 @@ func Run(ctx context.Context, s *Session, fs *Fileset, cfg RunConfig) (*Outcome,
 
 	r.metronome(ctx)
 	r.nextDue.Store(math.MaxInt64) // no more reply wake-ups
+	r.drain()
+	r.ser.Stop(r.inFlight)
 	stealPct, stealOK := steal.stop()
 
 	left := r.drainOutstanding()
@@ -89,6 +92,9 @@ func setUp(ctx context.Context, s *Session, fs *Fileset, cfg RunConfig) (*runner
 		rng:   rand.New(rand.NewSource(cfg.Seed)),
 		sched: workload.NewScheduler(w.Mix, cfg.Seed),
 		rec:   results.NewRecorder(), minLat: math.MaxInt64}
+	if r.ser, err = results.NewSeriesRecorder(cfg.Interval, cfg.Warmup, cfg.Duration); err != nil {
+		return nil, err
+	}
 	r.setupObjects()
 	if err := r.setupPools(ctx); err != nil {
 		return nil, err
@@ -105,8 +111,8 @@ func setUp(ctx context.Context, s *Session, fs *Fileset, cfg RunConfig) (*runner
 	return r, nil
 }
 
-// checkRunConfig rejects a rate or duration ≤ 0 and defaults LagBound to
-// DefaultLagBound.
+// checkRunConfig rejects a rate or duration ≤ 0 and a bad Interval
+// (results.CheckInterval); defaults LagBound and Interval.
 func checkRunConfig(cfg *RunConfig) error {
 	if !(cfg.Rate > 0) {
 		return fmt.Errorf("rate must be > 0 ops/s (got %v)", cfg.Rate)
@@ -117,7 +123,11 @@ func checkRunConfig(cfg *RunConfig) error {
 	if cfg.LagBound <= 0 {
 		cfg.LagBound = DefaultLagBound
 	}
-	return nil
+	if cfg.Interval == 0 { // the default, shortened to a shorter run (even below MinInterval)
+		cfg.Interval = min(results.DefaultInterval, cfg.Duration)
+		return results.CheckIntervalCount(cfg.Interval, cfg.Warmup, cfg.Duration)
+	}
+	return results.CheckInterval(cfg.Interval, cfg.Warmup, cfg.Duration)
 }
 
 // defaultMaxOutstanding is enough call slots for every call of one full

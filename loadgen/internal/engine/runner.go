@@ -45,6 +45,7 @@ type slot struct {
 	file     int32 // file index (READ/WRITE side effects)
 	pool     int32 // pool entry (CREATE/REMOVE/...)
 	pool2    int32 // second pool entry (RENAME)
+	iv       int32 // time-series slot of intended (−1: none)
 	end      uint64
 	req      nfs3.Request
 	encode   func(*xdr.Encoder)
@@ -69,6 +70,7 @@ type runner struct {
 	fs    *Fileset
 	w     *workload.Workload
 	rec   *results.Recorder
+	ser   *results.SeriesRecorder
 	pacer pace.Pacer
 
 	sched   *workload.Scheduler
@@ -193,11 +195,26 @@ func (r *runner) complete(c *completion) {
 			r.rec.Failed(s.op, "error", int(c.retrans))
 		}
 	}
+	r.seriesComplete(s, c)
 	ok := c.kind == completedReply && c.status == nfsOK
 	r.sideEffect(s, ok)
 	r.inFlight--
 	s.req.FH, s.req.ToFH = nil, nil
 	r.free = append(r.free, s.idx)
+}
+
+// seriesComplete records a completion in the time series: in the slot of
+// its intended time (latency as in complete) and by its arrival time.
+func (r *runner) seriesComplete(s *slot, c *completion) {
+	switch c.kind {
+	case completedReply:
+		r.ser.Done(s.iv, s.op, time.Duration(c.at-s.intended), c.status, int(c.retrans))
+	case completedTimeout:
+		r.ser.Failed(s.iv, s.op, true, int(c.retrans))
+	default:
+		r.ser.Failed(s.iv, s.op, false, int(c.retrans))
+	}
+	r.ser.Arrived(c.at, int(c.kind))
 }
 
 // sideEffect applies what a finished call changed: an extending WRITE grows
@@ -258,7 +275,7 @@ func (r *runner) send(t int64) {
 	}
 	idx := r.free[n-1]
 	s := r.slot(idx)
-	s.op, s.intended = op, t
+	s.op, s.intended, s.iv = op, t, -1
 	if !r.build(s) {
 		r.noTarget++
 		r.skipped++
@@ -277,6 +294,8 @@ func (r *runner) send(t int64) {
 		r.rec.SendLag(time.Duration(now - t))
 		r.sent++
 	}
+	s.iv = r.ser.Slot(t)
+	r.ser.Sent(s.iv, op)
 	r.inFlight++
 	if err := c.GoInfo(nfs3.Program, nfs3.Version, uint32(op), s.encode, s.done); err != nil {
 		if r.sendErr == nil {
@@ -299,6 +318,7 @@ func (r *runner) countLeftovers() {
 			if s.intended >= r.warmNs && s.intended < r.endNs {
 				r.rec.Failed(s.op, "timeout", 0)
 			}
+			r.seriesComplete(s, &completion{kind: completedTimeout, at: r.now()})
 		}
 	}
 }

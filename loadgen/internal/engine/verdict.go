@@ -31,6 +31,7 @@ func (r *runner) result(startWall time.Time) *results.Result {
 		Server: s.Cfg.Server, Export: s.Cfg.Export, Pacing: pacingName(cfg.Poisson), Conns: len(s.Clients), Seed: cfg.Seed,
 		WarmupS: cfg.Warmup.Seconds()})
 	res.FirstCalls = r.firstCalls
+	res.Series = r.ser.Series()
 	return res
 }
 

@@ -111,6 +111,10 @@ type Result struct {
 	Exact            Exact    `json:"exact"`                 // all replies
 	SendLagExact     Exact    `json:"send_lag_exact"`        // send lag
 	SendLagHistogram string   `json:"send_lag_histogram"`    // µs
+
+	// Series is the per-interval time series (series.go); absent from
+	// results of an fstress without it, and then from their merges.
+	Series *Series `json:"series,omitempty"`
 }
 
 func encodeHist(h *hdr.Histogram) string {
@@ -284,6 +288,7 @@ func Merge(rs []*Result) (*Result, error) {
 	acc := NewRecorder()
 	out := &Result{MixTarget: map[string]float64{}}
 	var names, reasons []string
+	var series []*Series
 	hostSeen := map[string]bool{}
 	var offeredSum float64
 	minDur := math.Inf(1)
@@ -298,6 +303,7 @@ func Merge(rs []*Result) (*Result, error) {
 			return nil, fmt.Errorf("merge: result %d: %v", i+1, err)
 		}
 		acc.Merge(rec)
+		series = append(series, r.Series)
 		out.OfferedRate += r.OfferedRate
 		out.AchievedRate += r.AchievedRate
 		c := r.Clients
@@ -367,6 +373,10 @@ func Merge(rs []*Result) (*Result, error) {
 		out.Host = out.Hosts[0]
 	}
 	acc.fill(out)
+	var err error
+	if out.Series, err = MergeSeries(series); err != nil {
+		return nil, fmt.Errorf("merge: %v", err)
+	}
 	return out, nil
 }
 
@@ -471,6 +481,11 @@ func ReadJSON(data []byte) (*Result, error) {
 	if _, err := r.recorder(); err != nil {
 		return nil, fmt.Errorf("inconsistent result: %v", err)
 	}
+	if r.Series != nil {
+		if _, err := MergeSeries([]*Series{r.Series}); err != nil {
+			return nil, fmt.Errorf("inconsistent result: %v", err)
+		}
+	}
 	return &r, nil
 }
 
@@ -493,6 +508,10 @@ func (r *Result) Summary(w io.Writer) {
 			reason = "schedule not kept"
 		}
 		fmt.Fprintf(w, "GENERATOR SATURATED: %s\n", reason)
+	}
+	if s := r.Series; s != nil {
+		fmt.Fprintf(w, "series: %d intervals of %g s; outstanding at stop %d (replied %d, errors %d, timed out %d)\n",
+			len(s.Intervals), s.IntervalS, s.OutstandingAtStop, s.StopReplied, s.StopErrors, s.StopTimeouts)
 	}
 	names := make([]string, 0, len(r.Ops))
 	for k := range r.Ops {

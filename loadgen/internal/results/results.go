@@ -39,6 +39,11 @@
 // HDR V2 compressed encoding, µs). The remaining keys (per-op histograms and
 // exact sums, the send-lag histogram, clients, windows) make Merge exact.
 //
+// # Time series
+//
+// SeriesRecorder keeps the same per interval of intended send time
+// (series.go); the result's "series" merges like the rest.
+//
 // # Merging clients
 //
 // Merge sums counts, errors, timeouts, retransmits, offered_rate and

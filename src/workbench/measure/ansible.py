@@ -40,7 +40,8 @@ from workbench.config.paths import DEFAULT_INVENTORY, PLAYBOOKS
 from workbench.controller.trial import TrialResult
 from workbench.measure.inventory import slot_load_hosts
 from workbench.measure.playbook import PlaybookRun, Runner, ansible_runner_run
-from workbench.measure.trialjson import MIN_ACHIEVED_FRACTION, harness_result, per_host_figures, result_from_json
+from workbench.measure.trialjson import (MIN_ACHIEVED_FRACTION, harness_result, per_host_figures, result_from_json,
+                                        with_timeseries)
 
 
 __all__ = ["AnsibleHarness", "HarnessError"]
@@ -266,7 +267,10 @@ class AnsibleHarness:
             return harness_result(load_ops_s, runlength_s, f"harness: {run.message()}", raw)
         if raw is None:
             return harness_result(load_ops_s, runlength_s, f"harness: no merged result at {out}")
-        raw["per_host"] = per_host_figures(_parts(Path(f"{out}.d")))
+        parts = _parts(Path(f"{out}.d"))
+        raw["per_host"] = per_host_figures(parts)
+        if not raw.get("series"):              # merged by an fstress without series: the hosts' own
+            raw = with_timeseries(raw, parts)
         return result_from_json(raw, load_ops_s, runlength_s, self.min_achieved, self.overload_ms)
 
     __call__ = measure

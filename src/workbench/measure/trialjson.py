@@ -5,6 +5,7 @@ import math
 from typing import Any, Mapping
 
 from workbench.controller.trial import TrialResult
+from workbench.measure.timeseries import SeriesError, compact
 
 
 MIN_ACHIEVED_FRACTION = 0.95     # SPEC SFS: achieved throughput within 5 % of the requested load
@@ -26,8 +27,25 @@ PER_HOST_FIELDS = ("offered_rate", "achieved_rate", "ops_total", "mean_ms", "p95
 def per_host_figures(parts: Mapping[str, Mapping[str, Any]]) -> list[dict[str, Any]]:
     """Each load host's own figures (its part of the trial, before the merge), by host name."""
     return [{"host": host, **{k: part.get(k) for k in PER_HOST_FIELDS if k in part},
-             "send_lag_p99_ms": (part.get("send_lag_ms") or {}).get("p99")}
+             "send_lag_p99_ms": (part.get("send_lag_ms") or {}).get("p99"),
+             "outstanding_at_stop": (part.get("series") or {}).get("outstanding_at_stop")}
             for host, part in sorted(parts.items())]
+
+
+def with_timeseries(raw: Mapping[str, Any], parts: Mapping[str, Mapping[str, Any]] | None = None
+                    ) -> dict[str, Any]:
+    """raw with fstress's full `series` replaced by its compact form `timeseries` (measure.timeseries),
+    small enough to store with every trial; a series that does not merge is named in
+    `timeseries_error` (it does not change the trial's validity)."""
+    out = dict(raw)
+    try:
+        ts = compact(out, parts)
+    except (SeriesError, KeyError, TypeError, ValueError) as e:
+        ts, out["timeseries_error"] = None, f"{type(e).__name__}: {e}"
+    out.pop("series", None)
+    if ts is not None:
+        out["timeseries"] = ts
+    return out
 
 
 def _host_reasons(hosts: list[Mapping[str, Any]], min_achieved: float) -> list[str]:
@@ -84,7 +102,7 @@ def result_from_json(raw: Mapping[str, Any], load_ops_s: float, runlength_s: flo
             if overloaded else ""),
         load_ops_s=float(load_ops_s),
         runlength_s=float(runlength_s),
-        raw=dict(raw),
+        raw=with_timeseries(raw),
     )
 
 

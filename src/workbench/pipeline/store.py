@@ -203,7 +203,9 @@ class Store(ABC):
         """One row per trial: the scalar fields (n, decision, mean_ms, ...), `raw` dropped.
 
         host_steal_pct is fstress's steal share of the load host's CPU time in the measured window
-        (the worst load host; None where unknown). With ops=True, per-operation scalars of
+        (the worst load host; None where unknown). timeseries is raw["timeseries"] (measure.timeseries,
+        the compact per-interval series) as a JSON string, outstanding_at_stop its backlog when sending
+        stopped (None for trials without a series). With ops=True, per-operation scalars of
         raw["ops"] become columns op_<op>_<field>."""
         import pandas as pd
 
@@ -212,6 +214,9 @@ class Store(ABC):
             row = {k: v for k, v in rec.items() if k != "raw" and not isinstance(v, (dict, list))}
             raw = rec.get("raw") or {}
             row["host_steal_pct"] = raw.get("host_steal_pct")
+            ts = raw.get("timeseries")
+            row["outstanding_at_stop"] = ts.get("outstanding_at_stop") if ts else None
+            row["timeseries"] = json.dumps(ts, sort_keys=True) if ts else None
             raw_ops = raw.get("ops") or {}
             if ops:
                 for op, stats in sorted(raw_ops.items()):

@@ -306,6 +306,7 @@ def rating_report_html(spec: Mapping[str, Any], result: Mapping[str, Any],
                    "—" if record_outcome(t) == "harness" else _num(t.get("achieved_rate")),
                    "HARNESS FAILURE" if record_outcome(t) == "harness" else "yes" if t.get("valid") else "NO",
                    _num((t.get("raw") or {}).get("host_steal_pct"), ".2f"),
+                   ((t.get("raw") or {}).get("steady") or {}).get("verdict") or "—",
                    t.get("reason") or "", t.get("decision") or ""] for t in trials]
     body = "".join([
         *head,
@@ -314,7 +315,7 @@ def rating_report_html(spec: Mapping[str, Any], result: Mapping[str, Any],
         f"<h2>Per-operation breakdown at {_num(near)} ops/s (load nearest λ*)</h2>", op_html,
         "<h2>Trials</h2>",
         _table(["n", "load ops/s", "runlength s", "mean ms", "p95 ms", "achieved ops/s", "valid",
-                "host steal %", "reason", "decision"], trial_rows, left=(8, 9),
+                "host steal %", "steady", "reason", "decision"], trial_rows, left=(8, 9, 10),
                row_class=["harness" if record_outcome(t) == "harness" else "" if t.get("valid") else "invalid"
                           for t in trials]),
         "<h2>Data validation</h2>", _validation_html(validation),

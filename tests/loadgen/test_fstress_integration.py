@@ -215,3 +215,34 @@ def test_only_send_lag_excuses_a_saturated_exit():
                     (0, {"generator_saturated": True, "saturation_reason": "send-lag p99 3 ms"})):
         with pytest.raises(AssertionError):
             assert_ran(P(returncode=code, stderr="x"), r)
+
+
+@pytest.mark.integration
+def test_a_server_stalled_mid_trial_is_judged_not_steady(ganesha, tmp_path):
+    """Ganesha SIGSTOPped for 2 s in the middle of a 10 s trial: its per-interval series shows it
+    (stats.steady: stall, trend or backlog); the same trial without the stall is steady."""
+    import os
+    import signal
+    import threading
+
+    from workbench.measure.trialjson import result_from_json
+
+    def verdict(out):
+        return result_from_json(json.loads(out.read_text()), RATE_OPS_S, DURATION_S).raw["steady"]
+
+    for d in ("calm", "stall"):
+        (tmp_path / d).mkdir()
+    _, out = run_json(ganesha, tmp_path / "calm", "web_server")
+    calm = verdict(out)
+    assert calm["verdict"] == "steady", calm
+    stop = threading.Timer(2 + 4, os.kill, (ganesha.pid, signal.SIGSTOP))     # warm-up 2 s, then 4 s in
+    cont = threading.Timer(2 + 6, os.kill, (ganesha.pid, signal.SIGCONT))
+    stop.start(), cont.start()
+    try:
+        _, out = run_json(ganesha, tmp_path / "stall", "web_server")
+    finally:
+        stop.cancel(), cont.cancel()
+        os.kill(ganesha.pid, signal.SIGCONT)
+    stalled = verdict(out)
+    print(f"calm: {calm}\nstalled: {stalled}")
+    assert stalled["verdict"] in ("stall", "trend up", "backlog"), stalled

@@ -6,6 +6,7 @@ from typing import Any, Mapping
 
 from workbench.controller.trial import TrialResult
 from workbench.measure.timeseries import SeriesError, compact
+from workbench.stats.steady import judge
 
 
 MIN_ACHIEVED_FRACTION = 0.95     # SPEC SFS: achieved throughput within 5 % of the requested load
@@ -102,8 +103,14 @@ def result_from_json(raw: Mapping[str, Any], load_ops_s: float, runlength_s: flo
             if overloaded else ""),
         load_ops_s=float(load_ops_s),
         runlength_s=float(runlength_s),
-        raw=with_timeseries(raw),
+        raw=_judged(with_timeseries(raw), float(load_ops_s)),
     )
+
+
+def _judged(raw: dict[str, Any], load_ops_s: float) -> dict[str, Any]:
+    """raw with the steady-state verdict of its series (stats.steady; recorded, not yet acted on)."""
+    raw["steady"] = judge(raw.get("timeseries"), load_ops_s)
+    return raw
 
 
 def invalid_result(load_ops_s: float, runlength_s: float, reason: str,

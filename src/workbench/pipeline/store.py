@@ -205,7 +205,8 @@ class Store(ABC):
         host_steal_pct is fstress's steal share of the load host's CPU time in the measured window
         (the worst load host; None where unknown). timeseries is raw["timeseries"] (measure.timeseries,
         the compact per-interval series) as a JSON string, outstanding_at_stop its backlog when sending
-        stopped (None for trials without a series). With ops=True, per-operation scalars of
+        stopped (None for trials without a series), steady the trial's steady-state verdict
+        (stats.steady). With ops=True, per-operation scalars of
         raw["ops"] become columns op_<op>_<field>."""
         import pandas as pd
 
@@ -217,6 +218,7 @@ class Store(ABC):
             ts = raw.get("timeseries")
             row["outstanding_at_stop"] = ts.get("outstanding_at_stop") if ts else None
             row["timeseries"] = json.dumps(ts, sort_keys=True) if ts else None
+            row["steady"] = (raw.get("steady") or {}).get("verdict")        # stats.steady
             raw_ops = raw.get("ops") or {}
             if ops:
                 for op, stats in sorted(raw_ops.items()):

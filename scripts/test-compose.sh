@@ -93,7 +93,11 @@ teardown() {
   set +e
   trap - EXIT INT TERM
   log "teardown (exit status $rc)"
-  [ -n "$health_pid" ] && { touch "$RUN/health.stop"; kill "$health_pid" 2>/dev/null; wait "$health_pid" 2>/dev/null; }
+  if [ -n "$health_pid" ]; then   # let a running check finish (no orphaned exec), then stop it
+    touch "$RUN/health.stop"
+    for _ in $(seq 60); do kill -0 "$health_pid" 2>/dev/null || break; sleep 1; done
+    kill "$health_pid" 2>/dev/null; wait "$health_pid" 2>/dev/null
+  fi
   if [ "$compose_used" = yes ] && [ -n "$svc_pid" ]; then
     compose ps -a > "$LOGS/ps-final.txt" 2>&1
     for s in airflow-worker airflow-scheduler airflow-apiserver airflow-init ganesha; do
@@ -110,6 +114,9 @@ teardown() {
   timeout 60 podman network rm -f "${PROJECT}_wb" >/dev/null 2>&1
   rm -rf "/var/lib/cni/networks/${PROJECT}_wb"    # host-local IPAM state: stale reservations
   if [ -n "$svc_pid" ]; then kill "$svc_pid" 2>/dev/null; wait "$svc_pid" 2>/dev/null; fi
+  # conmon of an exec session (a healthcheck cut short by the removal) can outlive its container:
+  # only those of this state directory's storage, by pid
+  for pid in $(pgrep -f -- "-b $STATE/storage/overlay-containers/" 2>/dev/null); do kill "$pid" 2>/dev/null; done
   [ "$had_bridge" = yes ] || ip link del cni-podman0 2>/dev/null
   rm -rf "$RUN"
   if [ "$rc" -eq 0 ]; then log "test-compose: PASSED in ${SECONDS}s"; else log "test-compose: FAILED (logs: $LOGS)"; fi

@@ -57,7 +57,8 @@ test-py:
 
 # docker-compose.yml for real: images built on Podman with local stand-ins for the upstream base
 # images, the stack up, rate_peak (smoke profile) through the REST API, a converged result in
-# MinIO, teardown (scripts/test-compose.sh; ~N min, not part of `make test`; docs/docker.md).
+# MinIO, teardown (scripts/test-compose.sh; as root; ~10 min warm, ~25 min cold). Not part of
+# `make test` (docs/docker.md).
 test-compose: compose
 	scripts/test-compose.sh
 

@@ -6,7 +6,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 GO ?= go
 
-.PHONY: setup system venv fstress minio compose test test-go test-py run ui celery bench-loadgen bench-overhead bench-search clean lock
+.PHONY: setup system venv fstress minio compose test test-go test-py test-compose run ui celery bench-loadgen bench-overhead bench-search clean lock
 
 MINIO_VERSION := v0.0.0-20260212201848-7aac2a2c5b7c
 
@@ -54,6 +54,13 @@ test-go:
 # collection order (no reorder by group size) starts the slot1 and slot2 groups, the longest, first.
 test-py:
 	$(PY) -m pytest -q -ra --durations=15 -n 3 --dist loadgroup --no-loadscope-reorder
+
+# docker-compose.yml for real: images built on Podman with local stand-ins for the upstream base
+# images, the stack up, rate_peak (smoke profile) through the REST API, a converged result in
+# MinIO, teardown (scripts/test-compose.sh; as root; ~10 min warm, ~25 min cold). Not part of
+# `make test` (docs/docker.md).
+test-compose: compose
+	scripts/test-compose.sh
 
 # Main job: the rate_peak DAG, Airflow in-process, on the local default (web_server on slot1's
 # Ganesha, quick profile): provision -> deploy -> decide_k/trial_k -> GX -> report -> MinIO ->

@@ -2,11 +2,14 @@
 # Airflow 3.3.2 + the workbench package (DAGs import `workbench` and `analysis`), Ansible (from
 # requirements.lock), an ssh client for the compose inventory and the fstress binary the
 # fstress role copies to the load hosts (roles/fstress: fstress_bin_src = <repo>/bin/fstress).
-# Build context: the repository root (docker-compose.yml sets it). Not built on the development
-# machine (no Docker engine): see docs/docker.md.
+# Build context: the repository root (docker-compose.yml sets it). Base images are arguments
+# (defaults: the upstream images); `make test-compose` builds it on Podman with local stand-ins
+# made from Debian's packages (docker/standin/, docs/docker.md).
+ARG GOLANG_BASE=golang:1.26.8-bookworm
+ARG AIRFLOW_BASE=apache/airflow:3.3.2-python3.11
 
 # --- fstress, built exactly as `make fstress` does ----------------------------------------
-FROM golang:1.26.8-bookworm AS fstress
+FROM ${GOLANG_BASE} AS fstress
 WORKDIR /src/loadgen
 COPY loadgen/go.mod loadgen/go.sum ./
 RUN go mod download
@@ -14,7 +17,7 @@ COPY loadgen/ ./
 RUN CGO_ENABLED=0 go build -trimpath -o /out/fstress ./cmd/fstress
 
 # --- Airflow with the project installed ------------------------------------------------------
-FROM apache/airflow:3.3.2-python3.11
+FROM ${AIRFLOW_BASE}
 USER root
 # openssh-client: Ansible's ssh connection to the ganesha and loadgen containers.
 RUN apt-get update \

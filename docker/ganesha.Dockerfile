@@ -5,7 +5,9 @@
 #   WB_GANESHA_MODE=static: rpcbind + Ganesha in the foreground with /etc/ganesha/ganesha.conf
 #     (docker/ganesha/ganesha.conf: /export over NFSv3, TCP, ports 2049 / 20048).
 # Needs `privileged: true` (see docker-compose.yml). Build context: the repository root.
-FROM debian:12.12-slim
+# Base image: an argument (default upstream); `make test-compose` passes a local stand-in.
+ARG DEBIAN_BASE=debian:12.12-slim
+FROM ${DEBIAN_BASE}
 # ganesha + rpcbind: the server; openssh-server + python3: Ansible; iproute2 (ss), util-linux
 # (losetup, blkid, lsblk, findmnt, taskset, unshare), mount, e2fsprogs/xfsprogs/btrfs-progs
 # (mkfs.*), procps (pgrep): what roles/nfs_server checks for and runs.

@@ -5,9 +5,12 @@
 # Why sshd and not just the binary: the harness drives load hosts only through Ansible
 # (roles/fstress: deploy, file set, per-trial `fstress run`, fetch of the JSON), the same path
 # as on real hosts; a bare binary image would need a second, compose-only harness.
-# Build context: the repository root.
+# Build context: the repository root. Base images: arguments (defaults upstream); `make
+# test-compose` passes local stand-ins (docs/docker.md).
+ARG GOLANG_BASE=golang:1.26.8-bookworm
+ARG DEBIAN_BASE=debian:12.12-slim
 
-FROM golang:1.26.8-bookworm AS build
+FROM ${GOLANG_BASE} AS build
 WORKDIR /src/loadgen
 COPY loadgen/go.mod loadgen/go.sum ./
 RUN go mod download
@@ -15,7 +18,7 @@ COPY loadgen/ ./
 RUN CGO_ENABLED=0 go build -trimpath -o /out/fstress ./cmd/fstress \
  && /out/fstress workloads >/dev/null
 
-FROM debian:12.12-slim
+FROM ${DEBIAN_BASE}
 # python3: Ansible modules; iproute2 (ss), util-linux (taskset), procps: the fstress role.
 RUN apt-get update \
  && apt-get install -y --no-install-recommends openssh-server python3 iproute2 util-linux procps \

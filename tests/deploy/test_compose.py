@@ -144,6 +144,22 @@ def test_every_image_tag_is_pinned(config):
         assert tag and tag != "latest", f"service {name}: image {service['image']!r} has no pinned tag"
 
 
+def dockerfile_bases(text: str) -> list[str]:
+    """The base images of a Dockerfile's stages, `FROM ${ARG}` resolved to the ARG's default;
+    stages built on an earlier stage are left out."""
+    defaults = dict(re.findall(r"^ARG\s+(\w+)=(\S+)\s*$", text.split("\nFROM ", 1)[0], flags=re.M))
+    stages = re.findall(r"^FROM\s+\S+\s+AS\s+(\S+)", text, flags=re.M | re.I)
+    bases = []
+    for base in re.findall(r"^FROM\s+(\S+)", text, flags=re.M | re.I):
+        m = re.fullmatch(r"\$\{?(\w+)\}?", base)
+        if m:
+            assert m.group(1) in defaults, f"FROM {base}: no ARG {m.group(1)}=<default> before the first FROM"
+            base = defaults[m.group(1)]
+        if base not in stages:
+            bases.append(base)
+    return bases
+
+
 def test_dockerfiles_exist_and_pin_their_base_images(config):
     built = {name: s for name, s in config["services"].items() if "build" in s}
     assert set(built) >= {"minio", "ganesha", "loadgen"} | AIRFLOW_SERVICES
@@ -151,10 +167,7 @@ def test_dockerfiles_exist_and_pin_their_base_images(config):
         dockerfile = dockerfile_of(service)
         assert dockerfile.is_file(), f"service {name}: {dockerfile} does not exist"
         text = dockerfile.read_text()
-        stages = re.findall(r"^FROM\s+\S+\s+AS\s+(\S+)", text, flags=re.M | re.I)
-        for base in re.findall(r"^FROM\s+(\S+)", text, flags=re.M | re.I):
-            if base in stages:
-                continue
+        for base in dockerfile_bases(text):
             tag = image_tag(base)
             assert tag and tag != "latest" and "$" not in base, f"{dockerfile}: base image {base} is not pinned"
         # every COPY source (not from a stage) exists in the build context
@@ -168,9 +181,54 @@ def test_dockerfiles_exist_and_pin_their_base_images(config):
                 assert not _ignored(dockerfile, src), f"{dockerfile}: COPY source {src} is excluded by its .dockerignore"
 
 
+UPSTREAM = {"GOLANG_BASE": "golang:1.26.8-bookworm", "DEBIAN_BASE": "debian:12.12-slim",
+            "AIRFLOW_BASE": "apache/airflow:3.3.2-python3.11"}
+STAND_INS = {"WB_DEBIAN_BASE": "localhost/wb-debian:bookworm",
+             "WB_GOLANG_BASE": "localhost/wb-standin-golang:1.26.8-bookworm",
+             "WB_AIRFLOW_BASE": "localhost/wb-standin-airflow:bookworm",
+             "WB_POSTGRES_IMAGE": "localhost/wb-standin-postgres:bookworm",
+             "WB_REDIS_IMAGE": "localhost/wb-standin-redis:bookworm"}
+
+
+def test_base_images_default_to_upstream(config):
+    """Without WB_*_BASE / WB_*_IMAGE (a user's .env) compose passes the upstream images, the same
+    as each Dockerfile's ARG default; every base ARG of a Dockerfile is passed by compose."""
+    for name, service in config["services"].items():
+        if "build" not in service:
+            continue
+        text = dockerfile_of(service).read_text()
+        defaults = dict(re.findall(r"^ARG\s+(\w+_BASE)=(\S+)\s*$", text, flags=re.M))
+        assert defaults and set(defaults) <= set(UPSTREAM), f"{name}: base ARGs {defaults}"
+        assert {k: UPSTREAM[k] for k in defaults} == defaults, name
+        args = service["build"].get("args") or {}
+        assert {k: v for k, v in args.items() if k.endswith("_BASE")} == defaults, name
+    assert config["services"]["postgres"]["image"] == "postgres:16.10-bookworm"
+    assert config["services"]["redis"]["image"] == "redis:7.4.5-bookworm"
+
+
+def test_stand_ins_replace_every_upstream_image(tmp_path, env_values):
+    """make test-compose's variables swap every upstream image for a local one, and the Podman
+    override (docker/standin/compose.podman.yml) keeps a valid file with the fixed addresses."""
+    env_file = write_env(tmp_path / ".env", {**env_values, **STAND_INS})
+    out = subprocess.run([str(_compose_bin()), "-f", str(COMPOSE_FILE),
+                          "-f", str(REPO / "docker" / "standin" / "compose.podman.yml"),
+                          "--project-directory", str(REPO), "--env-file", str(env_file), "config", "--format", "json"],
+                         capture_output=True, text=True, timeout=120, env=_clean_env(tmp_path))
+    assert out.returncode == 0, out.stderr
+    cfg = json.loads(out.stdout)
+    for name, service in cfg["services"].items():
+        refs = list((service["build"].get("args") or {}).values()) if "build" in service else [service["image"]]
+        assert refs and all(r.startswith("localhost/") for r in refs), f"{name}: {refs}"
+    assert cfg["networks"]["wb"]["ipam"]["config"] == [{"subnet": "10.252.0.0/24"}]
+    assert cfg["services"]["ganesha"]["networks"]["wb"]["ipv4_address"] == "10.252.0.10"
+    for script in ("test-compose.sh", "install-podman.sh"):
+        assert subprocess.run(["bash", "-n", str(REPO / "scripts" / script)]).returncode == 0, script
+
+
 def test_airflow_image_matches_the_lock(config):
     text = (REPO / "docker" / "airflow.Dockerfile").read_text()
-    assert re.search(r"^FROM apache/airflow:3\.3\.2-python3\.11$", text, flags=re.M)
+    assert re.search(r"^ARG AIRFLOW_BASE=apache/airflow:3\.3\.2-python3\.11$", text, flags=re.M)
+    assert re.search(r"^FROM \$\{AIRFLOW_BASE\}$", text, flags=re.M)
     assert "apache-airflow==3.3.2" in (REPO / "requirements.lock").read_text().splitlines()
     assert "requirements.lock" in text and "pip install --no-cache-dir --no-deps -e /opt/workbench" in text
 

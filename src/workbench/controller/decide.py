@@ -28,7 +28,10 @@ import math
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
-from workbench.controller.fit import fit_peak
+import numpy as np
+
+from workbench.controller.fit import LOCAL_WINDOW, fit_peak, local_fit
+from workbench.controller.local import Local
 from workbench.controller.pickers import Binsearch, Linear, Model, Picker
 from workbench.controller.result import PeakResult, result_of
 from workbench.controller.runlength import next_runlength
@@ -39,7 +42,7 @@ from workbench.controller.summary import search_state, summarize, trial_cost_s
 from workbench.controller.trial import TrialResult
 
 
-POLICIES = ("linear", "binsearch", "model", "safeguarded")
+POLICIES = ("linear", "binsearch", "model", "safeguarded", "local")
 
 
 @dataclass(frozen=True)
@@ -64,7 +67,9 @@ def make_picker(spec) -> Picker:
         return Model(spec.model_form, spec.seed_step)
     if spec.policy == "safeguarded":
         return Safeguarded(spec.model_form, spec.seed_step)
-    raise ValueError(f"policy must be one of linear, binsearch, model, safeguarded; got {spec.policy!r}")
+    if spec.policy == "local":
+        return Local(spec)
+    raise ValueError(f"policy must be one of {', '.join(POLICIES)}; got {spec.policy!r}")
 
 
 def _unmeasurable(spec: RatingSpec, trials: Sequence[TrialResult]) -> dict[float, TrialResult]:
@@ -89,7 +94,20 @@ def _stop_now(spec: RatingSpec, r_sat: float, loads: list[LoadSummary]) -> tuple
         return (True, f"{rule} the peak-rate region at {best.load:g} ops/s with accuracy "
                       f"{best.ci.accuracy:.3f} ≥ {spec.accuracy:g}", best, loads)
     if spec.stop_rule == "fit":
-        fit = fit_peak(loads, r_sat, spec.width, spec.confidence)
+        if spec.policy == "local":
+            lf = local_fit(loads, r_sat, spec.width, spec.fit_confidence or spec.confidence,
+                           report_confidence=spec.fit_ci_confidence or spec.confidence)
+            if lf is not None and not lf.inside and lf.level_inside:
+                return (True, f"fit: mean at λ̂* {lf.peak_rate:.5g} CI [{lf.level_ci[0]:.4g}, {lf.level_ci[1]:.4g}] ms "
+                              f"inside the peak-rate region ({lf.n_trials} trials at {len(lf.loads)} loads)",
+                        None, loads, lf.reported)
+            if lf is not None and lf.inside:
+                return (True, f"fit: λ* CI [{lf.ci[0]:.4g}, {lf.ci[1]:.4g}] inside the fitted region "
+                              f"[{lf.region[0]:.4g}, {lf.region[1]:.4g}] ({lf.n_trials} trials at "
+                              f"{len(lf.loads)} loads)", None, loads, lf.reported)
+            fit = None
+        else:
+            fit = fit_peak(loads, r_sat, spec.width, spec.confidence)
         if fit is not None and fit.inside:
             return (True, f"fit: λ* CI [{fit.ci[0]:.4g}, {fit.ci[1]:.4g}] inside the fitted region "
                           f"[{fit.region[0]:.4g}, {fit.region[1]:.4g}] ({fit.n_trials} trials at "
@@ -111,6 +129,15 @@ def _decide_goal(spec: RatingSpec, r_sat: float, trials: Sequence[TrialResult],
         return "done", stop
     st = search_state(spec, r_sat, loads)
     lo, hi = st.lo, st.hi
+    if spec.policy == "local":
+        last = next((t.load_ops_s for t in reversed(trials) if t.valid), None)
+        placed = Local(spec).place(st, last)
+        if placed is not None:
+            load, why = placed
+            if load_key(load) not in unmeasurable and not any(
+                    t.load_ops_s <= load * (1 + 1e-9) for t in unmeasurable.values()
+                    if lo is None or t.load_ops_s > lo.load):
+                return "next", (load, why)
     # an undecided load inside the bracket: keep sampling it (Algorithm 2 step 6)
     open_in = [s for s in loads if s.status == LoadStatus.OPEN
                and (lo is None or s.load > lo.load) and (hi is None or s.load < hi.load)]
@@ -167,6 +194,18 @@ def _decide_goal(spec: RatingSpec, r_sat: float, trials: Sequence[TrialResult],
         else:
             return "done", (False, f"picker repeated the classified load {load:g}", None, loads)
     return "next", (load, f"{picker.name}: {why}")
+
+
+def _probe(spec: RatingSpec, r_sat: float, valid: Sequence[TrialResult], why: str) -> bool:
+    """policy "local" with probe_runlength_s: a trial at a load the local fit did not place whose
+    valid trials so far (none, or their median) lie outside the fit's window runs probe_runlength_s:
+    it only has to tell far below from far above ([CC] §3.2: a shorter trial is noisier by √)."""
+    if spec.policy != "local" or spec.probe_runlength_s is None or why.startswith("local fit"):
+        return False
+    if not valid:
+        return True
+    med = float(np.median([t.mean_ms for t in valid]))
+    return not (med > 0 and abs(math.log(med / r_sat)) <= math.log(LOCAL_WINDOW))
 
 
 def harness_failing(spec: RatingSpec, trials: Sequence[TrialResult]) -> str | None:
@@ -228,6 +267,8 @@ def decide(spec: RatingSpec, trials: Sequence[TrialResult]) -> NextTrial | Done:
             valid = [t for t in server if t.valid and load_key(t.load_ops_s) == load_key(load)]
             rl = next_runlength(spec, [t.mean_ms for t in valid],
                                 [float(t.runlength_s) for t in valid]).runlength_s
+            if _probe(spec, g, valid, why):
+                rl = float(spec.probe_runlength_s)
             break
     if nxt is not None and trials and trials[-1].harness_failure:
         nxt = (nxt[0], f"re-run after a harness failure ({trials[-1].reason or 'no reason given'}): {nxt[1]}")

@@ -146,7 +146,7 @@ def _goal_result(spec: RatingSpec, r_sat: float, trials: Sequence[TrialResult], 
     else:
         near, lam = peak, peak.load
     bracket = (lo.load if lo is not None else 0.0, hi.load if hi is not None else math.inf)
-    pci = _peak_ci(loads, r_sat, spec) if fit is None else fit.ci
+    pci = fit.ci if fit is not None and all(map(math.isfinite, fit.ci)) else _peak_ci(loads, r_sat, spec)
     if math.isfinite(lam):
         pci = (min(pci[0], lam), max(pci[1], lam))
     mean = near.mean if near is not None else math.nan

@@ -66,8 +66,8 @@ def fit_peak(loads: Sequence[LoadSummary], r_sat: float, width: float, confidenc
 # ----------------------------------------------------------------------------------------------
 # The "local" policy's fit (issue 16): robust, with a first-trial (cold start) effect
 
-LOCAL_WINDOW = float(__import__("os").environ.get("LW", "1.5"))         # loads whose median trial lies within R_sat/1.5 … 1.5·R_sat enter the local fit
-LOCAL_MIN_TRIALS = int(__import__("os").environ.get("LMT", "5"))       # valid trials in the window before the local fit exists
+LOCAL_WINDOW = 2.0         # loads whose median trial lies within R_sat/2 … 2·R_sat enter the local fit
+LOCAL_MIN_TRIALS = 8       # valid trials in the window before the local fit exists
 
 
 @dataclass(frozen=True)

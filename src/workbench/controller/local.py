@@ -2,7 +2,7 @@
 support a local fit of R(λ), then every trial where that fit says λ* is.
 
 Once `fit.local_fit` exists (≥ LOCAL_MIN_TRIALS valid trials at ≥ 2 loads whose median trial lies
-within R_sat/1.5 … 1.5·R_sat) and its slope is significant (the Fieller interval is bounded), the
+within R_sat/2 … 2·R_sat) and its slope is significant (the Fieller interval is bounded), the
 next load is the fit's λ̂* when it lies inside the bracket [highest unsaturated, lowest saturated]
 (10 % of its width from either end; at most twice the highest tested load when nothing
 saturated); otherwise Safeguarded's step. The last load is run again instead while it lies

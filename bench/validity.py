@@ -59,8 +59,8 @@ POLICIES = {  # label -> spec fields beyond the study's (a callable: of the stud
 CANDIDATES = {  # issue 16 candidates and ablations (not defaults): label -> spec fields
     "binsearch+fit": {"policy": "binsearch", "stop_rule": "fit"},
     "safeguarded+fit": {"policy": "safeguarded", "stop_rule": "fit"},
-    "local, no probes": lambda c: {**local_policy(c, RUNLENGTH_S), "probe_runlength_s": None},
-    "local, stop at c": lambda c: {**local_policy(c, RUNLENGTH_S), "fit_confidence": c, "fit_ci_confidence": c},
+    "local-noprobe": lambda c: {**local_policy(c, RUNLENGTH_S), "probe_runlength_s": None},
+    "local-stopc": lambda c: {**local_policy(c, RUNLENGTH_S), "fit_confidence": c, "fit_ci_confidence": c},
 }
 FRONTIER = ((0.95, 0.80), (0.90, 0.80), (0.90, 0.70))   # (c, a) of the frontier rows (0.95, 0.90: the main table)
 PROCESSES = 2              # at most 2 worker processes (a shared 2-core box)

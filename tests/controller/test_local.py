@@ -145,3 +145,12 @@ def test_profiles_default_to_the_local_policy():
     for name, prof in PROFILES.items():
         spec = RatingSpec(**prof["spec"])
         assert (spec.policy, spec.stop_rule) == ("local", "fit"), name
+
+
+def test_another_policy_on_a_profile_rates_as_before():
+    from workbench.config.profiles import resolve_policy
+    fields = resolve_policy({**PROFILES["standard"]["spec"], "policy": "binsearch"})
+    spec = RatingSpec(**fields)
+    assert (spec.policy, spec.stop_rule, spec.far_factor, spec.throughput_rule) == ("binsearch", "inside", None, False)
+    fields = resolve_policy({**PROFILES["standard"]["spec"], "confidence": 0.90})
+    assert (fields["fit_confidence"], fields["fit_ci_confidence"]) == (0.95, 0.98)

@@ -22,6 +22,26 @@ def local_policy(confidence: float, runlength_s: float | None = None) -> dict[st
     return fields
 
 
+LOCAL_FIELDS = ("far_factor", "throughput_rule", "probe_runlength_s", "fit_confidence", "fit_ci_confidence")
+
+
+def resolve_policy(fields: dict[str, Any]) -> dict[str, Any]:
+    """A profile's spec fields after the caller's overrides (policy, confidence): another policy than
+    "local" rates as it did before issue 16 (the inside rule, none of the local policy's fields); the
+    local policy's fit confidences follow the final c."""
+    out = dict(fields)
+    if out.get("policy") != "local":
+        if out.get("stop_rule") == "fit":
+            out["stop_rule"] = "inside"
+        for k in LOCAL_FIELDS:
+            out.pop(k, None)
+    else:
+        c = float(out.get("confidence", 0.95))
+        local = local_policy(c)
+        out.update(fit_confidence=local["fit_confidence"], fit_ci_confidence=local["fit_ci_confidence"])
+    return out
+
+
 # Profiles: spec fields + harness settings + default factors.
 # quick: a real rating in a few minutes on a 2-core box. Ganesha is pinned to core 0 and fstress to
 # core 1; the server gets a throttled disk and a memory limit below the file set, so λ* is

@@ -154,3 +154,17 @@ def test_another_policy_on_a_profile_rates_as_before():
     assert (spec.policy, spec.stop_rule, spec.far_factor, spec.throughput_rule) == ("binsearch", "inside", None, False)
     fields = resolve_policy({**PROFILES["standard"]["spec"], "confidence": 0.90})
     assert (fields["fit_confidence"], fields["fit_ci_confidence"]) == (0.95, 0.98)
+
+
+def test_local_fit_fieller_with_first_trial_term_covers_at_its_level():
+    # 4 loads × 3 trials, the first trial at each × 1.3, normal noise: the Fieller interval of the
+    # 3-parameter fit (λ* read off the warm line) covers the true λ* at its level
+    rng = np.random.default_rng(21)
+    spec = RatingSpec(policy="local", stop_rule="fit")
+    hits, n = 0, 1000
+    for _ in range(n):
+        trials = [_t(x, B0 + B1 * x + (math.log(1.3) if k == 0 else 0.0) + rng.normal(0, 0.05))
+                  for x in (960.0, 987.0, 1013.0, 1040.0) for k in range(3)]
+        fit = local_fit(summarize(spec, trials), 40.0, 0.1, 0.90, robust=False)
+        hits += fit.ci[0] <= 1000.0 <= fit.ci[1]
+    assert abs(hits / n - 0.90) < 3 * math.sqrt(0.9 * 0.1 / n)

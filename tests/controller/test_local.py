@@ -168,3 +168,16 @@ def test_local_fit_fieller_with_first_trial_term_covers_at_its_level():
         fit = local_fit(summarize(spec, trials), 40.0, 0.1, 0.90, robust=False)
         hits += fit.ci[0] <= 1000.0 <= fit.ci[1]
     assert abs(hits / n - 0.90) < 3 * math.sqrt(0.9 * 0.1 / n)
+
+
+def test_fit_stop_honours_an_accuracy_above_one_minus_s():
+    # 2 trials at each of 12 loads, ±6 % apart: every load's own CI (t on 1 df) is wide, the pooled
+    # fit's (21 df) is not; the sign alternates between loads, so the first-trial term is 0
+    trials = [_t(x, B0 + B1 * x + d * (-1) ** i) for i, x in enumerate(np.linspace(972.0, 1028.0, 12))
+              for d in (0.06, -0.06)]
+    base = dict(policy="local", stop_rule="fit", width=0.10, max_trials_per_load=1000)
+    d = decide(RatingSpec(**base, accuracy=0.90), trials)
+    assert hasattr(d, "result") and d.result.reason.startswith("fit:")
+    lo, hi = local_fit(summarize(RatingSpec(**base), trials), 40.0, 0.1, 0.95).level_ci
+    assert 1 - (hi - lo) / (hi + lo) < 0.99                 # Eq. 2 of the fitted mean's CI
+    assert not hasattr(decide(RatingSpec(**base, accuracy=0.99), trials), "result")

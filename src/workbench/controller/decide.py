@@ -40,6 +40,7 @@ from workbench.controller.spec import RatingSpec
 from workbench.controller.state import LoadStatus, LoadSummary, load_key
 from workbench.controller.summary import search_state, summarize, trial_cost_s
 from workbench.controller.trial import TrialResult
+from workbench.stats.intervals import accuracy as _accuracy
 
 
 POLICIES = ("linear", "binsearch", "model", "safeguarded", "local")
@@ -97,6 +98,8 @@ def _stop_now(spec: RatingSpec, r_sat: float, loads: list[LoadSummary]) -> tuple
         if spec.policy == "local":
             lf = local_fit(loads, r_sat, spec.width, spec.fit_confidence or spec.confidence,
                            report_confidence=spec.fit_ci_confidence or spec.confidence)
+            if lf is not None and spec.accuracy > 1.0 - spec.width and _accuracy(*lf.level_ci) < spec.accuracy:
+                lf = None    # Eq. 2 on the fitted mean's CI (a CI inside [R_sat ± s] has accuracy ≥ 1 − s)
             if lf is not None and not lf.inside and lf.level_inside:
                 return (True, f"fit: mean at λ̂* {lf.peak_rate:.5g} CI [{lf.level_ci[0]:.4g}, {lf.level_ci[1]:.4g}] ms "
                               f"inside the peak-rate region ({lf.n_trials} trials at {len(lf.loads)} loads)",

@@ -181,3 +181,12 @@ def test_fit_stop_honours_an_accuracy_above_one_minus_s():
     lo, hi = local_fit(summarize(RatingSpec(**base), trials), 40.0, 0.1, 0.95).level_ci
     assert 1 - (hi - lo) / (hi + lo) < 0.99                 # Eq. 2 of the fitted mean's CI
     assert not hasattr(decide(RatingSpec(**base, accuracy=0.99), trials), "result")
+
+
+def test_seed_sample_is_completed_before_the_fit_places_loads():
+    # a nightly-style rating: seed_trials valid trials at the seed load before anything else
+    spec = RatingSpec(**local_policy(0.95, 60.0), seed_load=950.0, seed_trials=6)
+    srv = SimulatedServer(capacity_ops_s=1000.0, base_ms=1.0, service_ms=5.0, servers=1, seed=2, noise=0.03)
+    res = find_peak(spec, srv.measure)
+    first = [t.load_ops_s for t in res.trials[:6]]
+    assert first == [950.0] * 6

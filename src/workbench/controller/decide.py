@@ -132,7 +132,9 @@ def _decide_goal(spec: RatingSpec, r_sat: float, trials: Sequence[TrialResult],
         return "done", stop
     st = search_state(spec, r_sat, loads)
     lo, hi = st.lo, st.hi
-    if spec.policy == "local":
+    seed_sample_open = spec.seed_load is not None and any(
+        load_key(s.load) == load_key(spec.seed_load) and s.n < spec.min_trials_at(s.load) for s in loads)
+    if spec.policy == "local" and not seed_sample_open:     # the seed sample first (seed_trials)
         last = next((t.load_ops_s for t in reversed(trials) if t.valid), None)
         placed = Local(spec).place(st, last)
         if placed is not None:

@@ -59,7 +59,7 @@ class Done:
 
 
 def make_picker(spec) -> Picker:
-    """The picker named by `spec.policy` ("linear", "binsearch", "model", "safeguarded")."""
+    """The picker named by `spec.policy` ("linear", "binsearch", "model", "safeguarded", "local")."""
     if spec.policy == "binsearch":
         return Binsearch(spec.seed_step)
     if spec.policy == "linear":

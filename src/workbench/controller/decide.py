@@ -17,6 +17,9 @@ Stop rules (`RatingSpec.stop_rule`, docs/controller.md "Decision rule"):
   reaches `max_trials_per_load` is classified by its mean alone ("below?"/"above?").
   The search also stops when the bracket [highest unsaturated, lowest saturated] is narrower
   than `resolution`·λ (no measurable load left between them; λ* is then interpolated).
+* "fit" — the inside rule, plus a stop on a local fit of log R(λ) near R_sat (fit.py); with policy
+  "local" (the profiles' default, local.py) that fit also places the loads (docs/controller.md
+  "The local policy").
 
 Everything — current load, bracket, picker state, runlength — is re-derived from the log on
 every call: no hidden state, deterministic, resumable after a crash.

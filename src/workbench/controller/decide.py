@@ -121,6 +121,22 @@ def _stop_now(spec: RatingSpec, r_sat: float, loads: list[LoadSummary]) -> tuple
     return None
 
 
+def _local_step(spec: RatingSpec, st, loads: list[LoadSummary], trials: Sequence[TrialResult],
+                unmeasurable: Mapping[float, TrialResult]) -> tuple[float, str] | None:
+    """policy "local": the local fit's nomination (local.py), or None (no usable fit; the seed
+    sample of seed_trials not complete yet; a load at or above an unmeasurable one)."""
+    if spec.seed_load is not None and any(load_key(s.load) == load_key(spec.seed_load)
+                                          and s.n < spec.min_trials_at(s.load) for s in loads):
+        return None
+    last = next((t.load_ops_s for t in reversed(trials) if t.valid), None)
+    placed = Local(spec).place(st, last)
+    if placed is None or load_key(placed[0]) in unmeasurable or any(
+            t.load_ops_s <= placed[0] * (1 + 1e-9) for t in unmeasurable.values()
+            if st.lo is None or t.load_ops_s > st.lo.load):
+        return None
+    return placed
+
+
 def _decide_goal(spec: RatingSpec, r_sat: float, trials: Sequence[TrialResult],
                  unmeasurable: Mapping[float, TrialResult] | None = None) -> tuple[str, Any]:
     """("next", (load, reason)) or ("done", (converged, reason, peak_summary|None, loads)).
@@ -135,17 +151,9 @@ def _decide_goal(spec: RatingSpec, r_sat: float, trials: Sequence[TrialResult],
         return "done", stop
     st = search_state(spec, r_sat, loads)
     lo, hi = st.lo, st.hi
-    seed_sample_open = spec.seed_load is not None and any(
-        load_key(s.load) == load_key(spec.seed_load) and s.n < spec.min_trials_at(s.load) for s in loads)
-    if spec.policy == "local" and not seed_sample_open:     # the seed sample first (seed_trials)
-        last = next((t.load_ops_s for t in reversed(trials) if t.valid), None)
-        placed = Local(spec).place(st, last)
-        if placed is not None:
-            load, why = placed
-            if load_key(load) not in unmeasurable and not any(
-                    t.load_ops_s <= load * (1 + 1e-9) for t in unmeasurable.values()
-                    if lo is None or t.load_ops_s > lo.load):
-                return "next", (load, why)
+    placed = _local_step(spec, st, loads, trials, unmeasurable) if spec.policy == "local" else None
+    if placed is not None:
+        return "next", placed
     # an undecided load inside the bracket: keep sampling it (Algorithm 2 step 6)
     open_in = [s for s in loads if s.status == LoadStatus.OPEN
                and (lo is None or s.load > lo.load) and (hi is None or s.load < hi.load)]

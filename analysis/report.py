@@ -282,7 +282,8 @@ def rating_report_html(spec: Mapping[str, Any], result: Mapping[str, Any],
         f'&nbsp; bracket {_pair(result.get("bracket"))} &nbsp; '
         f'{_status(not result.get("converged"), "NOT CONVERGED", "CONVERGED")}</p>',
         _kv([("reason", result.get("reason")), ("profile / slot", f"{spec.get('profile', '')} / {spec.get('slot', '')}"),
-             ("policy", result.get("policy", rs.get("policy"))),
+             ("policy / stop rule", f"{result.get('policy', rs.get('policy'))} / "
+                                    f"{result.get('stop_rule', rs.get('stop_rule', 'inside'))}"),
              ("R_sat / width / confidence", f"{_num(result.get('r_sat_ms', rs.get('r_sat_ms')))} ms / "
                                             f"{_num(rs.get('width'))} / {_num(rs.get('confidence'))}"),
              (f"mean at {_num(near)} ops/s (tested load nearest λ*)" if near is not None else "mean at λ*",

@@ -13,13 +13,17 @@ For each server family (``workbench.measure.families``: mm, knee, heavy, cold) �
 
 ``--frontier P,Q`` adds the in-region / median-cost frontier of policies P, Q when c and a vary.
 
-Usage:  nice -n 19 .venv/bin/python bench/validity.py [--servers 200] [--quick] [--frontier binsearch]
-            [--families mm,knee] [--policies binsearch,safeguarded+fit] [--overhead-s 0]
+Usage:  nice -n 19 .venv/bin/python bench/validity.py [--servers 200] [--quick] [--frontier local]
+            [--families mm,knee] [--policies binsearch,local] [--overhead-s 0] [--processes 2]
+
+"local" is the profiles' default since issue 16 (`config.profiles.LOCAL_POLICY`: policy local, stop
+rule fit); "binsearch" (the inside rule) was the default before it and is the reference of "× default".
 """
 from __future__ import annotations
 
 import argparse
 import math
+import multiprocessing
 import shlex
 import sys
 import time
@@ -34,6 +38,7 @@ for p in (ROOT / "src", ROOT):
 
 from bench.search_cost import md_table  # noqa: E402
 from workbench.controller.decide import find_peak  # noqa: E402
+from workbench.config.profiles import local_policy  # noqa: E402
 from workbench.controller.spec import RatingSpec  # noqa: E402
 from workbench.measure.families import FAMILY_NAMES, family_servers, true_region  # noqa: E402
 
@@ -43,56 +48,69 @@ CONFIDENCE = 0.95          # c
 ACCURACY = 0.90            # a
 RUNLENGTH_S = 60.0         # every trial 60 s (fixed runlength)
 TRIAL_OVERHEAD_S = 0.0     # issue 16's costs are Σ runlengths (5880 s = 98 × 60 s); --overhead-s to change
-DEFAULT_LABEL = "binsearch"   # today's default: RatingSpec's policy with its default (inside) rule
-POLICIES = {  # label -> spec fields beyond the study's
+DEFAULT_LABEL = "binsearch"   # the reference ("× default"): the profiles' default before issue 16 (inside rule)
+NEW_DEFAULT_LABEL = "local"    # the profiles' default since issue 16 (config.profiles.LOCAL_POLICY)
+POLICIES = {  # label -> spec fields beyond the study's (a callable: of the study's c)
     "binsearch": {"policy": "binsearch"},
     "model": {"policy": "model"},
     "safeguarded": {"policy": "safeguarded"},
+    "local": lambda c: local_policy(c, RUNLENGTH_S),
 }
-CANDIDATES = {  # issue 16 candidates (not defaults): label -> spec fields
+CANDIDATES = {  # issue 16 candidates and ablations (not defaults): label -> spec fields
     "binsearch+fit": {"policy": "binsearch", "stop_rule": "fit"},
     "safeguarded+fit": {"policy": "safeguarded", "stop_rule": "fit"},
+    "local-noprobe": lambda c: {**local_policy(c, RUNLENGTH_S), "probe_runlength_s": None},
+    "local-stopc": lambda c: {**local_policy(c, RUNLENGTH_S), "fit_confidence": c, "fit_ci_confidence": c},
 }
 FRONTIER = ((0.95, 0.80), (0.90, 0.80), (0.90, 0.70))   # (c, a) of the frontier rows (0.95, 0.90: the main table)
+PROCESSES = 2              # at most 2 worker processes (a shared 2-core box)
 
 
-def spec_for(fields: dict, overhead_s: float, **kw) -> RatingSpec:
+def spec_for(fields, overhead_s: float, **kw) -> RatingSpec:
     base = dict(r_sat_ms=R_SAT_MS, width=WIDTH, confidence=CONFIDENCE, accuracy=ACCURACY,
                 runlength_s=RUNLENGTH_S, trial_overhead_s=overhead_s)
-    return RatingSpec(**{**base, **fields, **kw})
+    base.update(kw)
+    if callable(fields):
+        fields = fields(base["confidence"])
+    return RatingSpec(**{**base, **fields})
 
 
-def rate_family(family: str, spec: RatingSpec, n: int) -> dict:
+def _rate_one(args) -> tuple:
+    family, n, i, spec = args
+    srv = family_servers(family, n)[i]
+    res = find_peak(spec, srv.measure)
+    lo, hi = true_region(srv, spec.r_sat_ms, spec.width)
+    true = srv.true_peak_rate(spec.r_sat_ms)
+    m_lo, m_hi = res.peak_rate_ci_model
+    return (lo <= res.peak_rate <= hi, res.peak_rate_ci[0] <= true <= res.peak_rate_ci[1], res.converged,
+            res.reason.startswith("fit:"), res.cost_s, res.n_trials,
+            (res.peak_rate_ci[1] - res.peak_rate_ci[0]) / true,
+            (m_lo <= true <= m_hi) if math.isfinite(m_lo) and math.isfinite(m_hi) else None)
+
+
+def rate_family(family: str, spec: RatingSpec, n: int, pool=None) -> dict:
     """Rate n servers of `family` with `spec`; the study's figures for that cell."""
-    inside = covered = conv = fit_stops = fit_inside = 0
-    costs, trials, widths = [], [], []
-    for srv in family_servers(family, n):
-        res = find_peak(spec, srv.measure)
-        lo, hi = true_region(srv, spec.r_sat_ms, spec.width)
-        true = srv.true_peak_rate(spec.r_sat_ms)
-        ok = lo <= res.peak_rate <= hi
-        inside += ok
-        covered += res.peak_rate_ci[0] <= true <= res.peak_rate_ci[1]
-        conv += res.converged
-        fit_stops += res.reason.startswith("fit:")
-        fit_inside += ok and res.reason.startswith("fit:")
-        costs.append(res.cost_s)
-        trials.append(res.n_trials)
-        widths.append((res.peak_rate_ci[1] - res.peak_rate_ci[0]) / true)
-    return {"in_region": 100.0 * inside / n, "ci_covers": 100.0 * covered / n, "converged": 100.0 * conv / n,
+    jobs = [(family, n, i, spec) for i in range(n)]
+    out = pool.map(_rate_one, jobs, chunksize=4) if pool is not None else list(map(_rate_one, jobs))
+    ok, cov, conv, fit, costs, trials, widths, model = (list(col) for col in zip(*out))
+    fit_stops = sum(fit)
+    model_def = [m for m in model if m is not None]
+    return {"in_region": 100.0 * sum(ok) / n, "ci_covers": 100.0 * sum(cov) / n, "converged": 100.0 * sum(conv) / n,
             "median_cost_s": float(np.median(costs)), "mean_cost_s": float(np.mean(costs)),
             "median_trials": float(np.median(trials)), "fit_stops": 100.0 * fit_stops / n,
-            "fit_in_region": 100.0 * fit_inside / fit_stops if fit_stops else math.nan,
-            "median_ci_width": 100.0 * float(np.median(widths))}
+            "fit_in_region": 100.0 * sum(o and f for o, f in zip(ok, fit)) / fit_stops if fit_stops else math.nan,
+            "median_ci_width": 100.0 * float(np.median(widths)),
+            "model_ci_covers": 100.0 * sum(model_def) / len(model_def) if model_def else math.nan,
+            "model_ci_defined": 100.0 * len(model_def) / n}
 
 
-def run_cells(families, labels, n, overhead_s, spec_kw=None) -> list[dict]:
+def run_cells(families, labels, n, overhead_s, spec_kw=None, pool=None) -> list[dict]:
     rows = []
     for fam in families:
         for label in labels:
             fields = {**POLICIES, **CANDIDATES}[label]
             t0 = time.perf_counter()
-            r = rate_family(fam, spec_for(fields, overhead_s, **(spec_kw or {})), n)
+            r = rate_family(fam, spec_for(fields, overhead_s, **(spec_kw or {})), n, pool)
             r.update(family=fam, policy=label, wall_s=time.perf_counter() - t0)
             rows.append(r)
             print(f"  {fam:5s} {label:16s} in region {r['in_region']:5.1f} %  CI covers {r['ci_covers']:5.1f} %"
@@ -108,18 +126,19 @@ def add_ratios(rows: list[dict], ref: dict[str, float]) -> None:
 
 FMT = {"in_region": "{:.1f}", "ci_covers": "{:.1f}", "converged": "{:.1f}", "median_cost_s": "{:.0f}",
        "mean_cost_s": "{:.0f}", "median_trials": "{:.0f}", "median_ci_width": "{:.1f}", "x_default": "{:.2f}",
-       "fit_stops": "{:.1f}", "fit_in_region": "{:.1f}",
+       "fit_stops": "{:.1f}", "fit_in_region": "{:.1f}", "model_ci_covers": "{:.1f}", "model_ci_defined": "{:.1f}",
        "confidence": "{:.2f}", "accuracy": "{:.2f}"}
 COLS = [("family", "family"), ("policy", "policy"), ("in region %", "in_region"), ("λ* CI covers %", "ci_covers"),
         ("median cost (s)", "median_cost_s"), ("× default cost", "x_default"), ("mean cost (s)", "mean_cost_s"),
         ("median trials", "median_trials"), ("converged %", "converged"), ("median CI width % of λ*", "median_ci_width"),
-        ("stopped by the fit %", "fit_stops"), ("in region when stopped by the fit %", "fit_in_region")]
+        ("stopped by the fit %", "fit_stops"), ("in region when stopped by the fit %", "fit_in_region"),
+        ("model CI covers % (when defined)", "model_ci_covers"), ("model CI defined %", "model_ci_defined")]
 
 
-def frontier(families, labels, n, overhead_s) -> list[dict]:
+def frontier(families, labels, n, overhead_s, pool=None) -> list[dict]:
     rows = []
     for c, a in FRONTIER:
-        for r in run_cells(families, labels, n, overhead_s, {"confidence": c, "accuracy": a}):
+        for r in run_cells(families, labels, n, overhead_s, {"confidence": c, "accuracy": a}, pool):
             r.update(confidence=c, accuracy=a)
             rows.append(r)
     return rows
@@ -133,6 +152,7 @@ def main(argv=None) -> int:
     ap.add_argument("--policies", default=",".join(POLICIES), help=f"of {', '.join({**POLICIES, **CANDIDATES})}")
     ap.add_argument("--frontier", default="", help="policies (comma-separated) whose (c, a) frontier to add")
     ap.add_argument("--overhead-s", type=float, default=TRIAL_OVERHEAD_S, help="per-trial overhead, s")
+    ap.add_argument("--processes", type=int, default=PROCESSES, help=f"worker processes (at most {PROCESSES})")
     args = ap.parse_args(argv)
     n = 20 if args.quick else args.servers
     families = [f for f in args.families.split(",") if f]
@@ -145,13 +165,14 @@ def main(argv=None) -> int:
           f"{RUNLENGTH_S:g} s trials, overhead {args.overhead_s:g} s/trial", flush=True)
     t0 = time.perf_counter()
     cells = labels if DEFAULT_LABEL in labels else [DEFAULT_LABEL, *labels]
-    rows = run_cells(families, cells, n, args.overhead_s)
+    pool = multiprocessing.Pool(max(1, min(PROCESSES, args.processes))) if args.processes > 1 else None
+    rows = run_cells(families, cells, n, args.overhead_s, pool=pool)
     ref = {r["family"]: r["median_cost_s"] for r in rows if r["policy"] == DEFAULT_LABEL}
     add_ratios(rows, ref)
     print(f"\n## family × policy ({n} servers each; × default = median cost / {DEFAULT_LABEL}'s)\n")
     print(md_table(rows, COLS, FMT))
     if args.frontier and not args.quick:
-        fr = frontier(families, [p for p in args.frontier.split(",") if p], n, args.overhead_s)
+        fr = frontier(families, [p for p in args.frontier.split(",") if p], n, args.overhead_s, pool)
         add_ratios(fr, ref)
         print(f"\n## frontier: c and a varied (× default = median cost / {DEFAULT_LABEL}'s at c 0.95, a 0.90)\n")
         print(md_table(fr, [("family", "family"), ("c", "confidence"), ("a", "accuracy"), *COLS[1:6]], FMT))

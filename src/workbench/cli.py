@@ -33,7 +33,7 @@ from typing import Any, Sequence
 from workbench.config.external import EXTERNAL_PARAMS
 from workbench.config.factors import FACTORS, add_cli_flags
 from workbench.config.paths import DEFAULT_INVENTORY, FSTRESS, REPO
-from workbench.config.profiles import FAMILY_OF_WORKLOAD, PROFILES
+from workbench.config.profiles import FAMILY_OF_WORKLOAD, PROFILES, resolve_policy
 from workbench.config.vocabulary import POLICIES
 from workbench.measure.ansible import AnsibleHarness, HarnessError
 from workbench.pipeline.stop import RatingKilled
@@ -163,6 +163,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
     from workbench.planning.dryrun import plan
     fields = dict(PROFILES[args.profile]["spec"])
     fields.update({k: getattr(args, k) for k in (*_SPEC_OPTIONS, "first_load") if getattr(args, k) is not None})
+    fields = resolve_policy(fields)
     if args.runlength_s is not None:
         fields["runlength_policy"] = "fixed"
     try:

@@ -211,6 +211,7 @@ def test_rating_report_html(rating):
     assert not _EXTERNAL.search(page)
     assert page.count('src="data:image/png;base64,') == 3
     assert "6.18.44-fc-v657" in page and "RPC_Ioq_ThrdMax" in page    # sysinfo: kernel, server config
+    assert "<td>policy / stop rule</td><td class=\"l\">binsearch / inside</td>" in page   # who rated it
 
 
 def test_rating_report_uses_given_plots(rating):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-POLICIES = ("linear", "binsearch", "model", "safeguarded")          # load pickers (controller)
+POLICIES = ("linear", "binsearch", "model", "safeguarded", "local")          # load pickers (controller)
 STOP_RULES = ("inside", "overlap", "fit")
 CANNED_WORKLOADS = ("web_server", "web_proxy", "db_tp", "mail", "news", "specsfs97", "p2p")
 SEED_SOURCES = ("none", "load", "history")

@@ -17,6 +17,9 @@ Stop rules (`RatingSpec.stop_rule`, docs/controller.md "Decision rule"):
   reaches `max_trials_per_load` is classified by its mean alone ("below?"/"above?").
   The search also stops when the bracket [highest unsaturated, lowest saturated] is narrower
   than `resolution`·λ (no measurable load left between them; λ* is then interpolated).
+* "fit" — the inside rule, plus a stop on a local fit of log R(λ) near R_sat (fit.py); with policy
+  "local" (the profiles' default, local.py) that fit also places the loads (docs/controller.md
+  "The local policy").
 
 Everything — current load, bracket, picker state, runlength — is re-derived from the log on
 every call: no hidden state, deterministic, resumable after a crash.
@@ -28,7 +31,10 @@ import math
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
-from workbench.controller.fit import fit_peak
+import numpy as np
+
+from workbench.controller.fit import LOCAL_WINDOW, fit_peak, local_fit
+from workbench.controller.local import Local
 from workbench.controller.pickers import Binsearch, Linear, Model, Picker
 from workbench.controller.result import PeakResult, result_of
 from workbench.controller.runlength import next_runlength
@@ -37,9 +43,10 @@ from workbench.controller.spec import RatingSpec
 from workbench.controller.state import LoadStatus, LoadSummary, load_key
 from workbench.controller.summary import search_state, summarize, trial_cost_s
 from workbench.controller.trial import TrialResult
+from workbench.stats.intervals import accuracy as _accuracy
 
 
-POLICIES = ("linear", "binsearch", "model", "safeguarded")
+POLICIES = ("linear", "binsearch", "model", "safeguarded", "local")
 
 
 @dataclass(frozen=True)
@@ -55,7 +62,7 @@ class Done:
 
 
 def make_picker(spec) -> Picker:
-    """The picker named by `spec.policy` ("linear", "binsearch", "model", "safeguarded")."""
+    """The picker named by `spec.policy` ("linear", "binsearch", "model", "safeguarded", "local")."""
     if spec.policy == "binsearch":
         return Binsearch(spec.seed_step)
     if spec.policy == "linear":
@@ -64,7 +71,9 @@ def make_picker(spec) -> Picker:
         return Model(spec.model_form, spec.seed_step)
     if spec.policy == "safeguarded":
         return Safeguarded(spec.model_form, spec.seed_step)
-    raise ValueError(f"policy must be one of linear, binsearch, model, safeguarded; got {spec.policy!r}")
+    if spec.policy == "local":
+        return Local(spec)
+    raise ValueError(f"policy must be one of {', '.join(POLICIES)}; got {spec.policy!r}")
 
 
 def _unmeasurable(spec: RatingSpec, trials: Sequence[TrialResult]) -> dict[float, TrialResult]:
@@ -89,12 +98,43 @@ def _stop_now(spec: RatingSpec, r_sat: float, loads: list[LoadSummary]) -> tuple
         return (True, f"{rule} the peak-rate region at {best.load:g} ops/s with accuracy "
                       f"{best.ci.accuracy:.3f} ≥ {spec.accuracy:g}", best, loads)
     if spec.stop_rule == "fit":
-        fit = fit_peak(loads, r_sat, spec.width, spec.confidence)
+        if spec.policy == "local":
+            lf = local_fit(loads, r_sat, spec.width, spec.fit_confidence or spec.confidence,
+                           report_confidence=spec.fit_ci_confidence or spec.confidence)
+            if lf is not None and spec.accuracy > 1.0 - spec.width and _accuracy(*lf.level_ci) < spec.accuracy:
+                lf = None    # Eq. 2 on the fitted mean's CI (a CI inside [R_sat ± s] has accuracy ≥ 1 − s)
+            if lf is not None and not lf.inside and lf.level_inside:
+                return (True, f"fit: mean at λ̂* {lf.peak_rate:.5g} CI [{lf.level_ci[0]:.4g}, {lf.level_ci[1]:.4g}] ms "
+                              f"inside the peak-rate region ({lf.n_trials} trials at {len(lf.loads)} loads)",
+                        None, loads, lf.reported)
+            if lf is not None and lf.inside:
+                return (True, f"fit: λ* CI [{lf.ci[0]:.4g}, {lf.ci[1]:.4g}] inside the fitted region "
+                              f"[{lf.region[0]:.4g}, {lf.region[1]:.4g}] ({lf.n_trials} trials at "
+                              f"{len(lf.loads)} loads)", None, loads, lf.reported)
+            fit = None
+        else:
+            fit = fit_peak(loads, r_sat, spec.width, spec.confidence)
         if fit is not None and fit.inside:
             return (True, f"fit: λ* CI [{fit.ci[0]:.4g}, {fit.ci[1]:.4g}] inside the fitted region "
                           f"[{fit.region[0]:.4g}, {fit.region[1]:.4g}] ({fit.n_trials} trials at "
                           f"{len(fit.loads)} loads)", None, loads, fit)
     return None
+
+
+def _local_step(spec: RatingSpec, st, loads: list[LoadSummary], trials: Sequence[TrialResult],
+                unmeasurable: Mapping[float, TrialResult]) -> tuple[float, str] | None:
+    """policy "local": the local fit's nomination (local.py), or None (no usable fit; the seed
+    sample of seed_trials not complete yet; a load at or above an unmeasurable one)."""
+    if spec.seed_load is not None and any(load_key(s.load) == load_key(spec.seed_load)
+                                          and s.n < spec.min_trials_at(s.load) for s in loads):
+        return None
+    last = next((t.load_ops_s for t in reversed(trials) if t.valid), None)
+    placed = Local(spec).place(st, last)
+    if placed is None or load_key(placed[0]) in unmeasurable or any(
+            t.load_ops_s <= placed[0] * (1 + 1e-9) for t in unmeasurable.values()
+            if st.lo is None or t.load_ops_s > st.lo.load):
+        return None
+    return placed
 
 
 def _decide_goal(spec: RatingSpec, r_sat: float, trials: Sequence[TrialResult],
@@ -111,6 +151,9 @@ def _decide_goal(spec: RatingSpec, r_sat: float, trials: Sequence[TrialResult],
         return "done", stop
     st = search_state(spec, r_sat, loads)
     lo, hi = st.lo, st.hi
+    placed = _local_step(spec, st, loads, trials, unmeasurable) if spec.policy == "local" else None
+    if placed is not None:
+        return "next", placed
     # an undecided load inside the bracket: keep sampling it (Algorithm 2 step 6)
     open_in = [s for s in loads if s.status == LoadStatus.OPEN
                and (lo is None or s.load > lo.load) and (hi is None or s.load < hi.load)]
@@ -167,6 +210,18 @@ def _decide_goal(spec: RatingSpec, r_sat: float, trials: Sequence[TrialResult],
         else:
             return "done", (False, f"picker repeated the classified load {load:g}", None, loads)
     return "next", (load, f"{picker.name}: {why}")
+
+
+def _probe(spec: RatingSpec, r_sat: float, valid: Sequence[TrialResult], why: str) -> bool:
+    """policy "local" with probe_runlength_s: a trial at a load the local fit did not place whose
+    valid trials so far (none, or their median) lie outside the fit's window runs probe_runlength_s:
+    it only has to tell far below from far above ([CC] §3.2: a shorter trial is noisier by √)."""
+    if spec.policy != "local" or spec.probe_runlength_s is None or why.startswith("local fit"):
+        return False
+    if not valid:
+        return True
+    med = float(np.median([t.mean_ms for t in valid]))
+    return not (med > 0 and abs(math.log(med / r_sat)) <= math.log(LOCAL_WINDOW))
 
 
 def harness_failing(spec: RatingSpec, trials: Sequence[TrialResult]) -> str | None:
@@ -228,6 +283,8 @@ def decide(spec: RatingSpec, trials: Sequence[TrialResult]) -> NextTrial | Done:
             valid = [t for t in server if t.valid and load_key(t.load_ops_s) == load_key(load)]
             rl = next_runlength(spec, [t.mean_ms for t in valid],
                                 [float(t.runlength_s) for t in valid]).runlength_s
+            if _probe(spec, g, valid, why):
+                rl = float(spec.probe_runlength_s)
             break
     if nxt is not None and trials and trials[-1].harness_failure:
         nxt = (nxt[0], f"re-run after a harness failure ({trials[-1].reason or 'no reason given'}): {nxt[1]}")

@@ -16,7 +16,10 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from workbench.controller.state import LoadSummary
-from workbench.stats.calibration import fieller_inverse, wls_line
+import numpy as np
+from scipy import stats as _st
+
+from workbench.stats.calibration import fieller_inverse, robust_wls, wls, wls_line
 
 FIT_WINDOW = 1.25          # loads whose mean response lies within R_sat/1.25 … 1.25·R_sat enter the fit
 FIT_MIN_TRIALS = 6         # valid trials in the window before the fit may stop a rating (df ≥ 4)
@@ -58,3 +61,106 @@ def fit_peak(loads: Sequence[LoadSummary], r_sat: float, width: float, confidenc
     lam, lo, hi = fieller_inverse(fit, math.log(r_sat), confidence)
     region = ((math.log(r_sat * (1 - width)) - fit.b0) / fit.b1, (math.log(r_sat * (1 + width)) - fit.b0) / fit.b1)
     return FitPeak(lam, (lo, hi), region, len(xs), tuple(sorted(set(xs))))
+
+
+# ----------------------------------------------------------------------------------------------
+# The "local" policy's fit (issue 16): robust, with a first-trial (cold start) effect
+
+LOCAL_WINDOW = 2.0         # loads whose median trial lies within R_sat/2 … 2·R_sat enter the local fit
+LOCAL_MIN_TRIALS = 8       # valid trials in the window before the local fit exists
+
+
+@dataclass(frozen=True)
+class LocalFit:
+    peak_rate: float                       # λ̂* on the fitted line (warm trials)
+    ci: tuple[float, float]                # Fieller interval of λ* at the fit's confidence
+    region: tuple[float, float]            # fitted peak-rate region in loads
+    n_trials: int                          # trials kept in the fit
+    n_dropped: int                         # trials deleted as outliers
+    loads: tuple[float, ...]               # the loads that entered the fit
+    first_effect: float                    # fitted log-ratio of a load's first trial (nan: not fitted)
+    slope: float                           # b1: d log R / dλ
+    level_ci: tuple[float, float] = (math.nan, math.nan)   # CI of the warm mean R at λ̂* (ms)
+
+    @property
+    def level_inside(self) -> bool:
+        """The CI of the fitted warm mean response at λ̂* lies inside [R_sat ± s·R_sat], λ̂* lies
+        within the fitted loads (no extrapolation) and the slope is significant (Fieller bounded)."""
+        return (self.region_ms[0] <= self.level_ci[0] and self.level_ci[1] <= self.region_ms[1]
+                and self.loads[0] <= self.peak_rate <= self.loads[-1]
+                and math.isfinite(self.ci[0]) and math.isfinite(self.ci[1]))
+
+    region_ms: tuple[float, float] = (math.nan, math.nan)  # [R_sat(1 − s), R_sat(1 + s)]
+    report_ci: tuple[float, float] = (math.nan, math.nan)  # Fieller interval at the report confidence
+
+    @property
+    def reported(self) -> FitPeak:
+        """The fit as the result reports it: λ̂* with the Fieller interval at the report confidence."""
+        return FitPeak(self.peak_rate, self.report_ci, self.region, self.n_trials, self.loads)
+
+    @property
+    def inside(self) -> bool:
+        lo, hi = self.region
+        return (math.isfinite(self.ci[0]) and math.isfinite(self.ci[1])
+                and lo <= self.ci[0] and self.ci[1] <= hi and self.loads[0] <= self.peak_rate <= self.loads[-1])
+
+    @property
+    def fit_peak(self) -> FitPeak:
+        return FitPeak(self.peak_rate, self.ci, self.region, self.n_trials, self.loads)
+
+
+def local_fit(loads: Sequence[LoadSummary], r_sat: float, width: float, confidence: float,
+              window: float = LOCAL_WINDOW, min_trials: int = LOCAL_MIN_TRIALS,
+              first_effect: bool = True, robust: bool = True,
+              report_confidence: float | None = None) -> LocalFit | None:
+    """log R = b0 + b1·λ (+ b2·[first valid trial at its load]) by WLS (weights = runlength, [CC]
+    §3.2) over every valid trial of the loads whose median trial mean lies within R_sat/window …
+    window·R_sat, after Bonferroni outlier deletion (`stats.calibration.robust_wls`); λ̂* =
+    (log R_sat − b0)/b1 with its Fieller interval (Draper & Smith §3.2) at `confidence`. The
+    first-trial term (a cache warm-up inflates the first trial at a new load) is fitted only
+    when some load in the window has a second trial; λ* is read off the warm line."""
+    near = [s for s in loads if s.n >= 1 and not s.latency_saturated and all(m > 0 for m in s.means)
+            and abs(math.log(float(np.median(s.means)) / r_sat)) <= math.log(window)]
+    rows = []
+    for s in near:
+        rls = s.runlengths or (1.0,) * len(s.means)
+        for k, (m, r) in enumerate(zip(s.means, rls)):
+            rows.append((s.load, math.log(m), float(r), 1.0 if k == 0 else 0.0))
+    if len(rows) < min_trials or len({r[0] for r in rows}) < 2:
+        return None
+    x = np.array([r[0] for r in rows])
+    y = np.array([r[1] for r in rows])
+    w = np.array([r[2] for r in rows])
+    first = np.array([r[3] for r in rows])
+    xc = float(np.average(x, weights=w))
+    cols = [np.ones_like(x), x - xc]
+    use_first = bool(first_effect and 0 < first.sum() < first.size)
+    if use_first:
+        cols.append(first)
+    X = np.column_stack(cols)
+    if np.linalg.matrix_rank(X) < X.shape[1] or len(rows) <= X.shape[1] + 1:
+        if not use_first:
+            return None
+        X, use_first = X[:, :2], False
+    try:
+        fit = robust_wls(X, y, w) if robust else wls(X, y, w)
+    except ValueError:
+        return None
+    line = fit.line(0, 1)
+    if not line.b1 > 0:
+        return None
+    x0, lo, hi = fieller_inverse(line, math.log(r_sat), confidence)
+    if report_confidence is not None and (math.isfinite(lo) and math.isfinite(hi)):
+        _, rlo, rhi = fieller_inverse(line, math.log(r_sat), report_confidence)
+    else:
+        rlo, rhi = lo, hi
+    reg = tuple(xc + (math.log(r_sat * f) - line.b0) / line.b1 for f in (1.0 - width, 1.0 + width))
+    kept = np.asarray(fit.kept, bool)
+    # CI of the mean at x0: ŷ(x0) ± t·se (Draper & Smith §1.4); ŷ(x0) = log R_sat by construction
+    t = float(_st.t.ppf((1.0 + confidence) / 2.0, fit.df))
+    h = min(t * line.se_mean(x0), 700.0) if math.isfinite(x0) else 700.0   # exp(700): no overflow
+    return LocalFit(xc + x0, (xc + lo, xc + hi), (float(reg[0]), float(reg[1])), int(kept.sum()),
+                    int((~kept).sum()), tuple(sorted({float(v) for v in x[kept]})),
+                    float(fit.beta[2]) if use_first else math.nan, float(line.b1),
+                    (r_sat * math.exp(-h), r_sat * math.exp(h)), (r_sat * (1 - width), r_sat * (1 + width)),
+                    (xc + rlo, xc + rhi))

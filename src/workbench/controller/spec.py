@@ -58,6 +58,16 @@ class RatingSpec:
                                            # excludes R_sat (before accuracy a is reached)
     edge_patience: float = 0.5             # inside rule: keep sampling an accurate CI that straddles
                                            # an edge only while |R̄ − R_sat| ≤ edge_patience·s·R_sat
+    far_factor: float | None = None        # a load whose first valid trial lies above f·R_sat is
+                                           # saturated by that trial alone (None: off)
+    probe_runlength_s: float | None = None # policy "local": runlength of trials at loads outside the
+                                           # local fit's window (None: runlength_s)
+    throughput_rule: bool = False          # a load that completes significantly fewer operations than
+                                           # offered (Poisson z < −3) is saturated
+    fit_confidence: float | None = None    # policy "local": confidence of the local fit's stop tests
+                                           # (None: c)
+    fit_ci_confidence: float | None = None # policy "local": confidence of the fit's reported λ* CI
+                                           # (None: c)
     bound_confidence: float | None = None  # confidence of the per-load bounds of the λ* CI
                                            # (None: c, Bonferroni over each load's looks)
 
@@ -131,6 +141,16 @@ class RatingSpec:
             raise bad("edge_patience", "a number >= 0")
         if self.bound_confidence is not None:
             frac("bound_confidence")
+        if self.far_factor is not None and (not _num(self.far_factor) or not 1.0 < self.far_factor < 1e6):
+            raise bad("far_factor", "None or a number in (1, 1e6)")
+        if self.fit_confidence is not None:
+            frac("fit_confidence")
+        if self.fit_ci_confidence is not None:
+            frac("fit_ci_confidence")
+        if not isinstance(self.throughput_rule, bool):
+            raise bad("throughput_rule", "a bool")
+        if self.probe_runlength_s is not None:
+            pos("probe_runlength_s")
 
     def min_trials_at(self, load: float) -> int:
         """Valid trials a load needs before it is classified: min_trials, or seed_trials at the seed

@@ -33,6 +33,17 @@ def _lat_value(spec: RatingSpec, t: TrialResult) -> float:
     return t.p99_ms if t.p99_ms is not None else t.p95_ms
 
 
+THROUGHPUT_Z = 5.0     # throughput rule: saturated when the completed operations fall this many SDs short
+
+
+def _throughput_z(valid: Sequence[TrialResult]) -> float:
+    """z of the operations completed at a load against those offered: (Σ achieved·r − Σ λ·r)/√(Σ λ·r),
+    N(0, 1) for a server that keeps up with Poisson arrivals (its count is Poisson(λ·r))."""
+    offered = sum(float(t.load_ops_s) * float(t.runlength_s) for t in valid)
+    done = sum(float(t.achieved_rate) * float(t.runlength_s) for t in valid)
+    return (done - offered) / math.sqrt(offered) if offered > 0 else 0.0
+
+
 def _classify(spec: RatingSpec, r_sat: float, n: int, ci: MeanCI, lat: float,
               lat_ci: MeanCI, median_ms: float = math.nan) -> tuple[LoadStatus, int, bool]:
     """(status, side, confident) of one load for goal r_sat (Algorithm 2 steps 7–10)."""
@@ -45,6 +56,10 @@ def _classify(spec: RatingSpec, r_sat: float, n: int, ci: MeanCI, lat: float,
             return LoadStatus.ABOVE, +1, False
         return LoadStatus.BELOW, -1, False
     if n < spec.min_trials:
+        if n == 1 and spec.far_factor is not None and not spec.strawman and ci.mean > r_sat * spec.far_factor:
+            # far above R_sat: one trial decides (not at confidence c; never a bound of the λ* CI).
+            # Never below: past capacity a trial's noise can read far below R_sat.
+            return LoadStatus.ABOVE_BY_MEAN, +1, False
         return LoadStatus.OPEN, 0, False
     if lat > spec.l_sat_ms:     # percentile rule: saturated regardless of the mean
         return LoadStatus.ABOVE, +1, bool(lat_ci.low > spec.l_sat_ms) or math.isinf(lat)
@@ -94,6 +109,10 @@ def summarize(spec: RatingSpec, trials: Sequence[TrialResult],
         rls = tuple(float(t.runlength_s) for t in valid)
         w = None if len(set(rls)) <= 1 else rls
         ci = mean_ci(means, spec.confidence, weights=w) if valid else mean_ci([], spec.confidence)
+        if spec.policy == "local" and len(means) >= 2 and max(means) == min(means):
+            # identical trial means: a continuous measurement never repeats exactly (a clamped or
+            # quantised reading); a zero sample variance is no evidence of precision
+            ci = MeanCI(ci.mean, -math.inf, math.inf, ci.n, math.nan, math.inf)
         lats = [_lat_value(spec, t) for t in valid]
         if any(math.isinf(v) for v in lats):
             lat, lat_ci = (math.inf if sum(math.isinf(v) for v in lats) * 2 > len(lats) else 0.0), ci
@@ -105,14 +124,36 @@ def summarize(spec: RatingSpec, trials: Sequence[TrialResult],
         median_ms = float(np.median(means)) if means else math.nan
         lspec, n_min = spec, spec.min_trials_at(key)
         if n_min > spec.min_trials:             # the seed sample: n_min trials, even past the cap
-            lspec = dataclasses.replace(spec, min_trials=n_min,
+            lspec = dataclasses.replace(spec, min_trials=n_min, far_factor=None,
                                         max_trials_per_load=max(n_min, spec.max_trials_per_load))
-        status, side, conf = _classify(lspec, r_sat, len(valid), ci, lat, lat_ci, median_ms)
+        if spec.throughput_rule and valid and not spec.strawman and _throughput_z(valid) < -THROUGHPUT_Z:
+            status, side, conf = LoadStatus.ABOVE, +1, True      # it does not keep up: saturated
+        else:
+            status, side, conf = _classify(lspec, r_sat, len(valid), ci, lat, lat_ci, median_ms)
         out.append(LoadSummary(
             load=items[0][1].load_ops_s, order=items[0][0], n=len(valid), mean=ci.mean, ci=ci,
             lat=lat, status=status, side=side, confident=conf,
             latency_saturated=bool(lat > spec.l_sat_ms), runlengths=rls, means=means))
+    if spec.policy == "local":
+        out = _monotone_check(out)
     out.sort(key=lambda s: s.order)
+    return out
+
+
+MONOTONE_FACTOR = 1.5   # policy "local": a load reading this much below a lower load is not "below"
+
+
+def _monotone_check(loads: list[LoadSummary]) -> list[LoadSummary]:
+    """R(λ) is monotone: a load classified unsaturated whose mean is below 1/MONOTONE_FACTOR of the
+    mean at a lower load (with ≥ 2 trials) contradicts it — past capacity a trial's noise can read
+    far below R_sat — so it stays open (more trials) instead of raising the bracket's low end."""
+    out, run_max = [], 0.0
+    for s in sorted(loads, key=lambda s: s.load):
+        if s.side < 0 and s.mean * MONOTONE_FACTOR < run_max:
+            s = dataclasses.replace(s, status=LoadStatus.OPEN, side=0, confident=False)
+        elif s.n >= 2 and math.isfinite(s.mean):
+            run_max = max(run_max, s.mean)
+        out.append(s)
     return out
 
 

@@ -14,7 +14,7 @@ from workbench.config.external import (EXTERNAL_PARAMS, external_server, externa
                                        server_key)
 from workbench.config.factors import factor_vars, params_schema, with_rules
 from workbench.config.paths import DEFAULT_INVENTORY, rating_dir
-from workbench.config.profiles import PROFILES
+from workbench.config.profiles import PROFILES, resolve_policy
 from workbench.config.vocabulary import CANNED_WORKLOADS, MAX_TRIAL_TASKS, POLICIES, SEED_SOURCES, SLOTS
 from workbench.controller.spec import RatingSpec
 
@@ -191,6 +191,7 @@ def plan_from_params(params: Mapping[str, Any], rating_id: str, workload_files: 
     for name in SPEC_PARAMS:
         if p[name] is not None:
             spec[name] = p[name]
+    spec = resolve_policy(spec)
     if p["runlength_s"] is not None:
         spec["runlength_policy"] = "fixed"
     spec.setdefault("max_trials", MAX_TRIAL_TASKS)

@@ -14,7 +14,7 @@ from typing import Sequence
 import numpy as np
 from scipy import stats as _st
 
-__all__ = ["LineFit", "wls_line", "fieller_inverse"]
+__all__ = ["LineFit", "wls_line", "fieller_inverse", "WLSFit", "wls", "deleted_residuals", "robust_wls"]
 
 
 @dataclass(frozen=True)
@@ -90,3 +90,99 @@ def fieller_inverse(fit: LineFit, y0: float, confidence: float = 0.95,
     r = math.sqrt(disc)
     lo, hi = sorted(((-B - r) / A, (-B + r) / A))
     return x0, lo, hi
+
+
+# ----------------------------------------------------------------------------------------------
+# Several regressors, outlier deletion (issue 16: the local fit of the "local" policy)
+
+@dataclass(frozen=True)
+class WLSFit:
+    """y = X·β fitted by weighted least squares: β, Cov(β) = σ̂²(XᵀWX)⁻¹, σ̂² = Σw·e²/(n − p),
+    df = n − p, and `kept`: which of the caller's points entered the fit (robust_wls)."""
+
+    beta: tuple[float, ...]
+    cov: tuple[tuple[float, ...], ...]
+    sigma2: float
+    df: int
+    n: int
+    kept: tuple[bool, ...] = ()
+
+    def line(self, i0: int = 0, i1: int = 1) -> LineFit:
+        """The (b0, b1) = (β[i0], β[i1]) block as a LineFit (for fieller_inverse): the mean of
+        y at x with every other regressor at 0 is b0 + b1·x, its variance the block's."""
+        c = self.cov
+        return LineFit(self.beta[i0], self.beta[i1], ((c[i0][i0], c[i0][i1]), (c[i1][i0], c[i1][i1])),
+                       self.sigma2, self.df, self.n)
+
+
+def wls(X: Sequence[Sequence[float]], y: Sequence[float], w: Sequence[float] | None = None) -> WLSFit:
+    """Weighted least squares (Draper & Smith §9.2): β = (XᵀWX)⁻¹XᵀWy, σ̂² = Σw·e²/(n − p),
+    Cov(β) = σ̂²(XᵀWX)⁻¹. X is n × p (include the column of ones); needs n > p and X of rank p."""
+    Xa, ya = np.asarray(X, float), np.asarray(y, float)
+    n, p = Xa.shape
+    wa = np.ones(n) if w is None else np.asarray(w, float)
+    if ya.shape != (n,) or wa.shape != (n,):
+        raise ValueError("X (n × p), y and w must agree in n")
+    if n <= p or np.linalg.matrix_rank(Xa) < p:
+        raise ValueError("wls needs n > p and X of full column rank")
+    if np.any(wa <= 0) or not np.all(np.isfinite(wa)):
+        raise ValueError("weights must be finite and > 0")
+    sw = np.sqrt(wa)
+    q, r = np.linalg.qr(Xa * sw[:, None])                  # QR of W^½X: well-conditioned β
+    beta = np.linalg.solve(r, q.T @ (ya * sw))
+    rinv = np.linalg.inv(r)
+    resid = ya - Xa @ beta
+    df = n - p
+    sigma2 = float(np.sum(wa * resid ** 2) / df)
+    cov = sigma2 * (rinv @ rinv.T)                          # (XᵀWX)⁻¹ = R⁻¹R⁻ᵀ
+    return WLSFit(tuple(float(b) for b in beta), tuple(tuple(float(v) for v in row) for row in cov),
+                  sigma2, int(df), int(n), (True,) * n)
+
+
+def deleted_residuals(X: Sequence[Sequence[float]], y: Sequence[float],
+                      w: Sequence[float] | None = None) -> np.ndarray:
+    """Externally studentized (deleted) residuals of a WLS fit (Cook & Weisberg 1982, Residuals and
+    Influence in Regression §2.2.2): t_i = e_i·√w_i / (s_(i)·√(1 − h_ii)) with the leverage h_ii of
+    W^½X and s_(i)² = ((n − p)·s² − w_i·e_i²/(1 − h_ii))/(n − p − 1); t_i ~ t_{n−p−1} under the
+    model. Equals the t statistic of a dummy regressor that is 1 at point i only."""
+    Xa, ya = np.asarray(X, float), np.asarray(y, float)
+    n, p = Xa.shape
+    wa = np.ones(n) if w is None else np.asarray(w, float)
+    f = wls(Xa, ya, wa)
+    sw = np.sqrt(wa)
+    Z = Xa * sw[:, None]
+    h = np.einsum("ij,ji->i", Z, np.linalg.pinv(Z.T @ Z) @ Z.T)
+    e = (ya - Xa @ np.asarray(f.beta)) * sw
+    one_minus_h = np.clip(1.0 - h, 1e-12, None)
+    s2_del = ((n - p) * f.sigma2 - e ** 2 / one_minus_h) / (n - p - 1)
+    return e / np.sqrt(np.clip(s2_del, 1e-300, None) * one_minus_h)
+
+
+def robust_wls(X: Sequence[Sequence[float]], y: Sequence[float], w: Sequence[float] | None = None,
+               alpha: float = 0.05, max_drop: float = 0.25, min_df: int = 2) -> WLSFit:
+    """WLS after deleting outliers one at a time by the Bonferroni outlier test (Weisberg, Applied
+    Linear Regression, 4th ed., §9.4.3): drop the point with the largest |t_i| (deleted residual)
+    while n·2·P(t_{n−p−1} > |t_i|) < alpha, at most max_drop of the points and keeping df ≥ min_df.
+    The returned fit is the WLS of the kept points (`kept` marks them); its σ̂² and df are theirs. The test is exact for one outlier under normal errors and conservative otherwise."""
+    Xa, ya = np.asarray(X, float), np.asarray(y, float)
+    n, p = Xa.shape
+    wa = np.ones(n) if w is None else np.asarray(w, float)
+    keep = np.ones(n, bool)
+    while True:
+        idx = np.flatnonzero(keep)
+        m = idx.size
+        if (n - m + 1) > max_drop * n or m - 1 - p < min_df:
+            break
+        sub_keep = idx
+        t = deleted_residuals(Xa[sub_keep], ya[sub_keep], wa[sub_keep])
+        j = int(np.argmax(np.abs(t)))
+        pval = min(1.0, m * 2.0 * float(_st.t.sf(abs(t[j]), m - p - 1)))
+        if not pval < alpha:
+            break
+        trial = keep.copy()
+        trial[sub_keep[j]] = False
+        if np.linalg.matrix_rank(Xa[trial]) < p:
+            break
+        keep = trial
+    f = wls(Xa[keep], ya[keep], wa[keep])
+    return WLSFit(f.beta, f.cov, f.sigma2, f.df, f.n, tuple(bool(k) for k in keep))

@@ -1,0 +1,192 @@
+"""policy "local" (issue 16): the robust local fit of log R(λ) with a first-trial term, its Fieller
+interval, its placement of loads and its stop."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from scipy import stats as st
+
+from workbench.config.profiles import PROFILES, local_policy
+from workbench.controller.decide import decide, find_peak
+from workbench.controller.fit import local_fit
+from workbench.controller.result import _peak_ci
+from workbench.controller.spec import RatingSpec
+from workbench.controller.state import LoadStatus
+from workbench.controller.summary import summarize
+from workbench.controller.trial import TrialResult
+from workbench.measure.families import true_region
+from workbench.measure.simulated import SimulatedServer
+from workbench.stats.calibration import fieller_inverse, wls_line
+
+B0, B1 = math.log(40.0) - 0.004 * 1000, 0.004      # log R = B0 + B1·λ: R(1000) = 40 ms
+
+
+def _t(x, logr, r_s=60.0):
+    return TrialResult(mean_ms=math.exp(logr), p95_ms=1.0, achieved_rate=x).at(x, r_s)
+
+
+def test_one_trial_per_load_is_the_plain_wls_fieller():
+    rng = np.random.default_rng(4)
+    loads = np.linspace(960, 1040, 9)
+    e = rng.normal(0, 0.03, loads.size)
+    trials = [_t(x, B0 + B1 * x + d) for x, d in zip(loads, e)]
+    spec = RatingSpec(policy="local", stop_rule="fit")
+    fit = local_fit(summarize(spec, trials), 40.0, 0.1, 0.95, robust=False)
+    ref = wls_line(loads, B0 + B1 * loads + e)
+    x0, lo, hi = fieller_inverse(ref, math.log(40.0), 0.95)
+    assert math.isnan(fit.first_effect)                     # every trial is a first one: no term
+    assert fit.peak_rate == pytest.approx(x0, rel=1e-9)
+    assert fit.ci == pytest.approx((lo, hi), rel=1e-9)
+    # the CI of the mean at x0 (Draper & Smith §1.4): exp(±t·se) around R_sat
+    h = st.t.ppf(0.975, ref.df) * ref.se_mean(x0)
+    assert fit.level_ci == pytest.approx((40 * math.exp(-h), 40 * math.exp(h)), rel=1e-9)
+
+
+def test_first_trial_term_removes_the_cold_start_bias():
+    rng = np.random.default_rng(8)
+    trials = []
+    for x in (970.0, 990.0, 1010.0, 1030.0):
+        for k in range(4):
+            trials.append(_t(x, B0 + B1 * x + (math.log(1.4) if k == 0 else 0.0) + rng.normal(0, 0.01)))
+    spec = RatingSpec(policy="local", stop_rule="fit")
+    loads = summarize(spec, trials)
+    with_term = local_fit(loads, 40.0, 0.1, 0.95)
+    without = local_fit(loads, 40.0, 0.1, 0.95, first_effect=False)
+    assert with_term.first_effect == pytest.approx(math.log(1.4), abs=0.02)
+    assert with_term.peak_rate == pytest.approx(1000.0, abs=2.0)
+    assert with_term.ci[0] <= 1000.0 <= with_term.ci[1]
+    assert without.peak_rate < 990.0                          # the inflated first trials pull λ̂* down
+
+
+def test_an_outlier_trial_is_deleted():
+    rng = np.random.default_rng(2)
+    trials = [_t(x, B0 + B1 * x + rng.normal(0, 0.02)) for x in (980.0, 1000.0, 1020.0) for _ in range(5)]
+    trials[7] = _t(1000.0, B0 + B1 * 1000.0 + math.log(3.0))   # × 3: an outlier trial
+    fit = local_fit(summarize(RatingSpec(policy="local", stop_rule="fit"), trials), 40.0, 0.1, 0.95)
+    assert fit.n_dropped == 1 and fit.n_trials == 14
+    assert fit.peak_rate == pytest.approx(1000.0, abs=3.0)
+
+
+def test_local_policy_finds_lambda_in_the_region():
+    spec = RatingSpec(r_sat_ms=40, width=0.1, confidence=0.95, accuracy=0.9, runlength_s=60,
+                      **local_policy(0.95, 60.0))
+    hits = 0
+    for seed in range(10):
+        srv = SimulatedServer(capacity_ops_s=1000.0, base_ms=1.0, service_ms=5.0, servers=1, seed=seed,
+                              noise=0.03)
+        res = find_peak(spec, srv.measure)
+        lo, hi = true_region(srv, 40.0, 0.1)
+        hits += lo <= res.peak_rate <= hi
+        assert res.converged and res.policy == "local" and res.stop_rule == "fit"
+        assert res.peak_rate_ci[0] <= res.peak_rate <= res.peak_rate_ci[1]
+    assert hits >= 9
+
+
+def test_decide_is_a_pure_function_of_the_log():
+    spec = RatingSpec(**local_policy(0.95, 60.0))
+    srv = SimulatedServer(capacity_ops_s=800.0, seed=3)
+    log = []
+    for _ in range(25):
+        d = decide(spec, log)
+        assert decide(spec, list(log)) == d
+        if not hasattr(d, "load_ops_s"):
+            break
+        log.append(srv.measure(d.load_ops_s, d.runlength_s).at(d.load_ops_s, d.runlength_s))
+    assert any(t.runlength_s == 30.0 for t in log)              # probes: runlength_s/2 away from R_sat
+
+
+def test_far_factor_saturates_by_one_trial_above_only():
+    spec = RatingSpec(**local_policy(0.95))
+    above = summarize(spec, [_t(100.0, math.log(200.0))])[0]
+    below = summarize(spec, [_t(100.0, math.log(2.0))])[0]
+    assert above.status == LoadStatus.ABOVE_BY_MEAN and above.side == 1 and not above.confident
+    assert below.status == LoadStatus.OPEN
+
+
+def test_throughput_rule_saturates_a_load_that_falls_behind():
+    spec = RatingSpec(**local_policy(0.95))
+    # 1000 ops/s for 60 s offered, 60000·(1 − 0.03) done: z = −1800/√60000 = −7.3 < −5
+    slow = TrialResult(mean_ms=10.0, p95_ms=20.0, achieved_rate=970.0).at(1000.0, 60.0)
+    ok = TrialResult(mean_ms=10.0, p95_ms=20.0, achieved_rate=995.0).at(1000.0, 60.0)   # z = −1.3
+    assert summarize(spec, [slow, slow])[0].status == LoadStatus.ABOVE
+    assert summarize(spec, [ok, ok])[0].status != LoadStatus.ABOVE
+
+
+def test_identical_means_are_no_evidence_under_local():
+    spec = RatingSpec(**local_policy(0.95))
+    same = [_t(500.0, math.log(39.0)), _t(500.0, math.log(39.0))]
+    assert summarize(spec, same)[0].status == LoadStatus.OPEN
+    assert summarize(RatingSpec(), same)[0].status == LoadStatus.PEAK   # other policies unchanged
+
+
+def test_latency_bound_needs_confidence():
+    # a load whose p95 breaks L_sat but not at confidence c, with a mean CI below R_sat, is no upper
+    # bound of λ* (it used to be when its smallest mean exceeded 4·R_sat(1 + s))
+    spec = RatingSpec(l_sat_ms=100.0)
+    trials = [TrialResult(mean_ms=m, p95_ms=p, achieved_rate=900.0).at(900.0, 60.0)
+              for m, p in ((30.0, 60.0), (31.0, 200.0), (30.5, 70.0))]
+    trials += [TrialResult(mean_ms=m, p95_ms=2 * m, achieved_rate=500.0).at(500.0, 60.0) for m in (10.0, 10.5)]
+    loads = summarize(spec, trials)
+    assert [s.latency_saturated for s in loads] == [True, False]
+    assert _peak_ci(loads, 40.0, spec)[1] == math.inf
+
+
+@pytest.mark.parametrize("field,value", [("far_factor", 1.0), ("far_factor", -2), ("probe_runlength_s", 0),
+                                         ("fit_confidence", 1.0), ("fit_ci_confidence", 0.0),
+                                         ("throughput_rule", 1)])
+def test_spec_rejects_bad_local_fields(field, value):
+    with pytest.raises(ValueError, match=f"RatingSpec.{field}"):
+        RatingSpec(**{field: value})
+
+
+def test_profiles_default_to_the_local_policy():
+    for name, prof in PROFILES.items():
+        spec = RatingSpec(**prof["spec"])
+        assert (spec.policy, spec.stop_rule) == ("local", "fit"), name
+
+
+def test_another_policy_on_a_profile_rates_as_before():
+    from workbench.config.profiles import resolve_policy
+    fields = resolve_policy({**PROFILES["standard"]["spec"], "policy": "binsearch"})
+    spec = RatingSpec(**fields)
+    assert (spec.policy, spec.stop_rule, spec.far_factor, spec.throughput_rule) == ("binsearch", "inside", None, False)
+    fields = resolve_policy({**PROFILES["standard"]["spec"], "confidence": 0.90})
+    assert (fields["fit_confidence"], fields["fit_ci_confidence"]) == (0.95, 0.98)
+
+
+def test_local_fit_fieller_with_first_trial_term_covers_at_its_level():
+    # 4 loads × 3 trials, the first trial at each × 1.3, normal noise: the Fieller interval of the
+    # 3-parameter fit (λ* read off the warm line) covers the true λ* at its level
+    rng = np.random.default_rng(21)
+    spec = RatingSpec(policy="local", stop_rule="fit")
+    hits, n = 0, 1000
+    for _ in range(n):
+        trials = [_t(x, B0 + B1 * x + (math.log(1.3) if k == 0 else 0.0) + rng.normal(0, 0.05))
+                  for x in (960.0, 987.0, 1013.0, 1040.0) for k in range(3)]
+        fit = local_fit(summarize(spec, trials), 40.0, 0.1, 0.90, robust=False)
+        hits += fit.ci[0] <= 1000.0 <= fit.ci[1]
+    assert abs(hits / n - 0.90) < 3 * math.sqrt(0.9 * 0.1 / n)
+
+
+def test_fit_stop_honours_an_accuracy_above_one_minus_s():
+    # 2 trials at each of 12 loads, ±6 % apart: every load's own CI (t on 1 df) is wide, the pooled
+    # fit's (21 df) is not; the sign alternates between loads, so the first-trial term is 0
+    trials = [_t(x, B0 + B1 * x + d * (-1) ** i) for i, x in enumerate(np.linspace(972.0, 1028.0, 12))
+              for d in (0.06, -0.06)]
+    base = dict(policy="local", stop_rule="fit", width=0.10, max_trials_per_load=1000)
+    d = decide(RatingSpec(**base, accuracy=0.90), trials)
+    assert hasattr(d, "result") and d.result.reason.startswith("fit:")
+    lo, hi = local_fit(summarize(RatingSpec(**base), trials), 40.0, 0.1, 0.95).level_ci
+    assert 1 - (hi - lo) / (hi + lo) < 0.99                 # Eq. 2 of the fitted mean's CI
+    assert not hasattr(decide(RatingSpec(**base, accuracy=0.99), trials), "result")
+
+
+def test_seed_sample_is_completed_before_the_fit_places_loads():
+    # a nightly-style rating: seed_trials valid trials at the seed load before anything else
+    spec = RatingSpec(**local_policy(0.95, 60.0), seed_load=950.0, seed_trials=6)
+    srv = SimulatedServer(capacity_ops_s=1000.0, base_ms=1.0, service_ms=5.0, servers=1, seed=2, noise=0.03)
+    res = find_peak(spec, srv.measure)
+    first = [t.load_ops_s for t in res.trials[:6]]
+    assert first == [950.0] * 6

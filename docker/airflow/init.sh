@@ -54,7 +54,8 @@ airflow db migrate
 airflow pools set workbench_sut "$WB_SUT_SLOTS" "NFS servers under test: one running rating per SUT slot"
 airflow connections delete workbench_s3 >/dev/null 2>&1 || true
 extra=$(printf '{"bucket": "%s", "secure": %s}' "$WB_S3_BUCKET" "$s3_secure")
+# --opt=value: a generated secret may start with "-", which argparse takes for an option
 airflow connections add workbench_s3 --conn-type generic --conn-host "$s3_host" --conn-port "$s3_port" \
-  --conn-login "$WB_S3_ACCESS_KEY" --conn-password "$WB_S3_SECRET_KEY" --conn-extra "$extra" \
+  --conn-login="$WB_S3_ACCESS_KEY" --conn-password="$WB_S3_SECRET_KEY" --conn-extra "$extra" \
   --conn-description "Workbench results store (MinIO of docker-compose.yml)"
 echo "airflow-init: done"

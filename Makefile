@@ -51,7 +51,8 @@ test-go:
 
 # Three xdist workers: the integration tests mostly wait on trials. Tests that share a slot (or a
 # module-wide server) carry xdist_group(<slot>) and so run on one worker, in order (--dist loadgroup);
-# collection order (no reorder by group size) starts the slot1 and slot2 groups, the longest, first.
+# collection order (integration tests first: tests/conftest.py; no reorder by group size) starts the
+# slot groups and the long single tests first, the unit tests fill the tails.
 test-py:
 	$(PY) -m pytest -q -ra --durations=15 -n 3 --dist loadgroup --no-loadscope-reorder
 

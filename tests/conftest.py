@@ -93,9 +93,19 @@ def ganesha(fstress_bin) -> GaneshaSlot:
 @pytest.hookimpl(trylast=True)           # after xdist's worker hook, which tags grouped node ids
 def pytest_collection_modifyitems(config, items):
     """Under --dist loadgroup a test of an xdist_group must carry its group in its node id, or two
-    workers would share a slot (pytest 9.2 + xdist 3.8 drop the tag silently: pytest-xdist#1386)."""
+    workers would share a slot (pytest 9.2 + xdist 3.8 drop the tag silently: pytest-xdist#1386).
+    Integration tests are collected first: xdist hands out work units in collection order, so the
+    slot groups and the long single tests start at once, and the unit tests (minutes of CPU) fill
+    the workers' tails instead of slowing the trials."""
     if getattr(config.option, "dist", "no") != "loadgroup" or not hasattr(config, "workerinput"):
         return
+
+    def group(item):
+        mark = item.get_closest_marker("xdist_group")
+        return mark and (mark.args[0] if mark.args else mark.kwargs.get("name"))
+
+    long_groups = {group(i) for i in items if i.get_closest_marker("integration")} - {None}
+    items.sort(key=lambda i: not (i.get_closest_marker("integration") or group(i) in long_groups))   # stable
     lost = [i.nodeid for i in items if i.get_closest_marker("xdist_group") and "@" not in i.nodeid]
     if lost:
         raise pytest.UsageError(f"xdist_group ignored for {len(lost)} test(s), e.g. {lost[0]}: "

@@ -23,6 +23,8 @@ from workbench.controller.spec import RatingSpec
 from workbench.measure.simulated import SimulatedServer
 
 N = 200
+# one worker computes the module's studies once (ungrouped, each worker running a test would)
+pytestmark = pytest.mark.xdist_group("validity")
 
 
 def servers(n: int = N, seed: int = 12345) -> list[SimulatedServer]:

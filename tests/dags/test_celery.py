@@ -2,9 +2,10 @@
 and two Celery workers (one task at a time each), real MinIO, real Ganesha slots.
 
 map_surface samples spread over the workers: two samples run at the same time, one on each worker.
-A worker SIGKILLed in the middle of a sample (with its task processes, like a crashed host): the
-sample is retried on the other worker and resumes from the trial log in S3, with every trial in it
-exactly once.  Then the stack stops cleanly: no process left, its ports closed.
+Then one worker is SIGKILLed in the middle of its sample (with its task processes, like a crashed
+host): the sample is retried on the other worker and resumes from the trial log in S3, with every
+trial in it exactly once (one map_surface run shows both).  Then the stack stops cleanly: no process
+left, its ports closed.
 
 The module's slots are slot6 and slot7 (slot1/slot2 of a renumbered local inventory), so it runs
 beside the tests of slot1, slot2 and slot5.
@@ -92,57 +93,46 @@ def _finish(stack, run_id: str, timeout_s: float) -> str:
             stack.set_run_state(DAG_ID, run_id, "failed")
 
 
-@pytest.mark.timeout(1200)
-def test_two_samples_run_at_once_on_two_workers(stack):
+def _busy_sample(st, store, run_id: str) -> tuple[dict[int, dict], dict[int, str], int]:
+    """(the samples' task instances, their rating ids, a sample with ≥ 2 stored trials) once both
+    samples are running and one of them has stored 2 trials (at most 600 s)."""
+    deadline = time.monotonic() + 600
+    while True:
+        tis = _samples(st, run_id)
+        ratings = _sample_rating_ids(store, run_id)
+        running = {i for i, ti in tis.items() if i in ratings and ti["state"] == "running"}
+        busy = [i for i in sorted(running) if len(_trial_numbers(store, ratings[i])) >= 2]
+        if len(running) == 2 and busy:
+            return tis, ratings, busy[0]
+        assert st.run_state(DAG_ID, run_id) not in ("success", "failed"), st.task_states(DAG_ID, run_id)
+        assert time.monotonic() < deadline, f"not both samples running, one with 2 trials, in 600 s: {tis}"
+        time.sleep(1)
+
+
+@pytest.mark.timeout(1500)
+def test_samples_run_at_once_on_two_workers_and_a_killed_one_s_resumes_each_trial_once(stack):
+    """Both samples run at the same time, one on each worker; the worker of one with ≥ 2 stored
+    trials is SIGKILLed with its task processes; that sample is retried on the other worker and
+    resumes from the trial log (each trial once, the stored ones kept); both results are stored."""
     from workbench import pipeline
 
     st, store = stack
     t0 = time.monotonic()
     run_id = st.trigger(DAG_ID, CONF)
-    state = _finish(st, run_id, timeout_s=1000)
-    tis = _samples(st, run_id)
-    print(f"map_surface on the Celery stack: {state} in {time.monotonic() - t0:.1f} s; samples: "
-          + "; ".join(f"[{i}] {ti['hostname']} {ti['start_date']} → {ti['end_date']}" for i, ti in sorted(tis.items())))
-    assert state == "success", st.task_states(DAG_ID, run_id)
-    a, b = tis[0], tis[1]
-    assert {a["hostname"], b["hostname"]} == _workers(), (a["hostname"], b["hostname"])
-    assert a["start_date"] < b["end_date"] and b["start_date"] < a["end_date"], "the samples did not overlap"
-    sid = pipeline.rating_id_for(DAG_ID, run_id)
-    rows = [store.get_json(k) for k in store.list_keys(f"surfaces/{sid}/samples/")]
-    assert len(rows) == 2 and all(r["converged"] and r["peak_rate"] > 0 for r in rows), rows
-    for r in rows:
-        assert store.get_json(store.rating_key(r["rating_id"], "result.json"))["peak_rate"] == r["peak_rate"]
-    assert store.get_json(f"surfaces/{sid}/model.json")["n_samples"] == 2
-    page = store.get_bytes(f"surfaces/{sid}/report.html").decode()
-    assert all(f'href="../../ratings/{r["rating_id"]}/report.html"' in page for r in rows)
-
-
-@pytest.mark.timeout(1500)
-def test_a_killed_worker_s_sample_resumes_on_the_other_with_each_trial_once(stack):
-    st, store = stack
-    run_id = st.trigger(DAG_ID, CONF)
     try:
-        # 1. a sample with ≥ 2 stored trials whose rating is still running
-        deadline = time.monotonic() + 600
-        while True:
-            tis = _samples(st, run_id)
-            ratings = _sample_rating_ids(store, run_id)
-            busy = [(i, ti) for i, ti in tis.items() if i in ratings and ti["state"] == "running"
-                    and len(_trial_numbers(store, ratings[i])) >= 2]
-            if busy:
-                break
-            assert st.run_state(DAG_ID, run_id) not in ("success", "failed"), st.task_states(DAG_ID, run_id)
-            assert time.monotonic() < deadline, f"no sample with 2 trials in 600 s: {tis}"
-            time.sleep(1)
-        victim, ti = busy[0]
+        tis, ratings, victim = _busy_sample(st, store, run_id)
+        assert {ti["hostname"] for ti in tis.values()} == _workers(), tis
+        ti = tis[victim]
         before = _trial_numbers(store, ratings[victim])
         worker = ti["hostname"].split("@")[0]
         killed = st.kill_worker(worker)
-        print(f"killed {worker} ({len(killed)} processes) during sample {victim}; trials stored: {before}")
-        state = st.wait_run(DAG_ID, run_id, timeout_s=1200)
+        print(f"both samples running: {[(i, t['hostname']) for i, t in sorted(tis.items())]}; killed {worker} "
+              f"({len(killed)} processes) during sample {victim}; trials stored: {before}")
+        state = _finish(st, run_id, timeout_s=1200)
     finally:
         if st.run_state(DAG_ID, run_id) not in ("success", "failed"):
             st.set_run_state(DAG_ID, run_id, "failed")
+    print(f"map_surface on the Celery stack: {state} in {time.monotonic() - t0:.1f} s")
     assert state == "success", st.task_states(DAG_ID, run_id)
     tries = _tries(st, run_id, victim)
     print("tries of the victim: " + "; ".join(f"{t['try_number']} {t['hostname']} {t['state']}" for t in tries))
@@ -155,9 +145,15 @@ def test_a_killed_worker_s_sample_resumes_on_the_other_with_each_trial_once(stac
     assert [r["n"] for r in store.trials(rid)] == list(range(n))
     table = pq.read_table(io.BytesIO(store.get_bytes(store.rating_key(rid, "trials.parquet")))).to_pandas()
     assert sorted(table["n"]) == list(range(n))
-    from workbench import pipeline
+    # both samples' results, the surface's model and its report
     sid = pipeline.rating_id_for(DAG_ID, run_id)
-    assert len(store.list_keys(f"surfaces/{sid}/samples/")) == 2
+    rows = [store.get_json(k) for k in store.list_keys(f"surfaces/{sid}/samples/")]
+    assert len(rows) == 2 and all(r["converged"] and r["peak_rate"] > 0 for r in rows), rows
+    for r in rows:
+        assert store.get_json(store.rating_key(r["rating_id"], "result.json"))["peak_rate"] == r["peak_rate"]
+    assert store.get_json(f"surfaces/{sid}/model.json")["n_samples"] == 2
+    page = store.get_bytes(f"surfaces/{sid}/report.html").decode()
+    assert all(f'href="../../ratings/{r["rating_id"]}/report.html"' in page for r in rows)
 
 
 @pytest.mark.timeout(300)

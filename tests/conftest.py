@@ -97,8 +97,8 @@ def pytest_collection_modifyitems(config, items):
     Integration tests are collected first: xdist hands out work units in collection order, so the
     slot groups and the long single tests start at once, and the unit tests (minutes of CPU) fill
     the workers' tails instead of slowing the trials."""
-    if getattr(config.option, "dist", "no") != "loadgroup" or not hasattr(config, "workerinput"):
-        return
+    if not (hasattr(config, "workerinput") and getattr(config.option, "loadgroup", False)):
+        return                  # a worker of --dist loadgroup (xdist sets its dist to "no")
 
     def group(item):
         mark = item.get_closest_marker("xdist_group")

@@ -45,10 +45,10 @@ def workload_file(tmp: Path, proc: str) -> Path:
     return wl
 
 
-def run_fstress(prefix: list[str], args: list[str], out: Path, timeout_s: float) -> dict:
+def run_fstress(prefix: list[str], args: list[str], out: Path, timeout_s: float, binary: Path = FSTRESS) -> dict:
     """Run one fstress trial pinned to GEN_CORE; return its JSON plus CPU seconds from rusage."""
     env = dict(os.environ, GOMAXPROCS="1")
-    argv = ["taskset", "-c", GEN_CORE, *prefix, str(FSTRESS), "run", *args, "--json", str(out)]
+    argv = ["taskset", "-c", GEN_CORE, *prefix, str(binary), "run", *args, "--json", str(out)]
     proc = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     deadline = time.monotonic() + timeout_s
     while True:

@@ -15,8 +15,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import socket
 import statistics
 import subprocess
 import sys
@@ -25,39 +23,18 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-GEN_CORE, SERVER_CORE = "1", "0"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+sys.path.insert(0, str(REPO / "bench"))
+from loadgen import SERVER_CORE, free_port, run_fstress  # noqa: E402
 
 
 def trial(binary: str, conn: list[str], wl: Path, rate: int, dur: float, out: Path) -> dict:
-    """One pinned run; its JSON plus the CPU seconds of the process (rusage)."""
-    argv = ["taskset", "-c", GEN_CORE, binary, "run", *conn, "--workload", str(wl), "--rate", str(rate),
-            "--duration", str(dur), "--warmup", "1", "--json", str(out)]
-    proc = subprocess.Popen(argv, env=dict(os.environ, GOMAXPROCS="1"), stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE)
-    deadline = time.monotonic() + dur * 4 + 30
-    while True:
-        pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
-        if pid:
-            break
-        if time.monotonic() > deadline:
-            proc.kill()
-            proc.wait()
-            raise RuntimeError(f"{binary} did not finish in time")
-        time.sleep(0.05)
-    rc = os.waitstatus_to_exitcode(status)
-    if rc not in (0, 3):
-        raise RuntimeError(f"{binary} exit {rc}: {proc.stderr.read().decode()[-400:]}")
-    r = json.loads(out.read_text())
+    """One pinned run (bench/loadgen.py): CPU s per 100k ops, send-lag p99, saturation, JSON size."""
+    r = run_fstress([], [*conn, "--workload", str(wl), "--rate", str(rate), "--duration", str(dur),
+                         "--warmup", "1"], out, dur * 4 + 30, binary=Path(binary))
     out.unlink()
-    return {"cpu_per_100k": (usage.ru_utime + usage.ru_stime) / r["ops_total"] * 1e5,
+    return {"cpu_per_100k": r["cpu_s"] / r["ops_total"] * 1e5,
             "lag_p99_us": r["send_lag_ms"]["p99"] * 1e3, "saturated": r["generator_saturated"],
-            "json_bytes": len(json.dumps(r))}
+            "json_bytes": len(json.dumps({k: v for k, v in r.items() if k != "cpu_s"}))}
 
 
 def main() -> int:

@@ -3,11 +3,13 @@
 # mkfs for the file systems the nfs_server role builds on loop devices (ext4, xfs, btrfs),
 # iproute2 (network namespaces), openssh-server (the sshd of each SSH workbench host,
 # scripts/ssh-hosts.sh), postgresql and redis-server (the distributed stack, scripts/celery-stack.sh).
-# Idempotent: does nothing when everything is installed.
+# Idempotent: does nothing when everything is installed. With arguments: those packages instead
+# (scripts/install-podman.sh), installed the same way.
 set -euo pipefail
 packages=(nfs-ganesha nfs-ganesha-vfs rpcbind iproute2 util-linux procps e2fsprogs xfsprogs btrfs-progs
           openssh-server postgresql redis-server
           curl chromium chromium-driver)   # curl: MinIO health check; chromium: the Airflow UI test
+[ $# -gt 0 ] && packages=("$@")
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

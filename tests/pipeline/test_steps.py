@@ -17,7 +17,7 @@ def test_the_measured_cost_and_its_breakdown(tmp_path):
     for k, (start, wall) in enumerate([(1075.0, 12.0), (1090.0, 11.5), (1105.0, 12.5)]):
         store.put_trial(rid, k, {"n": k, "load_ops_s": 400.0, "mean_ms": 1.0, "valid": True,
                                  "started_unix": start, "wall_s": wall})
-    out = measured_cost(store, rid, spec_cost_s=36.0, end_unix=1130.0)
+    out = measured_cost(store, rid, store.trials(rid), spec_cost_s=36.0, end_unix=1130.0)
     # 130 s from provisioning to the summary: 40 + 25 + 36 in the steps, 29 s between them
     assert out["cost_s"] == pytest.approx(130.0) and out["cost_spec_s"] == 36.0
     assert out["cost_breakdown_s"] == pytest.approx({"provision": 40.0, "deploy": 25.0, "trials": 36.0,
@@ -29,6 +29,6 @@ def test_the_measured_cost_and_its_breakdown(tmp_path):
 def test_a_rating_without_timings_keeps_the_controller_s_account(tmp_path):
     store = LocalStore(tmp_path)
     store.put_trial("old", 0, {"n": 0, "load_ops_s": 400.0, "mean_ms": 1.0, "valid": True})
-    out = measured_cost(store, "old", spec_cost_s=36.0, end_unix=2000.0)
+    out = measured_cost(store, "old", store.trials("old"), spec_cost_s=36.0, end_unix=2000.0)
     assert out == {"cost_spec_s": 36.0, "cost_breakdown_s": None}
     assert cost_text({"cost_s": 36.0, **out}) == "36 s (controller's account: runlength + overhead per trial)"

@@ -111,13 +111,18 @@ def teardown(plan: RatingPlan, make: HarnessFactory = AnsibleHarness) -> str:
     return "torn down"
 
 
-def trial_log(store: Store, rating_id: str) -> list[TrialResult]:
-    """The rating's trials 0..n−1 from the store; a gap is an error (never silently skipped)."""
+def trial_records(store: Store, rating_id: str) -> list[dict[str, Any]]:
+    """The rating's trial records 0..n−1 from the store; a gap is an error (never silently skipped)."""
     records = store.trials(rating_id)
     for i, r in enumerate(records):
         if int(r["n"]) != i:
             raise RuntimeError(f"trial log of {rating_id} has a gap: expected trial {i}, found {r['n']}")
-    return [TrialResult.from_dict(r) for r in records]
+    return records
+
+
+def trial_log(store: Store, rating_id: str) -> list[TrialResult]:
+    """The rating's trials 0..n−1 as the controller sees them."""
+    return [TrialResult.from_dict(r) for r in trial_records(store, rating_id)]
 
 
 def decide_step(plan: RatingPlan, store: Store, k: int) -> NextTrial | Done:
@@ -200,8 +205,9 @@ def validate_step(plan: RatingPlan, store: Store) -> dict[str, Any]:
 def summarise_step(plan: RatingPlan, store: Store, validation: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """The result of the log with GX-excluded trials marked invalid (their reasons kept)."""
     excluded = {int(k): v for k, v in ((validation or {}).get("excluded") or {}).items()}
+    records = trial_records(store, plan.rating_id)
     log = []
-    for t in trial_log(store, plan.rating_id):
+    for t in map(TrialResult.from_dict, records):
         n = len(log)
         if n in excluded and t.valid:
             t = dataclasses.replace(t, valid=False, reason=excluded[n])
@@ -216,22 +222,23 @@ def summarise_step(plan: RatingPlan, store: Store, validation: Mapping[str, Any]
     out.update(rating_id=plan.rating_id, workload=plan.workload, slot=plan.slot,
                factors=plan.factors, external=plan.external, profile=plan.profile, n_excluded_gx=len(excluded),
                finished_unix=time.time())
-    records = [{"n": i, "load_ops_s": t.load_ops_s, "mean_ms": t.mean_ms, "valid": t.valid} for i, t in enumerate(log)]
-    out.update(rating_warnings(records, plan.rating_spec().confidence))   # Auto-pilot's warnings (seed 001)
-    out.update(measured_cost(store, plan.rating_id, out["cost_s"], out["finished_unix"]))
+    seen = [{"n": i, "load_ops_s": t.load_ops_s, "mean_ms": t.mean_ms, "valid": t.valid} for i, t in enumerate(log)]
+    out.update(rating_warnings(seen, plan.rating_spec().confidence))   # Auto-pilot's warnings (seed 001)
+    out.update(measured_cost(store, plan.rating_id, records, out["cost_s"], out["finished_unix"]))
     out = strict_json(out)
     store.put_json(store.rating_key(plan.rating_id, "result.json"), out)
     return out
 
 
-def measured_cost(store: Store, rating_id: str, spec_cost_s: float, end_unix: float) -> dict[str, Any]:
+def measured_cost(store: Store, rating_id: str, records: list[dict[str, Any]], spec_cost_s: float,
+                  end_unix: float) -> dict[str, Any]:
     """cost_s: the rating's measured wall time, from the start of provisioning (or of its first
     trial) to its summary, with the breakdown: provision, deploy (with the warm-up trial), trials
     (each from its playbook's start to its end), and the rest — orchestration: decisions, store
     writes, scheduling between tasks, and any wait of a resumed rating. cost_spec_s: the
     controller's account (runlength + trial_overhead_s per trial), which the budget is spent in."""
     steps = {s: store.get_json(store.rating_key(rating_id, f"timings/{s}.json"), None) for s in ("provision", "deploy")}
-    trials = [r for r in store.trials(rating_id) if isinstance(r.get("wall_s"), (int, float))]
+    trials = [r for r in records if isinstance(r.get("wall_s"), (int, float))]
     starts = [t["start_unix"] for t in steps.values() if t] + [r["started_unix"] for r in trials]
     if not starts:                   # a rating recorded before timings were kept
         return {"cost_spec_s": spec_cost_s, "cost_breakdown_s": None}

@@ -134,10 +134,11 @@ class Spy:
 def run_untouched(call: Callable[[], tuple[bool, str]]) -> tuple[bool, str, Spy]:
     """`call` (→ accepted?, message) with the machine's state compared before and after. Another
     session on this machine may provision or tear down its own slots meanwhile (rarely): a
-    difference is retried (the pass is repeatable and cheap), and only one that persists fails."""
-    for attempt in range(3):
+    difference is retried (the pass is repeatable and cheap), and only one that persists fails.
+    One Spy sees every attempt: a retry finds the canned workload's check cached by the first."""
+    spy = Spy()
+    for _attempt in range(3):
         before = machine_state()
-        spy = Spy()
         with spy.watching():
             ok, msg = call()
         changed = changes(before, machine_state())

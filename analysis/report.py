@@ -16,7 +16,9 @@ from typing import Any, Iterable, Mapping, Sequence
 from analysis import plots as _plots
 from analysis.cost import cost_text
 from workbench.config.external import external_text
+from workbench.controller.steadiness import records_as_read
 from workbench.controller.trial import record_outcome
+from workbench.stats.steady import NOT_STEADY
 
 __all__ = ["per_op_rows", "rating_plots", "rating_report_html", "surface_report_html",
            "nightly_report_html"]
@@ -35,6 +37,7 @@ th{background:#f3f3f3}td.l,th.l{text-align:left}
 .na{background:#eee;color:#555;font-weight:700}
 tr.invalid td{color:#9b1c1c}
 tr.harness td{color:#666;font-style:italic;background:#f4f4f4}
+tr.excluded td{color:#9b1c1c;background:#fff4e5}
 .headline{font-size:1.25em;margin:.3em 0}.muted{color:#666;font-size:.85em}
 img{max-width:100%;border:1px solid #eee;margin:.4em 0}
 pre{background:#f7f7f7;padding:.6em;overflow:auto;font-size:.8em;max-height:30em}
@@ -172,6 +175,7 @@ def per_op_rows(trials: Sequence[Mapping[str, Any]], load: float) -> list[dict[s
 def rating_plots(spec: Mapping[str, Any], result: Mapping[str, Any],
                  trials: Sequence[Mapping[str, Any]]) -> dict[str, bytes]:
     """The three rating figures as PNG bytes, keyed by file name."""
+    trials = records_as_read(result.get("not_steady"), trials)
     return {
         "latency_vs_load.png": _plots.latency_vs_load_png(trials, result, spec),
         "search_trace.png": _plots.search_trace_png(trials, result),
@@ -258,13 +262,40 @@ def _warnings_html(result: Mapping[str, Any]) -> str:
     return (f'<ul class="warnings">{items}</ul>' if items else '<p>none</p>') + note
 
 
+def _steady_cell(result: Mapping[str, Any], t: Mapping[str, Any]) -> str:
+    """The trial's steady-state verdict and what the controller did with it."""
+    v = ((t.get("raw") or {}).get("steady") or {}).get("verdict")
+    if t.get("excluded") == "not steady":
+        return f"{v}: excluded, re-run"
+    counted = v in NOT_STEADY and t.get("valid") and "not_steady" in result
+    return f"{v}: counted (re-runs at this load spent)" if counted else v or "—"
+
+
+def _trials_html(result: Mapping[str, Any], trials: Sequence[Mapping[str, Any]]) -> str:
+    """The trial table: a harness failure measured nothing of the server (shown, marked, never one
+    of its invalid trials); a trial excluded as not steady is marked EXCLUDED."""
+    def kind(t):                                    # (valid column, row class)
+        if record_outcome(t) == "harness":
+            return "HARNESS FAILURE", "harness"
+        return ("yes", "") if t.get("valid") else ("EXCLUDED", "excluded") if t.get("excluded") else ("NO", "invalid")
+
+    rows = [[t.get("n"), _num(t.get("load_ops_s")), _num(t.get("runlength_s")),
+             *(["—"] * 3 if record_outcome(t) == "harness" else
+               [_num(t.get(k)) for k in ("mean_ms", "p95_ms", "achieved_rate")]),
+             kind(t)[0], _num((t.get("raw") or {}).get("host_steal_pct"), ".2f"), _steady_cell(result, t),
+             t.get("reason") or "", t.get("decision") or ""] for t in trials]
+    return _table(["n", "load ops/s", "runlength s", "mean ms", "p95 ms", "achieved ops/s", "valid",
+                   "host steal %", "steady", "reason", "decision"], rows, left=(8, 9, 10),
+                  row_class=[kind(t)[1] for t in trials])
+
+
 def rating_report_html(spec: Mapping[str, Any], result: Mapping[str, Any],
                        trials: Sequence[Mapping[str, Any]], sysinfo: Mapping[str, Any] | None = None,
                        validation: Mapping[str, Any] | None = None,
                        plots: Mapping[str, bytes] | None = None) -> str:
     """One rating as a self-contained HTML page (headline, plots, per-op, trials, GX, sysinfo)."""
     rs = _plots.rating_spec(spec)
-    trials = sorted(trials, key=lambda t: t.get("n", 0))
+    trials = sorted(records_as_read(result.get("not_steady"), trials), key=lambda t: t.get("n", 0))
     if plots is None:
         plots = rating_plots(spec, result, trials)
     workload = spec.get("workload", "?")
@@ -291,6 +322,8 @@ def rating_report_html(spec: Mapping[str, Any], result: Mapping[str, Any],
              ("trials / loads / invalid / harness failures",
               f"{result.get('n_trials', len(trials))} / {result.get('n_loads', '?')}"
               f" / {result.get('n_invalid', '?')} / {result.get('n_harness', 0)}"),
+             *([("excluded as not steady", f"{result['n_not_steady']} trial(s), each re-run at its load "
+                                            f"(trial table: steady column)")] if "n_not_steady" in result else []),
              ("cost", cost_text(result))]),
     ]
     ops = per_op_rows(trials, near) if near is not None else []
@@ -300,25 +333,12 @@ def rating_report_html(spec: Mapping[str, Any], result: Mapping[str, Any],
                         _num(r["mean_ms"], ".3g"), _num(r["p50_ms"], ".3g"), _num(r["p95_ms"], ".3g"),
                         _num(r["p99_ms"], ".3g"), _num(r["time_pct"], ".1f")] for r in ops])
                if ops else '<p class="muted">no valid trial with per-op data</p>')
-    # a harness failure measured nothing of the server: shown, marked, never one of its invalid trials
-    trial_rows = [[t.get("n"), _num(t.get("load_ops_s")), _num(t.get("runlength_s")),
-                   "—" if record_outcome(t) == "harness" else _num(t.get("mean_ms")),
-                   "—" if record_outcome(t) == "harness" else _num(t.get("p95_ms")),
-                   "—" if record_outcome(t) == "harness" else _num(t.get("achieved_rate")),
-                   "HARNESS FAILURE" if record_outcome(t) == "harness" else "yes" if t.get("valid") else "NO",
-                   _num((t.get("raw") or {}).get("host_steal_pct"), ".2f"),
-                   ((t.get("raw") or {}).get("steady") or {}).get("verdict") or "—",
-                   t.get("reason") or "", t.get("decision") or ""] for t in trials]
     body = "".join([
         *head,
         "<h2>Warnings</h2>", _warnings_html(result),
         "<h2>Plots</h2>", _plots_html(plots),
         f"<h2>Per-operation breakdown at {_num(near)} ops/s (load nearest λ*)</h2>", op_html,
-        "<h2>Trials</h2>",
-        _table(["n", "load ops/s", "runlength s", "mean ms", "p95 ms", "achieved ops/s", "valid",
-                "host steal %", "steady", "reason", "decision"], trial_rows, left=(8, 9, 10),
-               row_class=["harness" if record_outcome(t) == "harness" else "" if t.get("valid") else "invalid"
-                          for t in trials]),
+        "<h2>Trials</h2>", _trials_html(result, trials),
         "<h2>Data validation</h2>", _validation_html(validation),
         "<h2>System</h2>", _sysinfo_html(sysinfo),
     ])

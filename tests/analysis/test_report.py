@@ -17,6 +17,7 @@ from hdrh.histogram import HdrHistogram
 from scipy import stats as st
 
 from analysis import plots, report
+from workbench.controller.steadiness import records_as_read
 from workbench.stats.rsm import fit_quadratic
 
 DATA = Path(__file__).resolve().parents[1] / "data"
@@ -113,6 +114,29 @@ def test_harness_failures_are_shown_apart_from_invalid_trials(rating):
     assert "1 harness failure(s) not judged" in html and "trials / loads / invalid / harness failures" in html
     for png in report.rating_plots(rating["spec"], result, trials + [failed]).values():
         assert png.startswith(b"\x89PNG")
+
+
+def test_trials_excluded_as_not_steady_are_marked_and_do_not_count(rating):
+    trials = [copy.deepcopy(t) for t in rating["trials"]]
+    at900 = [t for t in trials if t["load_ops_s"] == 900.0 and t["valid"]]
+    gone, kept = at900[0], at900[1]
+    gone["raw"]["steady"] = {"verdict": "stall", "stall_intervals": [3]}
+    kept["raw"]["steady"] = {"verdict": "trend up"}
+    why = "not steady: stall (interval 3)"
+    result = dict(rating["result"], n_not_steady=1, not_steady={str(gone["n"]): why})
+    html = report.rating_report_html(rating["spec"], result, trials)
+    assert f'<tr class="excluded"><td>{gone["n"]}</td>' in html and html.count('<tr class="excluded">') == 1
+    assert "<td>EXCLUDED</td>" in html and "stall: excluded, re-run" in html and why in html
+    assert "trend up: counted (re-runs at this load spent)" in html
+    assert "<td>excluded as not steady</td><td class=\"l\">1 trial(s)" in html
+    # not counted in the load's statistics (plots read the records as the controller did)
+    rows = {r["load_ops_s"]: r for r in plots.load_summary(records_as_read(result["not_steady"], trials), 0.9)}
+    before = {r["load_ops_s"]: r for r in plots.load_summary(trials, 0.9)}
+    assert rows[900.0]["n_valid"] == before[900.0]["n_valid"] - 1
+    assert rows[900.0]["mean_ms"] == pytest.approx(np.mean([t["mean_ms"] for t in at900[1:]]))
+    # a result from before the controller acted on the verdict: the verdict alone
+    old = report.rating_report_html(rating["spec"], rating["result"], trials)
+    assert '<td class="l">stall</td>' in old and "EXCLUDED" not in old and "counted" not in old
 
 
 def test_per_op_rows_at_peak_load(rating):

@@ -220,20 +220,27 @@ def test_only_send_lag_excuses_a_saturated_exit():
 @pytest.mark.integration
 def test_a_server_stalled_mid_trial_is_judged_not_steady(ganesha, tmp_path):
     """Ganesha SIGSTOPped for 2 s in the middle of a 10 s trial: its per-interval series shows it
-    (stats.steady: stall, trend or backlog); the same trial without the stall is steady."""
+    (stats.steady: stall, trend or backlog); the same trial without the stall is steady. Fed to
+    the controller with the quick profile's spec, the stalled trial is re-run at its load
+    (controller.steadiness) and the calm one counts."""
     import os
     import signal
     import threading
 
+    from workbench.config.profiles import PROFILES
+    from workbench.controller.decide import NextTrial, decide
+    from workbench.controller.spec import RatingSpec
+    from workbench.controller.steadiness import excluding_not_steady
     from workbench.measure.trialjson import result_from_json
 
-    def verdict(out):
-        return result_from_json(json.loads(out.read_text()), RATE_OPS_S, DURATION_S).raw["steady"]
+    def trial(out):
+        return result_from_json(json.loads(out.read_text()), RATE_OPS_S, DURATION_S)
 
     for d in ("calm", "stall"):
         (tmp_path / d).mkdir()
     _, out = run_json(ganesha, tmp_path / "calm", "web_server")
-    calm = verdict(out)
+    calm_trial = trial(out)
+    calm = calm_trial.raw["steady"]
     assert calm["verdict"] == "steady", calm
     stop = threading.Timer(2 + 4, os.kill, (ganesha.pid, signal.SIGSTOP))     # warm-up 2 s, then 4 s in
     cont = threading.Timer(2 + 6, os.kill, (ganesha.pid, signal.SIGCONT))
@@ -243,6 +250,14 @@ def test_a_server_stalled_mid_trial_is_judged_not_steady(ganesha, tmp_path):
     finally:
         stop.cancel(), cont.cancel()
         os.kill(ganesha.pid, signal.SIGCONT)
-    stalled = verdict(out)
+    stalled_trial = trial(out)
+    stalled = stalled_trial.raw["steady"]
     print(f"calm: {calm}\nstalled: {stalled}")
     assert stalled["verdict"] in ("stall", "trend up", "backlog"), stalled
+    assert stalled_trial.valid, stalled_trial.reason        # a valid trial: only its verdict excludes it
+    spec = RatingSpec(**PROFILES["quick"]["spec"])
+    assert set(excluding_not_steady(spec, [calm_trial, stalled_trial])[1]) == {1}    # the stalled one only
+    d = decide(spec, [calm_trial, stalled_trial])
+    print(d)
+    assert isinstance(d, NextTrial) and d.load_ops_s == RATE_OPS_S and d.runlength_s >= DURATION_S
+    assert d.reason.startswith(f"re-run not steady: {stalled['verdict']}"), d.reason

@@ -41,6 +41,7 @@ from workbench.controller.runlength import next_runlength
 from workbench.controller.safeguarded import Safeguarded
 from workbench.controller.spec import RatingSpec
 from workbench.controller.state import LoadStatus, LoadSummary, load_key
+from workbench.controller.steadiness import excluding_not_steady, rerun_runlength_s
 from workbench.controller.summary import search_state, summarize, trial_cost_s
 from workbench.controller.trial import TrialResult
 from workbench.stats.intervals import accuracy as _accuracy
@@ -234,6 +235,32 @@ def harness_failing(spec: RatingSpec, trials: Sequence[TrialResult]) -> str | No
             f"({tail[0].reason or 'no reason given'})")
 
 
+def _rerun_invalid(spec: RatingSpec, server: Sequence[TrialResult], not_steady: bool
+                   ) -> tuple[tuple[float, str] | None, float, str | None]:
+    """(next, runlength, stop reason) after an invalid trial, server[-1] (not_steady: one the
+    controller excluded, steadiness.py). Invalid trials never count and are re-run at the same load
+    and runlength (a not-steady one longer where its warm-up says so). After max_invalid_per_load
+    in a row the load is unmeasurable (a generator at its ceiling; a server so far past λ* that its
+    backlog delays the generator's sends): once another load has a valid trial the search goes on
+    below it (_decide_goal: next None); it ends at twice that many invalid trials in a row, or
+    when no other load was ever measured (the harness itself is suspect)."""
+    last = server[-1]
+    tail = list(itertools.takewhile(lambda t: not t.valid, reversed(server)))   # invalid, newest first
+    run = len(tail)
+    streak = len(list(itertools.takewhile(lambda t: load_key(t.load_ops_s) == load_key(last.load_ops_s), tail)))
+    measured_elsewhere = any(t.valid and load_key(t.load_ops_s) != load_key(last.load_ops_s) for t in server)
+    if streak < spec.max_invalid_per_load:
+        if not_steady:
+            return (last.load_ops_s, f"re-run {last.reason}"), rerun_runlength_s(spec, last), None
+        return (last.load_ops_s, f"re-run invalid trial ({last.reason or 'invalid'})"), float(last.runlength_s), None
+    if run >= 2 * spec.max_invalid_per_load or not measured_elsewhere:
+        return None, spec.runlength_s, (f"{run} consecutive invalid trials"
+                                        + (f" at {last.load_ops_s:g} ops/s" if run == streak else
+                                           f", the last {streak} at {last.load_ops_s:g} ops/s")
+                                        + f" ({last.reason or 'no reason given'})")
+    return None, spec.runlength_s, None
+
+
 def decide(spec: RatingSpec, trials: Sequence[TrialResult]) -> NextTrial | Done:
     """Algorithm 2 as a pure function of the trial log: the next trial to run, or the result.
 
@@ -241,37 +268,24 @@ def decide(spec: RatingSpec, trials: Sequence[TrialResult]) -> NextTrial | Done:
     statistical step below reads only the server's trials (`server`: measured and invalid), so
     after a harness failure the decision is the one taken before it — the same load and runlength
     are run again. They cost: the budget and max_trials count every trial, and
-    `max_harness_in_row` of them in a row stop the rating (harness_failing)."""
+    `max_harness_in_row` of them in a row stop the rating (harness_failing). A trial judged not
+    steady is, to everything below, an invalid trial (steadiness.py)."""
     trials = list(trials)
     for i, t in enumerate(trials):
         if not isinstance(t, TrialResult):
             raise TypeError(f"trial {i} is not a TrialResult")
+    trials, not_steady = excluding_not_steady(spec, trials)  # not-steady trials: invalid, re-run
     cost = trial_cost_s(spec, trials)                        # every trial costs, harness failures too
     server = [t for t in trials if not t.harness_failure]    # the samples of the server
     goals = spec.goals
     done: dict[float, tuple] = {}
     nxt: tuple[float, str] | None = None
     stop_reason: str | None = harness_failing(spec, trials)
-    # Invalid trials never count and are re-run at the same load and runlength. After
-    # max_invalid_per_load in a row the load is unmeasurable (a generator at its ceiling; a server so
-    # far past λ* that its backlog delays the generator's sends): once another load has a valid
-    # trial the search goes on below it (_decide_goal); it ends at twice that many invalid trials
-    # in a row, or when no other load was ever measured (the harness itself is suspect).
+    rl = spec.runlength_s
     unmeasurable = _unmeasurable(spec, server)
     if stop_reason is None and server and not server[-1].valid:
-        last = server[-1]
-        tail = list(itertools.takewhile(lambda t: not t.valid, reversed(server)))   # invalid, newest first
-        run = len(tail)
-        streak = len(list(itertools.takewhile(lambda t: load_key(t.load_ops_s) == load_key(last.load_ops_s), tail)))
-        measured_elsewhere = any(t.valid and load_key(t.load_ops_s) != load_key(last.load_ops_s) for t in server)
-        if streak < spec.max_invalid_per_load:
-            nxt = (last.load_ops_s, f"re-run invalid trial ({last.reason or 'invalid'})")
-            rl = float(last.runlength_s)
-        elif run >= 2 * spec.max_invalid_per_load or not measured_elsewhere:
-            stop_reason = (f"{run} consecutive invalid trials"
-                           + (f" at {last.load_ops_s:g} ops/s" if run == streak else
-                              f", the last {streak} at {last.load_ops_s:g} ops/s")
-                           + f" ({last.reason or 'no reason given'})")
+        last_is_not_steady = max(i for i, t in enumerate(trials) if not t.harness_failure) in not_steady
+        nxt, rl, stop_reason = _rerun_invalid(spec, server, last_is_not_steady)
     if nxt is None and stop_reason is None:
         for g in goals:
             kind, payload = _decide_goal(spec, g, server, unmeasurable)
@@ -296,7 +310,7 @@ def decide(spec: RatingSpec, trials: Sequence[TrialResult]) -> NextTrial | Done:
                            f"{rl + spec.trial_overhead_s:g} s of {spec.budget_s:g} s")
         else:
             return NextTrial(float(nxt[0]), float(rl), nxt[1])
-    return Done(result_of(spec, trials, done, stop_reason))
+    return Done(result_of(spec, trials, done, stop_reason, not_steady))
 
 
 def find_peak(spec: RatingSpec, measure: Callable[[float, float], TrialResult],

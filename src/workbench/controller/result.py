@@ -4,7 +4,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 
 from workbench.controller.fit import FitPeak, local_fit
@@ -40,6 +40,13 @@ class PeakResult:
     policy: str = "binsearch"
     mean_load_ops_s: float = math.nan      # the tested load whose trials give mean_ms_at_peak
     n_harness: int = 0                     # harness failures: no sample of the server, re-run
+    not_steady: dict[int, str] = field(default_factory=dict)   # trial n → why it was excluded as not
+                                           # steady (steadiness.py; not among n_invalid)
+
+    @property
+    def n_not_steady(self) -> int:
+        """Trials excluded as not steady (and re-run)."""
+        return len(self.not_steady)
 
     def to_dict(self) -> dict[str, Any]:
         d = {k: getattr(self, k) for k in (
@@ -47,6 +54,8 @@ class PeakResult:
             "mean_ms_ci", "accuracy", "n_loads", "n_trials", "cost_s", "trace", "r_sat_ms",
             "n_invalid", "n_trials_at_peak", "peak_rate_ci_model", "stop_rule", "policy",
             "mean_load_ops_s", "n_harness")}
+        d["n_not_steady"] = self.n_not_steady
+        d["not_steady"] = {str(k): v for k, v in sorted(self.not_steady.items())}
         d["per_goal"] = {str(k): v.to_dict() for k, v in self.per_goal.items() if v is not self}
         d["trials"] = [t.to_dict() for t in self.trials]
         return d
@@ -105,7 +114,7 @@ def _model_ci(loads: Sequence[LoadSummary], r_sat: float, spec: RatingSpec) -> t
 
 def _goal_result(spec: RatingSpec, r_sat: float, trials: Sequence[TrialResult], converged: bool,
                  reason: str, peak: LoadSummary | None, loads: list[LoadSummary] | None,
-                 fit: FitPeak | None = None) -> PeakResult:
+                 fit: FitPeak | None = None, not_steady: Mapping[int, str] | None = None) -> PeakResult:
     server = [t for t in trials if not t.harness_failure]     # harness failures: no sample
     if loads is None:
         loads = summarize(spec, server, r_sat)
@@ -147,21 +156,24 @@ def _goal_result(spec: RatingSpec, r_sat: float, trials: Sequence[TrialResult], 
         accuracy=_accuracy(*mci) if near is not None else 0.0,
         n_loads=len({load_key(t.load_ops_s) for t in server}), n_trials=len(trials),
         cost_s=trial_cost_s(spec, trials), trials=list(trials), trace=trace, r_sat_ms=r_sat,
-        n_invalid=sum(1 for t in server if not t.valid), n_harness=len(trials) - len(server),
+        n_invalid=sum(1 for t in server if not t.valid) - len(not_steady or {}),    # excluded: not_steady
+        n_harness=len(trials) - len(server), not_steady=dict(not_steady or {}),
         n_trials_at_peak=near.n if near is not None else 0,
         peak_rate_ci_model=_model_ci(loads, r_sat, spec), stop_rule=spec.stop_rule,
         policy=spec.policy, mean_load_ops_s=near.load if near is not None else math.nan)
 
 
 def result_of(spec: RatingSpec, trials: Sequence[TrialResult], done: dict[float, tuple],
-            stop_reason: str | None) -> PeakResult:
+            stop_reason: str | None, not_steady: Mapping[int, str] | None = None) -> PeakResult:
+    """The result of the trial log as decide read it (not_steady: the excluded trials, now invalid)."""
     per: dict[float, PeakResult] = {}
     for g in spec.goals:
         if g in done:
             conv, why, peak, loads, *fit = done[g]
-            per[g] = _goal_result(spec, g, trials, conv, why, peak, loads, fit[0] if fit else None)
+            per[g] = _goal_result(spec, g, trials, conv, why, peak, loads, fit[0] if fit else None, not_steady)
         else:
-            per[g] = _goal_result(spec, g, trials, False, stop_reason or "not reached", None, None)
+            per[g] = _goal_result(spec, g, trials, False, stop_reason or "not reached", None, None,
+                                  not_steady=not_steady)
     main = per[float(spec.r_sat_ms)]
     if len(per) > 1:
         conv = all(r.converged for r in per.values())

@@ -46,6 +46,11 @@ class RatingSpec:
     max_invalid_per_load: int = 3          # consecutive invalid trials before giving up
     max_harness_in_row: int = 3            # consecutive harness failures before giving up (each is
                                            # re-run and is no sample of the server)
+    max_unsteady_reruns: int = 2           # re-runs of not-steady trials per load (steadiness.py); then
+                                           # the load is judged on all its trials. 0: none (the
+                                           # verdict only recorded). < max_invalid_per_load: an
+                                           # excluded trial is an invalid one to decide, and that
+                                           # many in a row would make the load unmeasurable first
     linear_step_ops_s: float | None = None # Linear increment (default: first_load)
     linear_trials: int | None = 10         # Linear strawman (§3.1): exactly this many valid trials at
                                            # every load, classified by the mean (and the p95 rule),
@@ -124,11 +129,11 @@ class RatingSpec:
             object.__setattr__(self, "goals_ms", tuple(float(x) for x in g))
         if self.stop_rule not in STOP_RULES:
             raise bad("stop_rule", "'inside', 'overlap' or 'fit'")
-        integer("min_trials", 2, 1000)
-        integer("max_trials_per_load", self.min_trials, 10**5)
-        integer("max_loads", 2, 10**5)
-        integer("max_invalid_per_load", 1, 1000)
-        integer("max_harness_in_row", 1, 1000)
+        for name, lo, hi in (("min_trials", 2, 1000), ("max_trials_per_load", self.min_trials, 10**5),
+                             ("max_loads", 2, 10**5), ("max_invalid_per_load", 1, 1000),
+                             ("max_harness_in_row", 1, 1000)):
+            integer(name, lo, hi)
+        integer("max_unsteady_reruns", 0, self.max_invalid_per_load - 1)     # see the field
         if self.linear_step_ops_s is not None:
             pos("linear_step_ops_s")
         if self.linear_trials is not None:

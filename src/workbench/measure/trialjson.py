@@ -108,7 +108,8 @@ def result_from_json(raw: Mapping[str, Any], load_ops_s: float, runlength_s: flo
 
 
 def _judged(raw: dict[str, Any], load_ops_s: float) -> dict[str, Any]:
-    """raw with the steady-state verdict of its series (stats.steady; recorded, not yet acted on)."""
+    """raw with the steady-state verdict of its series (stats.steady; the controller acts on it,
+    controller.steadiness)."""
     raw["steady"] = judge(raw.get("timeseries"), load_ops_s)
     return raw
 

@@ -50,6 +50,7 @@ def result_block(result: Mapping[str, Any], wall_s: float | None = None) -> str:
          f" (R_sat {fmt_num(result.get('r_sat_ms'), 'g')} ms, accuracy {fmt_num(result.get('accuracy'), '.3f')};"
          f" the tested load nearest λ*)"),
         ("trials", f"{result.get('n_trials')} ({result.get('n_invalid')} invalid"
+                   + (f", {result['n_not_steady']} excluded as not steady" if result.get("n_not_steady") else "")
                    + (f", {result['n_harness']} harness failures" if result.get("n_harness") else "")
                    + f") at {result.get('n_loads')} loads"),
         ("cost", cost_text(result) + (f"; this command's wall time {wall_s:.0f} s" if wall_s is not None else "")),

@@ -222,7 +222,8 @@ def summarise_step(plan: RatingPlan, store: Store, validation: Mapping[str, Any]
     out.update(rating_id=plan.rating_id, workload=plan.workload, slot=plan.slot,
                factors=plan.factors, external=plan.external, profile=plan.profile, n_excluded_gx=len(excluded),
                finished_unix=time.time())
-    seen = [{"n": i, "load_ops_s": t.load_ops_s, "mean_ms": t.mean_ms, "valid": t.valid} for i, t in enumerate(log)]
+    seen = [{"n": i, "load_ops_s": t.load_ops_s, "mean_ms": t.mean_ms, "valid": t.valid}      # as decide read them
+            for i, t in enumerate(res.trials)]
     out.update(rating_warnings(seen, plan.rating_spec().confidence))   # Auto-pilot's warnings (seed 001)
     out.update(measured_cost(store, plan.rating_id, records, out["cost_s"], out["finished_unix"]))
     out = strict_json(out)

@@ -29,6 +29,7 @@ MIN_INTERVALS = 5
 BACKLOG_RATIO = 3.0
 STALL_FACTOR = 10.0
 STALL_MS = 100.0
+NOT_STEADY = ("trend up", "trend down", "stall", "backlog")   # the verdicts of a trial judged not steady
 
 
 def mser_truncation(x: Sequence[float]) -> int:

@@ -1,0 +1,86 @@
+"""The controller acts on each trial's steady-state verdict (stats.steady, recorded in raw["steady"]).
+
+A valid trial judged not steady (trend, stall or backlog; not "short" or without a series: nothing
+to judge) is excluded: `decide` sees it as an invalid trial (reason "not steady: …"), so it counts
+toward no load's statistics and the invalid-trial path re-runs it at the same load — longer when
+MSER's warm-up took a large part of it (rerun_runlength_s). At most `spec.max_unsteady_reruns`
+re-runs per load: the next not-steady trial there ends them, and the load is judged on all its
+trials, the not-steady ones included (the server does not settle at that load, and what it gives
+there is all there is to judge; a saturated server's queue grows in every trial). A trial counted
+that way is not excluded, and the report marks it "counted".
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Mapping, Sequence
+
+from workbench.controller.state import load_key
+from workbench.controller.trial import TrialResult
+from workbench.stats.steady import NOT_STEADY
+
+WARMUP_SHARE = 0.25     # MSER's warm-up this share of a trial's intervals or more: the re-run is longer
+
+
+def verdict_of(t: TrialResult) -> Mapping[str, Any]:
+    """The trial's steady-state verdict (stats.steady.judge), {} when it has none."""
+    v = (t.raw or {}).get("steady")
+    return v if isinstance(v, Mapping) else {}
+
+
+def is_not_steady(t: TrialResult) -> bool:
+    """A valid trial whose verdict says the server was not in a steady state while it ran."""
+    return t.valid and verdict_of(t).get("verdict") in NOT_STEADY
+
+
+def _why(v: Mapping[str, Any]) -> str:
+    """'not steady: <verdict>' with the figures behind it."""
+    parts = []
+    if v.get("verdict") == "stall":
+        parts.append("interval " + ", ".join(str(i) for i in v.get("stall_intervals") or []))
+    elif str(v.get("verdict")).startswith("trend") and v.get("mk_p") is not None:
+        parts.append(f"Mann–Kendall τ {v.get('mk_tau', float('nan')):.2f}, p {v['mk_p']:.2g}")
+    elif v.get("verdict") == "backlog" and v.get("backlog_ratio") is not None:
+        parts.append(f"{v.get('outstanding_at_stop')} calls outstanding at the stop, "
+                     f"{v['backlog_ratio']:.1f}× Little's L")
+    if v.get("warmup_intervals"):
+        parts.append(f"warm-up {v['warmup_intervals']} of {v['warmup_intervals'] + (v.get('intervals') or 0)} intervals")
+    return f"not steady: {v.get('verdict')}" + (f" ({'; '.join(parts)})" if parts else "")
+
+
+def not_steady_excluded(spec, trials: Sequence[TrialResult]) -> dict[int, str]:
+    """{trial index: reason} of the not-steady trials the controller excludes: all of a load's
+    while it has at most spec.max_unsteady_reruns of them, none once it has more."""
+    at: dict[float, list[int]] = {}
+    for i, t in enumerate(trials):
+        if is_not_steady(t):
+            at.setdefault(load_key(t.load_ops_s), []).append(i)
+    return {i: _why(verdict_of(trials[i])) for idx in at.values()
+            if len(idx) <= spec.max_unsteady_reruns for i in idx}
+
+
+def excluding_not_steady(spec, trials: Sequence[TrialResult]) -> tuple[list[TrialResult], dict[int, str]]:
+    """The log as the controller reads it — each excluded not-steady trial an invalid trial with its
+    reason — and {index: reason} of those trials."""
+    out = not_steady_excluded(spec, trials)
+    view = [dataclasses.replace(t, valid=False, reason=out[i]) if i in out else t for i, t in enumerate(trials)]
+    return view, out
+
+
+def rerun_runlength_s(spec, t: TrialResult) -> float:
+    """Runlength of the re-run of the not-steady trial t."""
+    v = verdict_of(t)
+    d = int(v.get("warmup_intervals") or 0)
+    n = d + int(v.get("intervals") or 0)
+    r = float(t.runlength_s)
+    # warm-up (MSER's d) ≥ WARMUP_SHARE of the intervals: 2·r, capped by runlength_max_s (never below r)
+    return max(r, min(2.0 * r, spec.runlength_max_s)) if n and d >= WARMUP_SHARE * n else r
+
+
+def records_as_read(not_steady: Mapping[str, str] | None, records: Sequence[Mapping[str, Any]]
+                    ) -> list[Mapping[str, Any]]:
+    """Stored trial records as decide read them, given a result's `not_steady` ({"n": why}): an
+    excluded trial is not valid, its reason first, and `excluded` says "not steady"."""
+    out = not_steady or {}
+    return [{**r, "valid": False, "excluded": "not steady",
+             "reason": "; ".join(x for x in (out[str(r.get("n"))], r.get("reason")) if x)}
+            if str(r.get("n")) in out and not r.get("excluded") else r for r in records]

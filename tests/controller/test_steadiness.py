@@ -1,0 +1,116 @@
+"""Trials judged not steady (controller.steadiness, issue 15 item 2), with hand-built trial logs:
+excluded from their load's statistics, re-run at the same load (longer after a long warm-up), at
+most max_unsteady_reruns times per load; "short" and missing verdicts change nothing."""
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from workbench.controller.decide import NextTrial, decide
+from workbench.controller.spec import RatingSpec
+from workbench.controller.steadiness import excluding_not_steady, rerun_runlength_s
+from workbench.controller.trial import TrialResult
+from workbench.measure.trialjson import harness_result
+
+LOAD = 100.0
+SPEC = RatingSpec(r_sat_ms=40.0, width=0.1, confidence=0.9, accuracy=0.8, first_load=LOAD,
+                  runlength_s=10.0, runlength_min_s=5.0, runlength_max_s=15.0, policy="binsearch")
+
+STALL = {"verdict": "stall", "warmup_intervals": 0, "intervals": 10, "stall_intervals": [6, 7],
+         "mk_tau": 0.1, "mk_p": 0.6}
+STEADY = {"verdict": "steady", "warmup_intervals": 1, "intervals": 9, "mk_tau": 0.0, "mk_p": 0.9}
+
+
+def trial(mean_ms: float, steady: dict | None, load: float = LOAD, runlength_s: float = 10.0) -> TrialResult:
+    raw = None if steady is None else {"steady": steady}
+    return TrialResult(mean_ms=mean_ms, p95_ms=2 * mean_ms, achieved_rate=load, load_ops_s=load,
+                       runlength_s=runlength_s, raw=raw)
+
+
+def test_a_not_steady_trial_is_rerun_at_its_load_with_the_same_runlength():
+    d = decide(SPEC, [trial(10.0, STEADY), trial(300.0, STALL)])
+    assert isinstance(d, NextTrial)
+    assert d.load_ops_s == LOAD and d.runlength_s == 10.0
+    assert d.reason == "re-run not steady: stall (interval 6, 7)"
+
+
+def test_a_long_warmup_makes_the_rerun_longer_up_to_the_max_runlength():
+    late = {**STALL, "verdict": "trend down", "warmup_intervals": 3, "intervals": 7, "mk_tau": -0.9, "mk_p": 0.001}
+    d = decide(SPEC, [trial(10.0, STEADY), trial(60.0, late)])
+    assert isinstance(d, NextTrial) and d.load_ops_s == LOAD
+    assert d.runlength_s == 15.0                               # 2 × 10 s, capped at runlength_max_s
+    assert "trend down (Mann–Kendall τ -0.90, p 0.001; warm-up 3 of 10 intervals)" in d.reason
+    # below WARMUP_SHARE (2 of 10 < 25 %): the same runlength; far below the cap: doubled
+    assert rerun_runlength_s(SPEC, trial(60.0, {**late, "warmup_intervals": 2, "intervals": 8})) == 10.0
+    assert rerun_runlength_s(SPEC, trial(60.0, late, runlength_s=5.0)) == 10.0
+    # a runlength already above the cap is never shortened
+    assert rerun_runlength_s(SPEC, trial(60.0, late, runlength_s=20.0)) == 20.0
+
+
+def test_a_not_steady_trial_is_not_counted_in_the_mean():
+    log = [trial(10.0, STEADY), trial(500.0, STALL), trial(11.0, STEADY)]
+    # load 100 below R_sat on its two steady trials: the search moves on (with the stall: an open load)
+    d = decide(SPEC, log)
+    assert isinstance(d, NextTrial) and d.load_ops_s != LOAD
+    res = decide(dataclasses.replace(SPEC, max_trials=3), log).result
+    assert res.mean_ms_at_peak == pytest.approx(10.5) and res.n_trials_at_peak == 2
+    assert res.n_not_steady == 1 and res.n_invalid == 0
+    assert res.not_steady == {1: "not steady: stall (interval 6, 7)"}
+    assert res.to_dict()["not_steady"] == {"1": "not steady: stall (interval 6, 7)"}
+    assert [t.valid for t in res.trials] == [True, False, True]          # as decide read the log
+
+
+def test_at_most_max_unsteady_reruns_per_load_then_the_load_is_judged_on_all_its_trials():
+    backlog = {"verdict": "backlog", "warmup_intervals": 0, "intervals": 10, "outstanding_at_stop": 900,
+               "backlog_ratio": 8.0}
+    log = [trial(90.0, backlog), trial(10.0, STEADY), trial(95.0, backlog)]
+    d = decide(SPEC, log)                  # 2 not steady (= the bound, steady trials between): re-run
+    assert isinstance(d, NextTrial) and d.load_ops_s == LOAD
+    assert d.reason == "re-run not steady: backlog (900 calls outstanding at the stop, 8.0× Little's L)"
+    log.append(trial(100.0, backlog))      # the third: no more re-runs; all four trials count
+    _, excluded = excluding_not_steady(SPEC, log)
+    assert excluded == {}
+    res = decide(dataclasses.replace(SPEC, max_trials=4), log).result
+    assert res.n_not_steady == 0 and res.n_trials_at_peak == 4
+    assert res.mean_ms_at_peak == pytest.approx((90 + 10 + 95 + 100) / 4)
+    # the bound is per load: a not-steady trial at another load is re-run again
+    d = decide(SPEC, [*log, trial(50.0, STALL, load=60.0)])
+    assert isinstance(d, NextTrial) and d.load_ops_s == 60.0 and d.reason.startswith("re-run not steady")
+
+
+def test_short_and_missing_verdicts_and_a_zero_bound_change_nothing():
+    base = [trial(10.0, STEADY), trial(11.0, STEADY)]
+    want = decide(SPEC, base)
+    for other in ({"verdict": "short", "warmup_intervals": 2, "intervals": 3}, None, {"verdict": "no series"}):
+        log = [trial(10.0, STEADY), trial(11.0, other)]
+        assert decide(SPEC, log) == want
+    stalled = [trial(10.0, STEADY), trial(11.0, STALL)]
+    assert decide(dataclasses.replace(SPEC, max_unsteady_reruns=0), stalled) == want
+
+
+def test_an_invalid_trial_is_not_also_counted_as_not_steady():
+    bad = dataclasses.replace(trial(10.0, STALL), valid=False, reason="2 errors, 0 timeouts")
+    d = decide(SPEC, [bad])
+    assert d.reason == "re-run invalid trial (2 errors, 0 timeouts)"
+    assert excluding_not_steady(SPEC, [bad])[1] == {}
+
+
+def test_a_harness_failure_after_a_not_steady_trial_reruns_it_as_before():
+    late = {**STALL, "warmup_intervals": 4, "intervals": 6}
+    d = decide(SPEC, [trial(300.0, late), harness_result(LOAD, 20.0, "load1 unreachable")])
+    assert isinstance(d, NextTrial) and (d.load_ops_s, d.runlength_s) == (LOAD, 15.0)
+    assert d.reason.startswith("re-run after a harness failure (load1 unreachable): re-run not steady: stall")
+
+
+def test_excluded_trials_count_toward_the_invalid_streak():
+    """max_invalid_per_load in a row at one load (not steady or invalid) make it unmeasurable; the
+    bound on re-runs is kept below it so that not-steady trials alone never do."""
+    bad = dataclasses.replace(trial(10.0, None), valid=False, reason="2 errors, 0 timeouts")
+    log = [trial(20.0, STEADY, load=50.0), trial(20.0, STEADY, load=50.0),
+           bad, trial(300.0, STALL), trial(300.0, STALL)]
+    d = decide(SPEC, log)
+    assert isinstance(d, NextTrial) and 50.0 < d.load_ops_s < LOAD, d     # below the unmeasurable load
+    assert decide(SPEC, log[:-1]).reason.startswith("re-run not steady")
+    with pytest.raises(ValueError, match="max_unsteady_reruns"):
+        RatingSpec(max_invalid_per_load=2, max_unsteady_reruns=2)

@@ -17,7 +17,9 @@ import logging
 import subprocess
 import threading
 import time
+from html import escape as html_escape
 from pathlib import Path
+from typing import Callable
 
 import pytest
 from conftest_store import MINIO_SH, free_ports
@@ -61,6 +63,7 @@ class SimRig:
         self.calls: collections.Counter[int] = collections.Counter()
         self.wall_s, self.fail_harness = wall_s, set(fail_harness)
         self.after_measure = None
+        self.tamper: dict[int, Callable[[TrialResult], TrialResult]] = {}     # trial k → what it measures instead
         rig = self
 
         class Harness:
@@ -90,6 +93,7 @@ class SimRig:
                                                           "Failed to connect to the host via ssh")
                 else:
                     t = rig.server.measure(load, runlength_s)
+                    t = rig.tamper.get(trial_id, lambda x: x)(t)
                 if rig.after_measure is not None:
                     rig.after_measure(trial_id)
                 return t
@@ -215,6 +219,32 @@ def test_a_harness_failure_is_re_run_and_not_the_servers_invalid_trial(tmp_path,
     assert lines[-2].startswith("  λ* = ")
     df = store.trials_df(plan.rating_id)
     assert list(df["outcome"]).count("harness") == 1
+
+
+def test_a_trial_failing_great_expectations_is_excluded_before_decide_and_re_run(tmp_path, private_slots):
+    """Trial 2 has NFS errors (the harness accepts it, as it would a server's EIO): the suite, run as the
+    trial is recorded, excludes it before the controller reads it; trial 3 re-runs its load and
+    runlength; the result, gx.json and the report name the failed expectation."""
+    base_records, base = _baseline(tmp_path)
+    rig = SimRig()
+    rig.tamper[2] = lambda t: dataclasses.replace(t, errors=3)
+    store = LocalStore(tmp_path / "store")
+    plan = _plan(tmp_path, "gx-fault")
+    lines: list[str] = []
+    res = run_rating(plan, store, log=lines.append, make=rig.make)
+    records = store.trials(plan.rating_id)
+    bad, rerun = records[2], records[3]
+    assert not bad["valid"] and bad["gx"] == "failed" and records[1]["gx"] == "passed"
+    assert bad["reason"].startswith("great_expectations: ") and "error" in bad["reason"], bad["reason"]
+    assert (rerun["load_ops_s"], rerun["runlength_s"]) == (bad["load_ops_s"], bad["runlength_s"])
+    assert rerun["decision"] == f"re-run invalid trial ({bad['reason']})"
+    def before(recs):
+        return [{k: v for k, v in r.items() if k != "gx"} for r in _server_view(recs[:2])]
+    assert before(records) == before(base_records)          # the same server up to the bad trial
+    assert res["converged"] and res["trials"][2]["valid"] is False, res["reason"]
+    assert store.get_json(store.rating_key(plan.rating_id, "gx.json"))["excluded"]["2"] == bad["reason"]
+    html = store.get_bytes(store.rating_key(plan.rating_id, "report.html")).decode()
+    assert html_escape(bad["reason"]) in html
 
 
 def test_a_harness_that_keeps_failing_ends_the_rating_with_a_result_saying_why(tmp_path, private_slots):

@@ -179,8 +179,8 @@ def trial_step(plan: RatingPlan, store: Store, k: int,
         with holding(plan), killable(plan):    # LeaseLost / RatingKilled: the trial is not recorded
             t = harness_for(plan, make).measure(d.load_ops_s, d.runlength_s, trial_id=k,
                                                 check_server=k == 0 or not prev[-1].valid)
-        record = {"n": k, "decision": d.reason, **t.at(d.load_ops_s, d.runlength_s).to_dict(),
-                  "started_unix": t0, "wall_s": time.time() - t0}
+        record = checked_record({"n": k, "decision": d.reason, **t.at(d.load_ops_s, d.runlength_s).to_dict(),
+                                 "started_unix": t0, "wall_s": time.time() - t0})
         path = _pending_path(plan, k)
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(f".{path.name}.{os.getpid()}")
@@ -192,6 +192,22 @@ def trial_step(plan: RatingPlan, store: Store, k: int,
         record = e.stored
     _pending_path(plan, k).unlink(missing_ok=True)
     return record
+
+
+def checked_record(record: dict[str, Any]) -> dict[str, Any]:
+    """great_expectations on one trial as it is recorded, before decide may read it: a trial the
+    harness accepted that fails the suite is recorded invalid with the failed expectations as its
+    reason, so the controller re-runs it (the invalid-trial path) and the report shows why; `gx`
+    keeps the verdict ("passed"/"failed"; absent on trials the suite does not judge). Fewer
+    operations completed than offered is not a broken trial here but the controller's evidence of
+    saturation (its throughput rule): that expectation is the batch's (validate_step), on the
+    points a rating reports."""
+    if not record.get("valid") or record.get("harness_failure"):
+        return record
+    why = validate_trials([record], min_achieved_fraction=0.0).excluded.get(int(record["n"]))
+    if why is None:
+        return {**record, "gx": "passed"}
+    return {**record, "valid": False, "reason": f"great_expectations: {why}", "gx": "failed"}
 
 
 def validate_step(plan: RatingPlan, store: Store) -> dict[str, Any]:

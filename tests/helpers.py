@@ -1,5 +1,5 @@
 """Helpers shared by test modules: a fake ansible-runner, fstress JSON, rating files,
-the integration slot, recorded nightly nights."""
+the integration slot, recorded nightly nights, the local SMTP and HTTP receivers of notifications."""
 from __future__ import annotations
 
 import json

@@ -18,6 +18,7 @@ from airflow.sdk.exceptions import AirflowFailException
 from workbench import pipeline
 from workbench.config.vocabulary import DESIGNS, SLOTS
 from workbench.pipeline import sweep
+from workbench.pipeline.notify import RunNotifier
 from workbench.pipeline.runner import RATING_TIMEOUT_S
 
 POOL = "workbench_sut"
@@ -49,6 +50,7 @@ with DAG(
     },
     tags=["workbench"],
     doc_md=__doc__,
+    on_failure_callback=RunNotifier(),     # a failed sweep: e-mail and webhook
 ) as dag:
 
     @task

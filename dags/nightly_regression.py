@@ -5,7 +5,8 @@
 load_config checks the configuration and puts every selected baseline through the validation pass
 (pipeline.validation) before anything is stored or provisioned. Each baseline's λ* is compared with the λ* of its earlier nights in the store (CI of the
 difference and Welch's test on the trials at the baseline's peak, analysis.regression); a drop
-that is significant and beyond the tolerance is a regression and turns the run red. Each rating
+that is significant and beyond the tolerance is a regression and turns the run red (notified by
+e-mail and webhook: workbench.pipeline.notify). Each rating
 is seeded at its baseline's reference load (the measured load nearest the baseline λ*) with
 `seed_trials` trials there (default 6), so both sides of Welch's test have a sample. Schedule:
 $WB_NIGHTLY_CRON (default 03:00 every day), no catch-up.
@@ -21,14 +22,10 @@ from airflow.sdk.exceptions import AirflowFailException
 from workbench import pipeline
 from workbench.config.vocabulary import SLOTS
 from workbench.pipeline import nightly
+from workbench.pipeline.notify import RunNotifier
 from workbench.pipeline.runner import RATING_TIMEOUT_S
 
 POOL = "workbench_sut"
-
-
-def _night(dag_run) -> str:
-    when = dag_run.logical_date or dag_run.run_after
-    return when.strftime("%Y-%m-%d")
 
 
 with DAG(
@@ -45,13 +42,14 @@ with DAG(
     },
     tags=["workbench"],
     doc_md=__doc__,
+    on_failure_callback=RunNotifier(),     # a regression, NO VERDICT or a failure: e-mail and webhook
 ) as dag:
 
     @task
     def load_config(params=None, dag_run=None):
         try:
             return nightly.start_night(pipeline.open_store(), params["config_path"], params.get("only"),
-                                       _night(dag_run))
+                                       nightly.night_of(dag_run))
         except pipeline.ParamError as e:
             raise AirflowFailException(str(e)) from None
 
@@ -62,11 +60,11 @@ with DAG(
 
     @task
     def compare(records, dag_run=None):
-        return nightly.compare(pipeline.open_store(), _night(dag_run), records)
+        return nightly.compare(pipeline.open_store(), nightly.night_of(dag_run), records)
 
     @task
     def report(verdicts, dag_run=None):
-        print(f"report: {nightly.report(pipeline.open_store(), _night(dag_run), verdicts)}")
+        print(f"report: {nightly.report(pipeline.open_store(), nightly.night_of(dag_run), verdicts)}")
         return verdicts
 
     @task

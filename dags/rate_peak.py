@@ -5,6 +5,10 @@
     … → trial_39 → done_40 ─────────────────────────────────────────────┴─────────────────────┴→
     gx_check → summarise → report → publish → teardown (always) → verdict
 
+verdict fails the run when the rating did not converge (after its result and report are stored and
+the slot is torn down: nothing lost). A red run is notified by e-mail and webhook (RunNotifier,
+workbench.pipeline.notify).
+
 decide_k is a branch operator: it reads the trial log from the results store and asks the
 controller (`decide(spec, trials)`); it follows trial_k or stops at done_k, which skips every later
 trial. trial_k records trials/<k>.json and is idempotent, so a retried task or a restarted
@@ -27,6 +31,7 @@ from workbench.controller.decide import NextTrial
 from workbench.measure.inventory import InventoryError
 from workbench.pipeline.console import fmt_num, result_block, trial_line
 from workbench.pipeline.leases import LeaseLost
+from workbench.pipeline.notify import RunNotifier
 from workbench.pipeline.stop import RatingKilled, stop_children
 
 POOL = "workbench_sut"
@@ -149,7 +154,10 @@ def teardown(ti, **_):
 
 def verdict(ti, **_):
     store = pipeline.open_store()
-    print(result_block(store.get_json(store.rating_key(_plan(ti).rating_id, "result.json"))))
+    res = store.get_json(store.rating_key(_plan(ti).rating_id, "result.json"))
+    print(result_block(res))
+    if not res.get("converged"):       # the run turns red; result, report and trials are stored
+        raise AirflowFailException(f"the rating did not converge: {res.get('reason')}")
 
 
 with DAG(
@@ -165,6 +173,7 @@ with DAG(
     params={name: Param(**schema) for name, schema in pipeline.PARAMS.items()},
     tags=["workbench"],
     doc_md=__doc__,
+    on_failure_callback=RunNotifier(),
 ) as dag:
     t_validate = PythonOperator(task_id="validate", python_callable=validate)
     # both slots busy: wait for one (up to ~20 min) rather than fail

@@ -90,6 +90,17 @@ def ganesha(fstress_bin) -> GaneshaSlot:
         stop_slot(name)
 
 
+@pytest.fixture
+def notify_receivers(monkeypatch):
+    """A local SMTP receiver and a local HTTP receiver, wired as the workbench_smtp and
+    workbench_webhook connections (AIRFLOW_CONN_*) for the test: yields (smtp, webhook)."""
+    from helpers import SmtpReceiver, WebhookReceiver
+    with SmtpReceiver() as smtp, WebhookReceiver() as hook:
+        monkeypatch.setenv("AIRFLOW_CONN_WORKBENCH_SMTP", smtp.conn_env())
+        monkeypatch.setenv("AIRFLOW_CONN_WORKBENCH_WEBHOOK", hook.conn_env())
+        yield smtp, hook
+
+
 @pytest.hookimpl(trylast=True)           # after xdist's worker hook, which tags grouped node ids
 def pytest_collection_modifyitems(config, items):
     """Under --dist loadgroup a test of an xdist_group must carry its group in its node id, or two

@@ -1,5 +1,5 @@
 """Helpers shared by test modules: a fake ansible-runner, fstress JSON, rating files,
-the integration slot, recorded nightly nights."""
+the integration slot, recorded nightly nights, the local SMTP and HTTP receivers of notifications."""
 from __future__ import annotations
 
 import json
@@ -105,3 +105,94 @@ def mm1(capacity=1000.0, base=2.0):
         m = base / (1 - rho) if rho < 0.999 else 1e4 * rho
         return TrialResult(mean_ms=m, p95_ms=3 * m, achieved_rate=min(load, capacity))
     return measure
+
+
+def smtp_conn_env(port: int, to: str = "storage-team@example.org") -> str:
+    """AIRFLOW_CONN_<ID>'s JSON for plain SMTP (SSL and STARTTLS off) on 127.0.0.1:port."""
+    return json.dumps({"conn_type": "smtp", "host": "127.0.0.1", "port": port,
+                       "extra": {"to": to, "from_email": "workbench@example.org", "disable_ssl": True,
+                                 "disable_tls": True, "timeout": 10, "retry_limit": 0}})
+
+
+class SmtpReceiver:
+    """A local SMTP server (aiosmtpd, in a thread) on 127.0.0.1 at a port the kernel picks; the
+    messages it received (email.message.Message) in `messages`. No TLS, no AUTH."""
+
+    def __init__(self) -> None:
+        import logging
+
+        from aiosmtpd.controller import Controller
+        logging.getLogger("mail.log").setLevel(logging.WARNING)       # aiosmtpd logs every command
+
+        class _Handler:
+            async def handle_DATA(handler, server, session, envelope):
+                import email
+                self.messages.append(email.message_from_bytes(envelope.original_content))
+                self.envelopes.append((envelope.mail_from, list(envelope.rcpt_tos)))
+                return "250 OK"
+
+        class _Controller(Controller):
+            def _trigger_server(ctl):               # port 0: learn the port the kernel gave
+                ctl.port = ctl.server.sockets[0].getsockname()[1]
+                super()._trigger_server()
+
+        self.messages: list = []
+        self.envelopes: list = []
+        self._controller = _Controller(_Handler(), hostname="127.0.0.1", port=0, ready_timeout=10)
+
+    @property
+    def port(self) -> int:
+        return self._controller.port
+
+    def conn_env(self) -> str:
+        return smtp_conn_env(self.port)
+
+    def __enter__(self) -> "SmtpReceiver":
+        self._controller.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._controller.stop()
+
+
+class WebhookReceiver:
+    """A local HTTP server (http.server, in a thread) on 127.0.0.1 at a port the kernel picks; the
+    POSTs it received as (path, headers, JSON body) in `posts`; answers `status`."""
+
+    def __init__(self, status: int = 200) -> None:
+        import http.server
+        receiver = self
+        self.posts: list[tuple[str, dict, dict]] = []
+        self.status = status
+
+        class _Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self):
+                body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+                receiver.posts.append((self.path, dict(self.headers), json.loads(body)))
+                self.send_response(receiver.status)
+                self.end_headers()
+
+            def log_message(self, *args):
+                pass
+
+        self._server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+
+    @property
+    def port(self) -> int:
+        return self._server.server_address[1]
+
+    def conn_env(self, path: str = "hooks/workbench", **extra_fields) -> str:
+        return json.dumps({"conn_type": "http", "host": "127.0.0.1", "port": self.port, "schema": path,
+                           **extra_fields})
+
+    def __enter__(self) -> "WebhookReceiver":
+        import threading
+        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.1},
+                                        daemon=True)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join(timeout=10)

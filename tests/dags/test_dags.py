@@ -38,6 +38,15 @@ def test_dag_params_match_the_checked_table():
     assert dag.get_task("trial_0").pool == "workbench_sut"
 
 
+def test_every_rating_dag_notifies_when_its_run_fails():
+    from airflow.dag_processing.dagbag import DagBag
+
+    from workbench.pipeline.notify import RunNotifier
+    bag = DagBag(str(REPO / "dags"))
+    assert all(isinstance(bag.dags[d].on_failure_callback, RunNotifier)
+               for d in ("rate_peak", "map_surface", "nightly_regression"))
+
+
 def test_decide_skips_the_whole_rest_of_the_chain_at_once():
     """On stop, decide_k skips every later trial/decide/done task in one call (one level per
     scheduler loop otherwise: ~1 s each, 3·K levels), even though Airflow passes the branch as a
@@ -138,7 +147,7 @@ def test_rate_peak_end_to_end(airflow_env):
 
 @pytest.mark.integration
 @pytest.mark.timeout(300)
-def test_rate_peak_bad_params_fail_at_validate_before_provisioning(airflow_env):
+def test_rate_peak_bad_params_fail_at_validate_before_provisioning(airflow_env, notify_receivers):
     _root()
     store = airflow_env
     dag = _dag("rate_peak")
@@ -149,6 +158,8 @@ def test_rate_peak_bad_params_fail_at_validate_before_provisioning(airflow_env):
     assert str(dr.state).endswith("failed") and states["validate"].endswith("failed"), states
     assert states["provision"].endswith("upstream_failed") and states["trial_0"].endswith("upstream_failed")
     assert not [k for k in store.list_keys("ratings/") if "spec.json" in k]
+    rid = pipeline.rating_id_for("rate_peak", dr.run_id)
+    assert _assert_notified(notify_receivers, "failed", rid, None)["failed_task"] == "validate"
     # wrong type / unknown workload: Airflow's own Param schema check refuses the run, naming the field
     for conf, field in (({"workload": "nosuch"}, "workload"), ({"disks": "two"}, "disks")):
         try:
@@ -163,10 +174,11 @@ def test_rate_peak_bad_params_fail_at_validate_before_provisioning(airflow_env):
 @pytest.mark.integration
 @pytest.mark.xdist_group("slot2")
 @pytest.mark.timeout(900)
-def test_nightly_flags_a_worse_configuration(airflow_env, tmp_path):
+def test_nightly_flags_a_worse_configuration(airflow_env, tmp_path, notify_receivers):
     """One real night (read_iops 50: λ* about half) against two recorded nights of read_iops 100:
     seeded at the history's reference load, flagged, the run red, the report linking the night's
-    rating report. (At 40 the seeded search needs ~2 more bracketing steps down from the seed.)"""
+    rating report, an e-mail and a webhook saying so. (At 40 the seeded search needs ~2 more
+    bracketing steps down from the seed.)"""
     _root()
     store = airflow_env
     load_recorded_nights(store, "2026-11-01", "2026-11-02")
@@ -186,6 +198,19 @@ def test_nightly_flags_a_worse_configuration(airflow_env, tmp_path):
     rid = v_bad[0]["rating_id"]
     assert "REGRESSION" in page and f'href="../../ratings/{rid}/report.html"' in page
     assert store.rating_key(rid, "report.html") in store.list_keys(f"ratings/{rid}/")
+    _assert_notified(notify_receivers, "regression", "2026-11-03", store.url("nightly/2026-11-03/report.html"))
+    assert notify_receivers[1].posts[0][2]["baselines"][0]["rating_id"] == rid
+
+
+def _assert_notified(receivers, event: str, subject_id: str, report: str) -> dict:
+    """One e-mail and one webhook POST for the run, naming the event, the id and the report."""
+    smtp, hook = receivers
+    assert len(smtp.messages) == 1 and len(hook.posts) == 1, (smtp.messages, hook.posts)
+    payload = hook.posts[0][2]
+    assert (payload["event"], payload["subject_id"], payload["report"]) == (event, subject_id, report), payload
+    body = smtp.messages[0].get_payload()[0].get_payload(decode=True).decode()
+    assert subject_id in smtp.messages[0]["Subject"] and (report or "(not written)") in body, body
+    return payload
 
 
 EXTERNAL_INVENTORY = REPO / "inventory" / "external" / "hosts.yml"
@@ -202,10 +227,12 @@ def _filer_up() -> None:
 
 @pytest.mark.integration
 @pytest.mark.timeout(900)
-def test_an_external_filer_is_rated_from_a_load_host_only(airflow_env, tmp_path, monkeypatch, capsys):
+def test_an_external_filer_is_rated_from_a_load_host_only(airflow_env, tmp_path, monkeypatch, capsys,
+                                                         notify_receivers):
     """The filer's ports are not given (its portmapper is asked); its slot has a load host only; the
     CLI and rate_peak rate it, and result, sysinfo and report say "external server"; a server factor
-    on it fails before anything runs."""
+    on it fails before anything runs. The 24 s budget (4 smoke trials) cannot bracket λ*: the run
+    turns red at `verdict` after the slot is torn down, and an e-mail and a webhook say so."""
     from conftest import stop_slot
     from workbench import cli
     from workbench.pipeline import leases
@@ -238,10 +265,16 @@ def test_an_external_filer_is_rated_from_a_load_host_only(airflow_env, tmp_path,
         monkeypatch.setenv("WB_INVENTORY", str(EXTERNAL_INVENTORY))
         dr = _dag("rate_peak").test(run_conf={"profile": "smoke", "slot": "auto", "budget_s": 24, **FILER})
         states = _states(dr)
-        assert str(dr.state).endswith("success") and states["teardown"].endswith("success"), states
         rid = pipeline.rating_id_for("rate_peak", dr.run_id)
+        result = store.get_json(store.rating_key(rid, "result.json"))
+        assert not result["converged"], result["reason"]
+        assert str(dr.state).endswith("failed") and states["verdict"].endswith("failed"), states
+        assert states["publish"].endswith("success") and states["teardown"].endswith("success"), states
+        report = store.url(store.rating_key(rid, "report.html"))
+        payload = _assert_notified(notify_receivers, "unconverged", rid, report)
+        assert payload["peak_rate"] == result["peak_rate"] and payload["failed_task"] == "verdict"
         assert store.get_json(store.rating_key(rid, "sysinfo.json"))["mode"] == "external"
-        assert store.get_json(store.rating_key(rid, "result.json"))["external"]["export"] == "/export"
+        assert result["external"]["export"] == "/export"
         html = store.get_bytes(store.rating_key(rid, "report.html")).decode()
         assert "external server 10.251.11.1:/export" in html and "FSINFO of the export" in html
         assert not (paths.LEASES / "filer1").exists()

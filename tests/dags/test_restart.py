@@ -215,7 +215,8 @@ def test_scheduler_crash_mid_rating_loses_and_repeats_no_trial(live):
         states = {t: ti["state"] for t, ti in tis.items()}
         print(f"dead {victim} detected {t_detect:.1f} s after the kill; run {state} "
               f"{t_done:.1f} s after the kill; total {time.monotonic() - t_start:.1f} s")
-        assert state == "success", {t: s for t, s in states.items() if s not in ("success", "skipped")}
+        # max_trials 6 usually leaves the smoke rating unconverged: then only `verdict` is red
+        assert set(t for t, s in states.items() if s not in ("success", "skipped")) <= {"verdict"}, (state, states)
     finally:
         if af.run_state(DAG_ID, run_id) not in ("success", "failed"):
             af.set_run_state(DAG_ID, run_id, "failed")
@@ -244,7 +245,9 @@ def test_scheduler_crash_mid_rating_loses_and_repeats_no_trial(live):
         want = "success" if k < n else "skipped"
         assert states[f"trial_{k}"] == want, f"trial_{k} is {states[f'trial_{k}']}, expected {want}"
     assert states[f"done_{n}"] == "success", states
-    assert states["teardown"] == "success" and states["verdict"] == "success", states
+    green = result["converged"]               # an unconverged rating turns the run red at verdict
+    assert states["teardown"] == "success" and states["verdict"] == ("success" if green else "failed"), states
+    assert state == ("success" if green else "failed"), (state, result["reason"])
     assert tis[victim]["try_number"] > tries_before[victim], \
         f"{victim} was not retried after the crash (try {tis[victim]['try_number']})"
     # Trials that had finished before the crash were not run again.

@@ -6,6 +6,7 @@ or NO VERDICT.
 """
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
@@ -193,6 +194,18 @@ def night_warnings(history: Sequence[Mapping[str, Any]], current: Mapping[str, A
     peaks = [r["result"].get("peak_rate") if r["result"].get("converged") else None for r in nights]
     trend = history_trend(peaks, [r["night"] for r in nights], confidence)
     return [w["text"] for w in current["result"].get("warnings") or []] + ([trend["text"]] if trend else [])
+
+
+def night_of(dag_run: Any, run_id: str = "") -> str:
+    """The night (YYYY-MM-DD) a nightly_regression run rates: its logical date, else when it was
+    triggered; without the run (a callback's minimal context), the date in its run id."""
+    when = getattr(dag_run, "logical_date", None) or getattr(dag_run, "run_after", None)
+    if when is not None:
+        return when.strftime("%Y-%m-%d")
+    m = re.search(r"\d{4}-\d{2}-\d{2}", run_id)
+    if m is None:
+        raise ValueError(f"no night in run {run_id!r}")
+    return m.group(0)
 
 
 def verdict_word(v: Mapping[str, Any]) -> str:

@@ -1,0 +1,85 @@
+#!/usr/bin/env python3
+"""How repeatable is λ*? One configuration rated N times, each from a fresh provisioning (issue 15).
+
+    .venv/bin/python bench/repeatability.py [--ratings 5] [--profile quick] [--slot slot1]
+        [--out DIR] [-- <more `workbench rate` flags, e.g. --read-iops 100>]
+
+Each rating is `workbench rate` in its own process with the slot torn down after it (the CLI's
+default), so the next one provisions the server, builds the file set and warms up from nothing.
+Prints λ*, its CI, the bracket, trials and measured cost per rating, then the median λ*, each
+rating's deviation from it, and the issue's two checks: every λ* within ±TOLERANCE of the median,
+and every rating's CI containing the median. Exit 0 when both hold. Runs as root (slots).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+TOLERANCE = 0.05
+
+
+def rate_once(out: Path, profile: str, slot: str, extra: list[str], timeout_s: float) -> dict:
+    """One rating through the CLI; its result.json (exit 1, unconverged, still has one)."""
+    argv = [sys.executable, "-m", "workbench.cli", "rate", "--profile", profile, "--slot", slot,
+            "--results", str(out), "--quiet", *extra]
+    t0 = time.monotonic()
+    proc = subprocess.run(argv, cwd=REPO, capture_output=True, text=True, timeout=timeout_s)
+    result = out / "ratings" / out.name / "result.json"
+    if proc.returncode not in (0, 1) or not result.is_file():
+        raise RuntimeError(f"workbench rate exit {proc.returncode}: {proc.stderr.strip()[-600:]}")
+    res = json.loads(result.read_text())
+    res["wall_s"] = time.monotonic() - t0
+    return res
+
+
+def verdict(peaks: list[float], cis: list[list[float | None] | None]) -> tuple[float, bool, bool]:
+    """(median λ*, all within ±TOLERANCE of it, every CI contains it). A None end of a CI is open
+    (a Fieller interval without that bound); a rating without a CI contains nothing."""
+    med = statistics.median(peaks)
+    covered = all(ci is not None and (ci[0] is None or ci[0] <= med) and (ci[1] is None or med <= ci[1])
+                  for ci in cis)
+    return med, all(abs(p - med) <= TOLERANCE * med for p in peaks), covered
+
+
+def _interval(v) -> str:
+    """[lo, hi] of a CI or bracket; an open end (a Fieller interval without bound) as ∞."""
+    if not v:
+        return "—"
+    return (f"{'(−∞' if v[0] is None else f'[{v[0]:.0f}'}, "
+            f"{'∞)' if v[1] is None else f'{v[1]:.0f}]'}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--ratings", type=int, default=5)
+    ap.add_argument("--profile", default="quick")
+    ap.add_argument("--slot", default="slot1")
+    ap.add_argument("--out", type=Path, default=Path("/tmp/workbench/repeatability"))
+    ap.add_argument("--timeout-s", type=float, default=1800.0, help="per rating")
+    ap.add_argument("extra", nargs="*", help="more `workbench rate` flags (after --)")
+    a = ap.parse_args(argv)
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    rows = []
+    print(f"{a.ratings} ratings, profile {a.profile}, slot {a.slot} {' '.join(a.extra)}".rstrip(), flush=True)
+    print(f"{'#':>2} {'λ* ops/s':>9} {'CI':>17} {'bracket':>17} {'trials':>6} {'cost s':>7} {'wall s':>7} converged")
+    for i in range(a.ratings):
+        res = rate_once(a.out / f"{stamp}-{i}", a.profile, a.slot, a.extra, a.timeout_s)
+        rows.append(res)
+        print(f"{i:>2} {res['peak_rate']:>9.1f} {_interval(res['peak_rate_ci']):>17} "
+              f"{_interval(res['bracket']):>17} {res['n_trials']:>6} {res['cost_s']:>7.0f} "
+              f"{res['wall_s']:>7.0f} {res['converged']}", flush=True)
+    peaks = [r["peak_rate"] for r in rows]
+    med, within, covered = verdict(peaks, [r.get("peak_rate_ci") for r in rows])
+    print(f"median λ* {med:.1f} ops/s; deviations " + ", ".join(f"{(p - med) / med:+.1%}" for p in peaks))
+    print(f"all within ±{TOLERANCE:.0%} of the median: {within}; every CI contains the median: {covered}")
+    return 0 if within and covered else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -308,6 +308,7 @@ def rating_report_html(spec: Mapping[str, Any], result: Mapping[str, Any],
                    "HARNESS FAILURE" if record_outcome(t) == "harness" else "yes" if t.get("valid") else "NO",
                    _num((t.get("raw") or {}).get("host_steal_pct"), ".2f"),
                    ((t.get("raw") or {}).get("steady") or {}).get("verdict") or "—",
+                   _num(t.get("drain_s"), ".2f"),
                    t.get("reason") or "", t.get("decision") or ""] for t in trials]
     body = "".join([
         *head,
@@ -316,7 +317,7 @@ def rating_report_html(spec: Mapping[str, Any], result: Mapping[str, Any],
         f"<h2>Per-operation breakdown at {_num(near)} ops/s (load nearest λ*)</h2>", op_html,
         "<h2>Trials</h2>",
         _table(["n", "load ops/s", "runlength s", "mean ms", "p95 ms", "achieved ops/s", "valid",
-                "host steal %", "steady", "reason", "decision"], trial_rows, left=(8, 9, 10),
+                "host steal %", "steady", "drain s", "reason", "decision"], trial_rows, left=(8, 10, 11),
                row_class=["harness" if record_outcome(t) == "harness" else "" if t.get("valid") else "invalid"
                           for t in trials]),
         "<h2>Data validation</h2>", _validation_html(validation),

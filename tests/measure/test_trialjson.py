@@ -38,3 +38,10 @@ def test_a_server_that_did_not_drain_is_a_harness_failure_with_its_drain_time():
     t = harness_result(500, 5, "harness: " + msg)
     assert t.harness_failure and not t.valid and t.drain_s == 60.0
     assert harness_result(500, 5, "harness: fetch failed").drain_s is None
+
+
+def test_each_load_host_shows_its_own_drain():
+    from workbench.measure.trialjson import per_host_figures
+    parts = {"load1": fstress_json(drain={"drain_s": 0.04}), "load1b": fstress_json(drain={"drain_s": 1.2}),
+             "old": fstress_json()}
+    assert [h["drain_s"] for h in per_host_figures(parts)] == [0.04, 1.2, None]

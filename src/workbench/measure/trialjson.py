@@ -22,18 +22,6 @@ def _num(d: Mapping[str, Any], key: str, default: float = 0.0) -> float:
     return v if math.isfinite(v) else default
 
 
-PER_HOST_FIELDS = ("offered_rate", "achieved_rate", "ops_total", "mean_ms", "p95_ms", "errors", "timeouts",
-                   "generator_saturated", "saturation_reason", "seed", "first_calls")
-
-
-def per_host_figures(parts: Mapping[str, Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """Each load host's own figures (its part of the trial, before the merge), by host name."""
-    return [{"host": host, **{k: part.get(k) for k in PER_HOST_FIELDS if k in part},
-             "send_lag_p99_ms": (part.get("send_lag_ms") or {}).get("p99"),
-             "outstanding_at_stop": (part.get("series") or {}).get("outstanding_at_stop")}
-            for host, part in sorted(parts.items())]
-
-
 # fstress's one line when the server did not drain before the trial (its exit 4, package probe)
 _NOT_DRAINED = re.compile(r"server not drained after ([0-9.]+) s")
 
@@ -44,6 +32,19 @@ def drain_s(raw: Mapping[str, Any] | None) -> float | None:
     d = (raw or {}).get("drain")
     v = d.get("drain_s") if isinstance(d, Mapping) else None
     return float(v) if isinstance(v, (int, float)) and math.isfinite(v) and v >= 0 else None
+
+
+PER_HOST_FIELDS = ("offered_rate", "achieved_rate", "ops_total", "mean_ms", "p95_ms", "errors", "timeouts",
+                   "generator_saturated", "saturation_reason", "seed", "first_calls")
+
+
+def per_host_figures(parts: Mapping[str, Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Each load host's own figures (its part of the trial, before the merge), by host name."""
+    return [{"host": host, **{k: part.get(k) for k in PER_HOST_FIELDS if k in part},
+             "send_lag_p99_ms": (part.get("send_lag_ms") or {}).get("p99"),
+             "outstanding_at_stop": (part.get("series") or {}).get("outstanding_at_stop"),
+             "drain_s": drain_s(part)}
+            for host, part in sorted(parts.items())]
 
 
 def with_timeseries(raw: Mapping[str, Any], parts: Mapping[str, Mapping[str, Any]] | None = None

@@ -283,9 +283,9 @@ def _trials_html(result: Mapping[str, Any], trials: Sequence[Mapping[str, Any]])
              *(["—"] * 3 if record_outcome(t) == "harness" else
                [_num(t.get(k)) for k in ("mean_ms", "p95_ms", "achieved_rate")]),
              kind(t)[0], _num((t.get("raw") or {}).get("host_steal_pct"), ".2f"), _steady_cell(result, t),
-             t.get("reason") or "", t.get("decision") or ""] for t in trials]
+             _num(t.get("drain_s"), ".2f"), t.get("reason") or "", t.get("decision") or ""] for t in trials]
     return _table(["n", "load ops/s", "runlength s", "mean ms", "p95 ms", "achieved ops/s", "valid",
-                   "host steal %", "steady", "reason", "decision"], rows, left=(8, 9, 10),
+                   "host steal %", "steady", "drain s", "reason", "decision"], rows, left=(8, 10, 11),
                   row_class=[kind(t)[1] for t in trials])
 
 

@@ -35,6 +35,7 @@ def rating():
     bad = next(t for t in trials if t["n"] == 7)
     bad["valid"], bad["reason"] = False, "achieved rate < 90% of offered <b>"
     bad["raw"]["host_steal_pct"] = 3.14159  # fstress: share of the load host's CPU time stolen in the window
+    bad["drain_s"] = 2.71828                # fstress: the server's drain before the trial
     return {"spec": _load("spec"), "result": _load("result"), "trials": trials, "sysinfo": _load("sysinfo")}
 
 
@@ -231,6 +232,7 @@ def test_rating_report_html(rating):
     assert "mix error 12% &gt; 5% on &lt;read&gt;" in page
     assert "achieved rate &lt; 90% of offered &lt;b&gt;" in page
     assert "<th>host steal %</th>" in page and "<td>3.14</td>" in page   # absent elsewhere: "—"
+    assert "<th>drain s</th>" in page and "<td>2.72</td>" in page
     assert "<script>" not in page and "&lt;script&gt;alert(1)&lt;/script&gt;" in page
     assert not _EXTERNAL.search(page)
     assert page.count('src="data:image/png;base64,') == 3

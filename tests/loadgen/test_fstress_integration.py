@@ -261,3 +261,45 @@ def test_a_server_stalled_mid_trial_is_judged_not_steady(ganesha, tmp_path):
     print(d)
     assert isinstance(d, NextTrial) and d.load_ops_s == RATE_OPS_S and d.runlength_s >= DURATION_S
     assert d.reason.startswith(f"re-run not steady: {stalled['verdict']}"), d.reason
+
+
+@pytest.mark.integration
+def test_the_next_run_drains_the_backlog_an_overloaded_run_left(ganesha, tmp_path, fstress_bin):
+    """An overloaded run (16 connections far past Ganesha's capacity; it measures the idle RTT in its
+    own drain first, on the idle server, and remembers it in --drain-state) and a light run started
+    the moment the overloaded one stops sending, while the server still works off its backlog: the
+    light run's drain probe sees round trips above the idle level, waits until their median is back
+    at it, and records how long that took (drain_s), which the trial record carries. ≈ 8 s."""
+    import statistics
+
+    from workbench.measure.trialjson import result_from_json
+
+    state, over, light = tmp_path / "drain.json", tmp_path / "over.json", tmp_path / "light.json"
+    common = [*ganesha.connect_args(), "--workload", "web_server", "--fileset-rate", str(RATE_OPS_S),
+              "--warmup", "0", "--drain-state", str(state)]
+    fs = ganesha.fstress("fileset", *ganesha.connect_args(), "--workload", "web_server", "--rate", str(RATE_OPS_S))
+    assert fs.returncode == 0, fs.stderr
+    start = time.time() + 1.5
+    o = subprocess.Popen(ganesha.exec_argv(
+        str(fstress_bin), "run", *common, "--rate", "25000", "--conns", "16", "--duration", "1", "--retransmits", "0",
+        "--lag-bound", "1s", "--start-at", f"{start:.3f}", "--json", str(over)),
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        time.sleep(max(0.0, start + 1 - time.time()))           # the overloaded run stops sending now
+        b = ganesha.fstress("run", *common, "--rate", "100", "--duration", "1", "--lag-bound", LAG_BOUND,
+                            "--json", str(light), timeout=120)
+    finally:
+        _, o_err = o.communicate(timeout=60)
+    assert over.is_file(), o_err
+    idle = json.loads(over.read_text())["drain"]
+    assert idle["idle_from"] == "measured" and idle["drained"], idle
+    assert light.is_file(), b.stderr
+    r = json.loads(light.read_text())
+    assert_ran(b, r)
+    d = r["drain"]
+    print(f"idle drain {idle}\nafter the overload {d}")
+    assert d["idle_from"] == "state" and d["idle_rtt_us"] == idle["idle_rtt_us"] and d["drained"], d
+    assert d["max_rtt_us"] > d["limit_us"], d                          # it saw the backlog
+    assert statistics.median(d["last_rtts_us"]) <= d["limit_us"], d    # and ended back near idle
+    assert d["drain_s"] >= d["max_rtt_us"] / 1e6, d                   # its time: at least the slowest probe
+    assert result_from_json(r, 100, 1).drain_s == d["drain_s"]

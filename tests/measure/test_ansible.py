@@ -106,6 +106,14 @@ def test_playbook_failure_is_a_harness_failure_with_the_failing_task(tmp_path):
     assert t.mean_ms == 0.0 and t.load_ops_s == 500
 
 
+def test_the_trial_bound_covers_the_drain_probe(tmp_path):
+    r = FakeRunner()
+    harness(tmp_path, r).measure(500, 5)
+    assert r.timeouts_s["run_trial.yml"] == 5 + 1.0 + 0.5 + 60 + 180   # runlength, warm-up, margin, drain, slack
+    harness(tmp_path, r, extravars={"fstress_drain_timeout_s": 0}).measure(500, 5)
+    assert r.timeouts_s["run_trial.yml"] == 5 + 1.0 + 0.5 + 180
+
+
 def test_missing_or_unreadable_json_is_a_harness_failure(tmp_path):
     t = harness(tmp_path, FakeRunner(result=None)).measure(500, 5)
     assert not t.valid and "no merged result" in t.reason and t.outcome == "harness"

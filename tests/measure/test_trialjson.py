@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from helpers import fstress_json
 
-from workbench.measure.trialjson import result_from_json
+from workbench.measure.trialjson import harness_result, result_from_json
 
 
 def test_result_from_json_directly():
@@ -21,3 +21,27 @@ def test_timeouts_in_an_overloaded_trial_stay_valid_with_overload_ms():
     # below the threshold, or with NFS errors, timeouts still invalidate
     assert not result_from_json(fstress_json(timeouts=4, mean_ms=20.0), 500, 5, overload_ms=50.0).valid
     assert not result_from_json(fstress_json(timeouts=4, errors=1, mean_ms=900.0), 500, 5, overload_ms=50.0).valid
+
+
+def test_drain_s_is_the_merged_drain_time():
+    drain = {"drain_s": 1.75, "drained": True, "idle_rtt_us": 120.0, "limit_us": 1120.0, "probes": 60,
+             "max_rtt_us": 950000.0, "first_rtts_us": [950000.0], "last_rtts_us": [130.0]}
+    t = result_from_json(fstress_json(drain=drain), 500, 5)
+    assert t.valid and t.drain_s == 1.75 and t.to_dict()["drain_s"] == 1.75
+    assert result_from_json(fstress_json(), 500, 5).drain_s is None          # fstress did not probe
+    assert result_from_json(fstress_json(drain={"drain_s": "x"}), 500, 5).drain_s is None
+
+
+def test_a_server_that_did_not_drain_is_a_harness_failure_with_its_drain_time():
+    msg = ("load1: Run fstress: non-zero return code (rc 4): fstress: server not drained after 60.0 s: the median "
+           "of its last NULL round trips (9000 9100 8800 9050 9020 µs) is above the limit 1120 µs")
+    t = harness_result(500, 5, "harness: " + msg)
+    assert t.harness_failure and not t.valid and t.drain_s == 60.0
+    assert harness_result(500, 5, "harness: fetch failed").drain_s is None
+
+
+def test_each_load_host_shows_its_own_drain():
+    from workbench.measure.trialjson import per_host_figures
+    parts = {"load1": fstress_json(drain={"drain_s": 0.04}), "load1b": fstress_json(drain={"drain_s": 1.2}),
+             "old": fstress_json()}
+    assert [h["drain_s"] for h in per_host_figures(parts)] == [0.04, 1.2, None]

@@ -131,10 +131,12 @@ def test_trials_df_and_parquet_round_trip(store):
     steal_pct = {1: 2.5}  # fstress's host_steal_pct; absent from the other two (older fstress)
     for rec in reversed(TRIALS):
         raw = dict(rec["raw"], **({"host_steal_pct": steal_pct[rec["n"]]} if rec["n"] in steal_pct else {}))
-        store.put_trial(rid, rec["n"], dict(rec, raw=raw))
+        drain = {"drain_s": 0.25} if rec["n"] == 2 else {}      # TrialResult.drain_s; older records lack it
+        store.put_trial(rid, rec["n"], dict(rec, raw=raw, **drain))
     df = store.trials_df(rid)
     assert list(df["n"]) == [0, 1, 2]
     assert df["host_steal_pct"].iloc[1] == 2.5 and df["host_steal_pct"].iloc[[0, 2]].isna().all()
+    assert df["drain_s"].iloc[2] == 0.25 and df["drain_s"].iloc[[0, 1]].isna().all()
     assert list(df.columns[:2]) == ["n", "decision"]
     assert "raw" not in df.columns
     for col in ("mean_ms", "p95_ms", "achieved_rate", "valid", "load_ops_s", "runlength_s", "errors"):

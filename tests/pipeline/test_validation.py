@@ -438,3 +438,13 @@ def test_valid_inputs_pass_touching_nothing(name, kind, arg, files, tmp_path, mo
     assert spy.started, "the workload was not checked by fstress"
     if kind == "cli":
         assert msg.startswith("workbench rate: inputs OK")
+
+
+def test_the_drain_bound_is_a_number_of_seconds():
+    from workbench.pipeline.plan import ParamError
+    from workbench.pipeline.validation import check_fstress_var
+    for ok in (0, 30, 60.5):
+        check_fstress_var("fstress_drain_timeout_s", ok)
+    for bad in (-1, "60", float("nan"), 7200, True):
+        with pytest.raises(ParamError, match="fstress_drain_timeout_s"):
+            check_fstress_var("fstress_drain_timeout_s", bad)

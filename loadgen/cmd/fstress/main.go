@@ -11,7 +11,8 @@
 // Exit codes: 0 success; 1 error (bad input, unreachable server, ...; one
 // line on stderr, no JSON file); 2 usage error (and `check`: any invalid
 // input); 3 generator saturated (the JSON file is written, with
-// generator_saturated: true).
+// generator_saturated: true); 4 server not drained before the run (no
+// load sent, no JSON file).
 package main
 
 import (
@@ -38,10 +39,11 @@ import (
 )
 
 const (
-	exitOK        = 0
-	exitError     = 1
-	exitUsage     = 2
-	exitSaturated = 3
+	exitOK         = 0
+	exitError      = 1
+	exitUsage      = 2
+	exitSaturated  = 3
+	exitNotDrained = 4
 )
 
 func main() {
@@ -62,6 +64,8 @@ const usage = `usage: fstress <command> [flags]
   run        --server HOST:PORT --export PATH --workload NAME|FILE --rate OPS --duration S --warmup S --json FILE
              [--mount-port PORT] [--poisson] [--conns N] [--start-at T] [--timeout D] [--retransmits N] [--seed N]
              [--client-id N] [--fileset-rate OPS] [--max-outstanding N] [--lag-bound D] [--interval D]
+             [--drain-timeout D] [--drain-idle-rtt D] [--drain-state FILE] [--drain-factor F]
+             [--drain-margin D] [--drain-window K]
   fileset    --server HOST:PORT --export PATH --workload NAME|FILE --rate OPS [--mount-port PORT]
   check      --workload NAME|FILE [--fileset-rate OPS | --rate OPS] [--json] [any other run flag]
              validate without a server: exit 0 with a one-line summary, 2 with one line naming the field
@@ -294,6 +298,8 @@ type runOpts struct {
 	lagBound       time.Duration
 	interval       time.Duration // 0: not given (1 s, or the duration if shorter)
 	startAt        time.Time
+	drain          probe.DrainConfig // Timeout 0: no drain
+	drainState     string            // file remembering the idle RTT ("": none)
 }
 
 // register adds the flags; withJSON: --json FILE (run), not the bool --json of check.
@@ -312,6 +318,13 @@ func (o *runOpts) register(fs *flag.FlagSet, withJSON bool) {
 	fs.Var(durationValue{&o.interval}, "interval", "time-series interval, >= 100ms and <= --duration (default 1s)")
 	fs.Var(durationValue{&o.lagBound}, "lag-bound", "send-lag p99 above which the generator counts as saturated")
 	fs.Var(timeValue{&o.startAt}, "start-at", "wall-clock start (RFC 3339 or Unix seconds), to start several clients together")
+	o.drain = probe.DefaultDrain()
+	fs.Var(durationValue{&o.drain.Timeout}, "drain-timeout", "bound of the drain probe before the load (0: no probe)")
+	fs.Var(durationValue{&o.drain.IdleRTT}, "drain-idle-rtt", "the server's idle NULL RTT (0: from --drain-state, else measured)")
+	fs.StringVar(&o.drainState, "drain-state", "", "file remembering the idle RTT the first drain measured")
+	fs.Float64Var(&o.drain.Factor, "drain-factor", o.drain.Factor, "drained: window median <= max(idle x factor, idle + margin)")
+	fs.Var(durationValue{&o.drain.Margin}, "drain-margin", "see --drain-factor")
+	fs.IntVar(&o.drain.Window, "drain-window", o.drain.Window, "consecutive RTTs whose median the rule compares")
 }
 
 // check validates the run flags (not --json, which only run needs).
@@ -329,7 +342,14 @@ func (o *runOpts) check() error {
 		return fmt.Errorf("--fileset-rate must be in [0, %g] ops/s (got %v)", float64(workload.MaxRate), o.filesetRate)
 	case o.lagBound <= 0:
 		return fmt.Errorf("--lag-bound must be > 0")
-	case o.interval != 0:
+	case o.drain.Timeout < 0:
+		return fmt.Errorf("--drain-timeout must be >= 0 (got %v)", o.drain.Timeout)
+	case o.drain.Timeout > 0:
+		if err := o.drain.Check(); err != nil {
+			return err
+		}
+	}
+	if o.interval != 0 {
 		return results.CheckInterval(o.interval, o.warmup, o.duration)
 	}
 	return results.CheckIntervalCount(min(results.DefaultInterval, o.duration), o.warmup, o.duration)
@@ -376,6 +396,17 @@ func cmdRun(args []string, stderr io.Writer) int {
 	ctx, cancel := signalContext()
 	defer cancel()
 	jsonPath := o.jsonPath
+	var drained *results.Drain
+	if o.drain.Timeout > 0 {
+		var nd *probe.NotDrainedError
+		if drained, err = drainServer(ctx, &c, &o, stderr); errors.As(err, &nd) {
+			errLine(stderr, "%v", err)
+			return exitNotDrained
+		} else if err != nil {
+			errLine(stderr, "%v", err)
+			return exitError
+		}
+	}
 	sess, fset, err := connectFileset(ctx, &c, w, o.filesetFor(c.rate), stderr)
 	if err != nil {
 		errLine(stderr, "%v", err)
@@ -389,6 +420,7 @@ func cmdRun(args []string, stderr io.Writer) int {
 		errLine(stderr, "%v", err)
 		return exitError
 	}
+	out.Result.Drain = drained
 	if ctx.Err() != nil {
 		errLine(stderr, "interrupted; no result written")
 		return exitError
@@ -403,6 +435,32 @@ func cmdRun(args []string, stderr io.Writer) int {
 		return exitSaturated
 	}
 	return exitOK
+}
+
+// drainServer is the drain probe before the run (package probe) — before
+// its connect and file-set lookup too, which a backlog would slow or time
+// out: the idle RTT from --drain-idle-rtt, else --drain-state, else
+// measured now (and then remembered in --drain-state).
+func drainServer(ctx context.Context, c *common, o *runOpts, stderr io.Writer) (*results.Drain, error) {
+	addr, err := engine.NFSAddr(ctx, c.server)
+	if err != nil {
+		return nil, err
+	}
+	cfg, from := o.drain, "given"
+	if cfg.IdleRTT == 0 && o.drainState != "" {
+		idle, err := probe.LoadIdle(o.drainState, c.server, c.export)
+		if err != nil {
+			fmt.Fprintf(stderr, "fstress: warning: drain state ignored: %v\n", err)
+		}
+		cfg.IdleRTT, from = idle, "state"
+	}
+	d, err := probe.Drain(ctx, addr, cfg, from)
+	if err == nil && d.IdleFrom == "measured" && o.drainState != "" {
+		if serr := probe.SaveIdle(o.drainState, c.server, c.export, d.IdleRTTUs); serr != nil {
+			fmt.Fprintf(stderr, "fstress: warning: drain state not saved: %v\n", serr)
+		}
+	}
+	return d, err
 }
 
 // checkJSONPath reports an output file that cannot be written: a directory,

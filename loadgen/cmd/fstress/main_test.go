@@ -11,8 +11,11 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
+	"workbench/loadgen/internal/nfs3"
 	"workbench/loadgen/internal/nullserver"
+	"workbench/loadgen/internal/results"
 )
 
 func startNull(t *testing.T) (host string, port int) {
@@ -111,6 +114,8 @@ func TestBadInputs(t *testing.T) {
 		{"interval over duration", []string{"--workload", null, "--interval", "1"}, "--interval 1s must be <= --duration 200ms"},
 		{"interval bad", []string{"--workload", null, "--interval", "soon"}, "interval"},
 		{"too many intervals", []string{"--workload", null, "--interval", "0.1", "--duration", "400"}, "at most 3600"},
+		{"drain factor", []string{"--workload", null, "--drain-factor", "0.5"}, "--drain-factor must be in [1"},
+		{"drain timeout", []string{"--workload", null, "--drain-timeout", "-1"}, "--drain-timeout must be >= 0"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -156,6 +161,7 @@ func TestRunAndMerge(t *testing.T) {
 		code, _, stderr := runCLI("run", "--server", srv, "--mount-port", strconv.Itoa(port), "--export", "/export",
 			"--workload", wl, "--rate", "500", "--duration", "0.5", "--warmup", "0.1", "--json", js,
 			"--client-id", strconv.Itoa(i), "--seed", strconv.Itoa(i+1), "--interval", "100ms",
+			"--drain-state", filepath.Join(dir, "drain.json"),
 			// This test is about run + merge, not pacing: a loaded CI box may delay sends by a
 			// few ms, which the default 2 ms lag bound would rightly flag as generator saturation.
 			"--lag-bound", "100ms")
@@ -166,6 +172,10 @@ func TestRunAndMerge(t *testing.T) {
 			t.Errorf("no human summary on stderr: %q", stderr)
 		}
 		files = append(files, js)
+		// the first run measures the idle RTT, the second takes it from --drain-state
+		if d := readDrain(t, js); !d.Drained || d.IdleFrom != map[int]string{0: "measured", 1: "state"}[i] {
+			t.Errorf("run %d: drain %+v", i, d)
+		}
 	}
 	out := filepath.Join(dir, "m.json")
 	code, _, stderr := runCLI(append(append([]string{"merge"}, files...), "--json", out)...)
@@ -200,6 +210,44 @@ func TestRunAndMerge(t *testing.T) {
 		if iv["sent"].(float64) != 100 || iv["count"].(float64) != 100 {
 			t.Errorf("interval %v: sent %v count %v, want 100", iv["k"], iv["sent"], iv["count"])
 		}
+	}
+	d0, d1, dm := readDrain(t, files[0]), readDrain(t, files[1]), readDrain(t, out)
+	if !dm.Drained || dm.DrainS != max(d0.DrainS, d1.DrainS) {
+		t.Errorf("merged drain %+v, want the longer of %v and %v", dm, d0.DrainS, d1.DrainS)
+	}
+}
+
+func readDrain(t *testing.T, path string) results.Drain {
+	t.Helper()
+	r, err := results.ReadJSONFile(path)
+	if err != nil || r.Drain == nil {
+		t.Fatalf("%s: %v, drain %v", path, err, r)
+	}
+	return *r.Drain
+}
+
+// A server whose NULL replies stay slow: no load, exit 4, one line, no JSON.
+func TestRunNotDrained(t *testing.T) {
+	port := strconv.Itoa(startServer(t, &nullserver.Server{Delay: func(prog, _, proc, _ uint32) time.Duration {
+		if prog == nfs3.Program && proc == uint32(nfs3.ProcNull) {
+			return 30 * time.Millisecond
+		}
+		return 0
+	}}))
+	js := filepath.Join(t.TempDir(), "out.json")
+	t0 := time.Now()
+	code, _, stderr := runCLI("run", "--server", "127.0.0.1:"+port, "--mount-port", port, "--export", "/export",
+		"--workload", "web_server", "--rate", "50", "--duration", "0.2", "--warmup", "0", "--json", js,
+		"--drain-idle-rtt", "100us", "--drain-timeout", "0.3")
+	lines := strings.Split(strings.TrimSpace(stderr), "\n")
+	if last := lines[len(lines)-1]; code != exitNotDrained || !strings.HasPrefix(last, "fstress: server not drained after 0.3 s") {
+		t.Fatalf("exit %d, stderr %q; want 4 and a last line naming the drain", code, stderr)
+	}
+	if el := time.Since(t0); el > 10*time.Second {
+		t.Errorf("took %v", el)
+	}
+	if _, err := os.Stat(js); err == nil {
+		t.Error("JSON written for a server that did not drain")
 	}
 }
 

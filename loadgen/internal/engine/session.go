@@ -58,21 +58,35 @@ func askPortmapper(ctx context.Context, host string, prog, vers uint32, what str
 	return int(p), nil
 }
 
+// NFSAddr is server (HOST:PORT) with PORT 0 replaced by the NFS v3 port the
+// portmapper on HOST gives (an external server whose port the user left to
+// its portmapper).
+func NFSAddr(ctx context.Context, server string) (string, error) {
+	host, port, err := net.SplitHostPort(server)
+	if err != nil {
+		return "", fmt.Errorf("bad --server %q: want HOST:PORT", server)
+	}
+	if port != "0" {
+		return server, nil
+	}
+	p, err := askPortmapper(ctx, host, nfs3.Program, nfs3.Version, "NFS v3")
+	if err != nil {
+		return "", err
+	}
+	return net.JoinHostPort(host, strconv.Itoa(p)), nil
+}
+
 // Connect mounts the export and dials cfg.Conns NFS connections. Errors are
 // one-line and name the problem (unreachable server, wrong export, ...).
 func Connect(ctx context.Context, cfg ConnConfig) (*Session, error) {
 	cfg.defaults()
-	host, port, err := net.SplitHostPort(cfg.Server)
+	host, _, err := net.SplitHostPort(cfg.Server)
 	if err != nil {
 		return nil, fmt.Errorf("bad --server %q: want HOST:PORT", cfg.Server)
 	}
 	opt := rpc.Options{Timeout: cfg.Timeout, MaxRetransmits: cfg.Retransmits, Auth: rpc.HostAuthSys()}
-	if port == "0" { // an external server whose NFS port the user left to its portmapper
-		p, err := askPortmapper(ctx, host, nfs3.Program, nfs3.Version, "NFS v3")
-		if err != nil {
-			return nil, err
-		}
-		cfg.Server = net.JoinHostPort(host, strconv.Itoa(p))
+	if cfg.Server, err = NFSAddr(ctx, cfg.Server); err != nil {
+		return nil, err
 	}
 	mport := cfg.MountPort
 	if mport == 0 {

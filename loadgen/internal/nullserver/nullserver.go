@@ -18,7 +18,8 @@
 // procedures PROC_UNAVAIL, RPC versions other than 2 a denied RPC_MISMATCH.
 //
 // Additions to the project contract: Server (with a Drop hook for tests
-// that need lost calls and a MountStatus for refused mounts), Server.Serve,
+// that need lost calls, a Delay hook for slow replies and a MountStatus for
+// refused mounts), Server.Serve,
 // RootFH, FSInfo, FSStat, PathConf, Mappings.
 package nullserver
 
@@ -29,6 +30,7 @@ import (
 	"errors"
 	"net"
 	"sync"
+	"time"
 
 	"workbench/loadgen/internal/nfs3"
 	"workbench/loadgen/internal/rpc"
@@ -70,6 +72,9 @@ type Server struct {
 	// MountStatus, when not MNT3_OK (0), is the mountstat3 of every MNT
 	// reply (to test refused mounts, e.g. 2 MNT3ERR_NOENT).
 	MountStatus uint32
+	// Delay, when non-nil, is asked for every call; the connection waits
+	// that long before handling it (a busy server: tests of the drain probe).
+	Delay func(prog, vers, proc, xid uint32) time.Duration
 }
 
 // Serve serves ln with a zero Server until ctx ends (then it closes ln and
@@ -217,6 +222,9 @@ func (s *Server) handle(st *connState, rec []byte) {
 	}
 	if s.Drop != nil && s.Drop(prog, vers, proc, xid) {
 		return
+	}
+	if s.Delay != nil {
+		time.Sleep(s.Delay(prog, vers, proc, xid))
 	}
 	e := &st.out
 	if rpcvers != rpc.RPCVersion {

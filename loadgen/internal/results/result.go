@@ -115,6 +115,10 @@ type Result struct {
 	// Series is the per-interval time series (series.go); absent from
 	// results of an fstress without it, and then from their merges.
 	Series *Series `json:"series,omitempty"`
+
+	// Drain is the wait for an idle server before the run (drain.go);
+	// absent when the probe was off. A merge keeps the longest.
+	Drain *Drain `json:"drain,omitempty"`
 }
 
 func encodeHist(h *hdr.Histogram) string {
@@ -377,6 +381,7 @@ func Merge(rs []*Result) (*Result, error) {
 	if out.Series, err = MergeSeries(series); err != nil {
 		return nil, fmt.Errorf("merge: %v", err)
 	}
+	out.Drain = mergeDrain(rs)
 	return out, nil
 }
 
@@ -508,6 +513,10 @@ func (r *Result) Summary(w io.Writer) {
 			reason = "schedule not kept"
 		}
 		fmt.Fprintf(w, "GENERATOR SATURATED: %s\n", reason)
+	}
+	if d := r.Drain; d != nil {
+		fmt.Fprintf(w, "drain: %.3f s, %d NULL probes, max RTT %.0f µs, last %v µs (limit %.0f µs, idle %.0f µs %s)\n",
+			d.DrainS, d.Probes, d.MaxRTTUs, d.LastUs, d.LimitUs, d.IdleRTTUs, d.IdleFrom)
 	}
 	if s := r.Series; s != nil {
 		fmt.Fprintf(w, "series: %d intervals of %g s; outstanding at stop %d (replied %d, errors %d, timed out %d)\n",

@@ -28,6 +28,9 @@ class TrialResult:
         `outcome` names the three cases: "measured", "invalid" (the server's), "harness".
     load_ops_s / runlength_s: the offered load and runlength the trial was asked for;
         ``find_peak`` fills them in when ``measure`` leaves them unset.
+    drain_s: how long the server took before the trial to get back to its idle round-trip time
+        (fstress's drain probe; the longest of the load hosts'); None when not probed. Recorded,
+        never used by the controller.
     """
 
     mean_ms: float
@@ -42,6 +45,7 @@ class TrialResult:
     ops_total: int | None = None
     errors: int = 0
     harness_failure: bool = False
+    drain_s: float | None = None
     raw: dict[str, Any] | None = field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -51,6 +55,8 @@ class TrialResult:
                 raise ValueError(f"TrialResult.{name} must be a number >= 0, got {value!r}")
         if not isinstance(self.harness_failure, bool):
             raise ValueError(f"TrialResult.harness_failure must be a bool, got {self.harness_failure!r}")
+        if self.drain_s is not None and not (isinstance(self.drain_s, (int, float)) and 0 <= self.drain_s < math.inf):
+            raise ValueError(f"TrialResult.drain_s must be None or a number >= 0, got {self.drain_s!r}")
         if self.harness_failure and self.valid:
             raise ValueError("TrialResult: a harness failure is never valid (valid=False)")
 

@@ -11,8 +11,9 @@ maps the merged JSON to a `TrialResult` and judges its validity:
 * NFS errors or RPC timeouts                → invalid "N errors, M timeouts"
 * achieved rate < 95 % of offered           → invalid (SPEC SFS's validity rule)
 * playbook failure without a merged result (a host unreachable, the runner broken, a task failed
-  before fstress wrote its JSON, fetch failed, fstress killed) or no / unreadable merged JSON
-                                            → harness failure "harness: <task>: <message>"
+  before fstress wrote its JSON, fetch failed, fstress killed; fstress exit 4: the server did not
+  drain to its idle round-trip time before the load, so none was sent) or no / unreadable merged
+  JSON                                      → harness failure "harness: <task>: <message>"
 
 An invalid trial is the server's: the controller counts it (max_invalid_per_load) and re-runs the
 load. A harness failure measured nothing of the server: the controller ignores it for every
@@ -50,6 +51,7 @@ __all__ = ["AnsibleHarness", "HarnessError"]
 SETUP_TIMEOUT_S = 3600.0        # provision / deploy / probe: the file-set build alone may take 30 min
 TEARDOWN_TIMEOUT_S = 600.0
 TRIAL_SLACK_S = 180.0           # run_trial beyond runlength + warm-up (fstress's own slack is 60 s)
+DRAIN_TIMEOUT_S = 60.0          # bound of fstress's drain probe before each trial (role fstress_drain_timeout_s)
 
 
 def external_sysinfo(server: ExternalServer, probe: Mapping[str, Any]) -> dict[str, Any]:
@@ -251,8 +253,9 @@ class AnsibleHarness:
 
     def trial_timeout_s(self, runlength_s: float) -> float:
         """Wall-clock bound of one run_trial playbook: the generator's own limit (runlength + warm-up +
-        the role's fstress_trial_slack_s) plus start-up, server check, fetch and merge."""
-        return float(runlength_s) + self.warmup_s + self.start_margin_s + TRIAL_SLACK_S
+        its drain bound + the role's fstress_trial_slack_s) plus start-up, server check, fetch and merge."""
+        drain_s = float(self.extravars.get("fstress_drain_timeout_s", DRAIN_TIMEOUT_S))
+        return float(runlength_s) + self.warmup_s + self.start_margin_s + drain_s + TRIAL_SLACK_S
 
     def _judge(self, run: PlaybookRun, out: Path, load_ops_s: float, runlength_s: float) -> TrialResult:
         """The merged result judged by result_from_json; a harness failure when there is none to

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import math
+import re
 from typing import Any, Mapping
 
 from workbench.controller.trial import TrialResult
@@ -21,6 +22,18 @@ def _num(d: Mapping[str, Any], key: str, default: float = 0.0) -> float:
     return v if math.isfinite(v) else default
 
 
+# fstress's one line when the server did not drain before the trial (its exit 4, package probe)
+_NOT_DRAINED = re.compile(r"server not drained after ([0-9.]+) s")
+
+
+def drain_s(raw: Mapping[str, Any] | None) -> float | None:
+    """How long the server took to drain before the trial: the (merged) JSON's drain.drain_s — the
+    longest load host's — or None when fstress did not probe."""
+    d = (raw or {}).get("drain")
+    v = d.get("drain_s") if isinstance(d, Mapping) else None
+    return float(v) if isinstance(v, (int, float)) and math.isfinite(v) and v >= 0 else None
+
+
 PER_HOST_FIELDS = ("offered_rate", "achieved_rate", "ops_total", "mean_ms", "p95_ms", "errors", "timeouts",
                    "generator_saturated", "saturation_reason", "seed", "first_calls")
 
@@ -29,7 +42,8 @@ def per_host_figures(parts: Mapping[str, Mapping[str, Any]]) -> list[dict[str, A
     """Each load host's own figures (its part of the trial, before the merge), by host name."""
     return [{"host": host, **{k: part.get(k) for k in PER_HOST_FIELDS if k in part},
              "send_lag_p99_ms": (part.get("send_lag_ms") or {}).get("p99"),
-             "outstanding_at_stop": (part.get("series") or {}).get("outstanding_at_stop")}
+             "outstanding_at_stop": (part.get("series") or {}).get("outstanding_at_stop"),
+             "drain_s": drain_s(part)}
             for host, part in sorted(parts.items())]
 
 
@@ -103,6 +117,7 @@ def result_from_json(raw: Mapping[str, Any], load_ops_s: float, runlength_s: flo
             if overloaded else ""),
         load_ops_s=float(load_ops_s),
         runlength_s=float(runlength_s),
+        drain_s=drain_s(raw),
         raw=_judged(with_timeseries(raw), float(load_ops_s)),
     )
 
@@ -115,15 +130,19 @@ def _judged(raw: dict[str, Any], load_ops_s: float) -> dict[str, Any]:
 
 
 def invalid_result(load_ops_s: float, runlength_s: float, reason: str,
-                   raw: Mapping[str, Any] | None = None, *, harness_failure: bool = False) -> TrialResult:
+                   raw: Mapping[str, Any] | None = None, *, harness_failure: bool = False,
+                   drain: float | None = None) -> TrialResult:
     """A trial without measurements: the server's invalid trial, or (harness_failure) a harness
     failure, which the controller ignores and re-runs (TrialResult.harness_failure)."""
     return TrialResult(mean_ms=0.0, p95_ms=0.0, achieved_rate=0.0, valid=False, reason=reason,
                        load_ops_s=float(load_ops_s), runlength_s=float(runlength_s),
-                       raw=dict(raw) if raw else None, harness_failure=harness_failure)
+                       raw=dict(raw) if raw else None, harness_failure=harness_failure, drain_s=drain)
 
 
 def harness_result(load_ops_s: float, runlength_s: float, reason: str,
                    raw: Mapping[str, Any] | None = None) -> TrialResult:
-    """A harness failure: the trial measured nothing of the server (see invalid_result)."""
-    return invalid_result(load_ops_s, runlength_s, reason, raw, harness_failure=True)
+    """A harness failure: the trial measured nothing of the server (see invalid_result). A server
+    that did not drain before the trial is one (no load was sent): its drain time is kept."""
+    m = _NOT_DRAINED.search(reason)
+    return invalid_result(load_ops_s, runlength_s, reason, raw, harness_failure=True,
+                          drain=float(m.group(1)) if m else None)

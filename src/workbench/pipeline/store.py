@@ -206,7 +206,8 @@ class Store(ABC):
         (the worst load host; None where unknown). timeseries is raw["timeseries"] (measure.timeseries,
         the compact per-interval series) as a JSON string, outstanding_at_stop its backlog when sending
         stopped (None for trials without a series), steady the trial's steady-state verdict
-        (stats.steady). With ops=True, per-operation scalars of
+        (stats.steady), drain_s the server's drain before the trial (TrialResult.drain_s; None when
+        not probed or recorded before the probe). With ops=True, per-operation scalars of
         raw["ops"] become columns op_<op>_<field>."""
         import pandas as pd
 
@@ -219,6 +220,7 @@ class Store(ABC):
             row["outstanding_at_stop"] = ts.get("outstanding_at_stop") if ts else None
             row["timeseries"] = json.dumps(ts, sort_keys=True) if ts else None
             row["steady"] = (raw.get("steady") or {}).get("verdict")        # stats.steady
+            row["drain_s"] = rec.get("drain_s")
             raw_ops = raw.get("ops") or {}
             if ops:
                 for op, stats in sorted(raw_ops.items()):

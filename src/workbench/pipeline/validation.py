@@ -29,6 +29,7 @@ FSTRESS_CHECK_TIMEOUT_S = 30.0
 MAX_FILESET_RATE = 1e7          # fstress's bound (workload.MaxRate)
 MAX_WARMUP_S = 3600.0
 MAX_FIRST_LOAD = 1e7
+MAX_DRAIN_TIMEOUT_S = 3600.0    # fstress_drain_timeout_s: the drain probe before each trial
 FILL_FRACTION = 0.9             # of an export's capacity the file set may fill (metadata, reserve)
 MiB = 1 << 20
 # inventory / extra-vars of the fstress role with integer bounds (roles/fstress/tasks/validate.yml)
@@ -66,6 +67,8 @@ def check_fstress_var(name: str, value: Any, ncpu: int | None = None, where: str
             raise ParamError(f"{name}: {value!r}{where} is not allowed; an integer in [{lo}, {hi}]")
     elif name == "fstress_lag_bound" and not isinstance(value, str):
         raise ParamError(f"{name}: {value!r}{where} is not allowed; a Go duration like \"10ms\" (\"\" = default)")
+    elif name == "fstress_drain_timeout_s":          # 0 = no drain probe before a trial
+        _finite_in(f"{name}{where}", value, 0, MAX_DRAIN_TIMEOUT_S)
 
 
 def check_cpus(name: str, value: Any, ncpu: int | None, where: str = "") -> None:
@@ -93,7 +96,7 @@ def check_inventory(plan: RatingPlan, slots: Sequence[str]) -> set[tuple[str, in
                 hv = {**host_vars(inv, host), **plan.extravars}
                 ncpu = os.cpu_count() if hv.get("ansible_connection") == "local" else None
                 where = f" (load host {host} of slot {slot})"
-                for name in ("fstress_cpus", *FSTRESS_INT_VARS, "fstress_lag_bound"):
+                for name in ("fstress_cpus", *FSTRESS_INT_VARS, "fstress_lag_bound", "fstress_drain_timeout_s"):
                     if name in hv:
                         check_fstress_var(name, hv[name], ncpu, where)
                 runs.add(_run_vars(hv))

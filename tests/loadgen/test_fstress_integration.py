@@ -264,13 +264,19 @@ def test_a_server_stalled_mid_trial_is_judged_not_steady(ganesha, tmp_path):
 
 
 @pytest.mark.integration
-def test_the_next_run_drains_the_backlog_an_overloaded_run_left(ganesha, tmp_path, fstress_bin):
+def test_the_next_run_waits_for_a_busy_server_and_records_its_drain(ganesha, tmp_path, fstress_bin):
     """An overloaded run (16 connections far past Ganesha's capacity; it measures the idle RTT in its
-    own drain first, on the idle server, and remembers it in --drain-state) and a light run started
-    the moment the overloaded one stops sending, while the server still works off its backlog: the
-    light run's drain probe sees round trips above the idle level, waits until their median is back
-    at it, and records how long that took (drain_s), which the trial record carries. ≈ 8 s."""
+    own drain first, on the idle server, and remembers it in --drain-state), then a light run started
+    while the server does not answer (SIGSTOPped for 0.8 s, as a server still busy with the last
+    trial would be): its drain probe's first round trip lasts until the server answers again, it
+    waits until their median is back at the idle level, and records how long that took (drain_s),
+    which the trial record carries. ≈ 8 s. (A backlog left by the overload itself did not show: on
+    this Ganesha a NULL on a fresh connection took 0.08–1.2 ms even while the 16 connections
+    offered 25 000 ops/s, against a limit of idle + 1 ms — loadgen/README.md, "Drain before the run".)"""
+    import os
+    import signal
     import statistics
+    import threading
 
     from workbench.measure.trialjson import result_from_json
 
@@ -279,27 +285,27 @@ def test_the_next_run_drains_the_backlog_an_overloaded_run_left(ganesha, tmp_pat
               "--warmup", "0", "--drain-state", str(state)]
     fs = ganesha.fstress("fileset", *ganesha.connect_args(), "--workload", "web_server", "--rate", str(RATE_OPS_S))
     assert fs.returncode == 0, fs.stderr
-    start = time.time() + 1.5
-    o = subprocess.Popen(ganesha.exec_argv(
-        str(fstress_bin), "run", *common, "--rate", "25000", "--conns", "16", "--duration", "1", "--retransmits", "0",
-        "--lag-bound", "1s", "--start-at", f"{start:.3f}", "--json", str(over)),
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    o = ganesha.fstress("run", *common, "--rate", "25000", "--conns", "16", "--duration", "1", "--retransmits", "0",
+                        "--lag-bound", "1s", "--json", str(over), timeout=120)
+    assert over.is_file(), o.stderr
+    idle = json.loads(over.read_text())["drain"]
+    assert idle["idle_from"] == "measured" and idle["drained"], idle
+    cont = threading.Timer(0.8, os.kill, (ganesha.pid, signal.SIGCONT))
+    os.kill(ganesha.pid, signal.SIGSTOP)
     try:
-        time.sleep(max(0.0, start + 1 - time.time()))           # the overloaded run stops sending now
+        cont.start()
         b = ganesha.fstress("run", *common, "--rate", "100", "--duration", "1", "--lag-bound", LAG_BOUND,
                             "--json", str(light), timeout=120)
     finally:
-        _, o_err = o.communicate(timeout=60)
-    assert over.is_file(), o_err
-    idle = json.loads(over.read_text())["drain"]
-    assert idle["idle_from"] == "measured" and idle["drained"], idle
+        cont.cancel()
+        os.kill(ganesha.pid, signal.SIGCONT)
     assert light.is_file(), b.stderr
     r = json.loads(light.read_text())
     assert_ran(b, r)
     d = r["drain"]
-    print(f"idle drain {idle}\nafter the overload {d}")
+    print(f"idle drain {idle}\nafter the stop {d}")
     assert d["idle_from"] == "state" and d["idle_rtt_us"] == idle["idle_rtt_us"] and d["drained"], d
-    assert d["max_rtt_us"] > d["limit_us"], d                          # it saw the backlog
+    assert d["max_rtt_us"] > d["limit_us"], d                          # it saw the busy server
     assert statistics.median(d["last_rtts_us"]) <= d["limit_us"], d    # and ended back near idle
-    assert d["drain_s"] >= d["max_rtt_us"] / 1e6, d                   # its time: at least the slowest probe
+    assert d["drain_s"] >= d["max_rtt_us"] / 1e6 >= 0.3, d             # its time: at least the slowest probe
     assert result_from_json(r, 100, 1).drain_s == d["drain_s"]

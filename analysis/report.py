@@ -2,7 +2,7 @@
 
 Each page is one string: inline CSS, PNGs as base64 data URIs, no external assets or scripts;
 every value that comes from users or measurements goes through ``html.escape``.
-Input shapes: /tmp/wb5/CONTRACT.md (trial records, PeakResult dict, spec, sysinfo).
+Input shapes: stored trial records, the PeakResult dict, spec.json and sysinfo.json (DESIGN.md).
 """
 from __future__ import annotations
 
@@ -12,9 +12,9 @@ import json
 import math
 from typing import Any, Iterable, Mapping, Sequence
 
-
 from analysis import plots as _plots
 from analysis.cost import cost_text
+from analysis.trial_series import intervals_png
 from workbench.config.external import external_text
 from workbench.controller.steadiness import records_as_read
 from workbench.controller.trial import record_outcome
@@ -174,12 +174,13 @@ def per_op_rows(trials: Sequence[Mapping[str, Any]], load: float) -> list[dict[s
 
 def rating_plots(spec: Mapping[str, Any], result: Mapping[str, Any],
                  trials: Sequence[Mapping[str, Any]]) -> dict[str, bytes]:
-    """The three rating figures as PNG bytes, keyed by file name."""
+    """The four rating figures as PNG bytes, keyed by file name."""
     trials = records_as_read(result.get("not_steady"), trials)
     return {
         "latency_vs_load.png": _plots.latency_vs_load_png(trials, result, spec),
         "search_trace.png": _plots.search_trace_png(trials, result),
         "latency_cdf.png": _plots.latency_cdf_png(trials, result),
+        "intervals.png": intervals_png(trials, result, spec),
     }
 
 

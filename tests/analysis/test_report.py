@@ -165,7 +165,7 @@ def test_per_op_rows_at_peak_load(rating):
 
 def test_rating_plots_are_pngs_of_the_expected_size(rating):
     out = report.rating_plots(rating["spec"], rating["result"], rating["trials"])
-    assert set(out) == {"latency_vs_load.png", "search_trace.png", "latency_cdf.png"}
+    assert set(out) == {"latency_vs_load.png", "search_trace.png", "latency_cdf.png", "intervals.png"}
     for name, b in out.items():
         assert _decode_png(b).shape == (500, 800, 4), name
 
@@ -235,7 +235,7 @@ def test_rating_report_html(rating):
     assert "<th>drain s</th>" in page and "<td>2.72</td>" in page
     assert "<script>" not in page and "&lt;script&gt;alert(1)&lt;/script&gt;" in page
     assert not _EXTERNAL.search(page)
-    assert page.count('src="data:image/png;base64,') == 3
+    assert page.count('src="data:image/png;base64,') == 4
     assert "6.18.44-fc-v657" in page and "RPC_Ioq_ThrdMax" in page    # sysinfo: kernel, server config
     assert "<td>policy / stop rule</td><td class=\"l\">binsearch / inside</td>" in page   # who rated it
 

@@ -127,7 +127,7 @@ def test_rate_peak_end_to_end(airflow_env):
     assert states[f"done_{n}"].endswith("success") and states["teardown"].endswith("success")
     keys = set(store.list_keys(f"ratings/{rid}/"))
     for name in ("spec.json", "sysinfo.json", "result.json", "trials.parquet", "gx.json", "report.html",
-                 "plots/latency_vs_load.png", "plots/search_trace.png", "plots/latency_cdf.png"):
+                 "plots/latency_vs_load.png", "plots/search_trace.png", "plots/latency_cdf.png", "plots/intervals.png"):
         assert f"ratings/{rid}/{name}" in keys, sorted(keys)
     assert [r["n"] for r in store.trials(rid)] == list(range(n))
     gx = store.get_json(store.rating_key(rid, "gx.json"))

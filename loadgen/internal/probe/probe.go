@@ -230,12 +230,8 @@ func summarize(rtts []time.Duration) RTT {
 		return RTT{}
 	}
 	slices.Sort(rtts)
-	median := rtts[n/2]
-	if n%2 == 0 {
-		median = (rtts[n/2-1] + rtts[n/2]) / 2 // to the ns below
-	}
 	p90 := rtts[(9*n+9)/10-1] // ⌈0.9·n⌉-th smallest
-	return RTT{N: n, Min: micros(rtts[0]), Median: micros(median), P90: micros(p90), Max: micros(rtts[n-1])}
+	return RTT{N: n, Min: micros(rtts[0]), Median: micros(median(rtts)), P90: micros(p90), Max: micros(rtts[n-1])}
 }
 
 // micros is d in µs. d is whole ns, so one division gives the float nearest

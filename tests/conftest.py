@@ -49,9 +49,13 @@ class GaneshaSlot:
         return ["--server", self.server, "--mount-port", str(self.mount_port), "--export", self.export]
 
 
-def start_slot(name: str, *extra: str) -> GaneshaSlot:
+def start_slot(name: str, *extra: str, cgroup_procs: tuple[str, ...] = ()) -> GaneshaSlot:
+    """Start slot `name` (ganesha-slot.sh up); its processes start in the cgroups whose
+    cgroup.procs files `cgroup_procs` names."""
+    enter = ["sh", "-c", 'for f in $WB_PROCS; do echo $$ >"$f"; done; exec "$@"', "sh"] if cgroup_procs else []
     out = subprocess.run(
-        [str(SLOT_SCRIPT), "up", name, *extra], capture_output=True, text=True, timeout=60
+        [*enter, str(SLOT_SCRIPT), "up", name, *extra], capture_output=True, text=True, timeout=60,
+        env={**os.environ, "WB_PROCS": " ".join(cgroup_procs)},
     )
     if out.returncode != 0:
         raise RuntimeError(f"ganesha-slot up {name} failed: {out.stderr.strip()}")

@@ -7,11 +7,13 @@ error, a non-zero exit and no JSON file; two clients started together merge exac
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import time
 from pathlib import Path
 
 import pytest
+from conftest import FSTRESS, start_slot, stop_slot
 
 from workbench.measure.timeseries import compact, merge_series
 
@@ -263,49 +265,114 @@ def test_a_server_stalled_mid_trial_is_judged_not_steady(ganesha, tmp_path):
     assert d.reason.startswith(f"re-run not steady: {stalled['verdict']}"), d.reason
 
 
+WB_CGROUP = Path(__file__).resolve().parents[2] / "roles" / "nfs_server" / "files" / "wb-cgroup.sh"
+
+
+@pytest.fixture
+def disk_bound_ganesha(tmp_path, fstress_bin):
+    """A Ganesha slot with the quick profile's server, without Ansible: its export an ext4 loop image,
+    the server in the nfs_server role's cgroups (wb-cgroup.sh) with 128 MiB of memory and 100 read
+    IOPS — a disk queue that an overload on a cold cache fills. Yields (slot, drop_cache)."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root (loop devices, cgroups, network namespaces)")
+    name, img, mnt = f"dq{os.getpid() % 100000}", tmp_path / "disk.img", tmp_path / "export"
+    cg = str(WB_CGROUP)
+
+    def sh(*argv: str) -> str:
+        return subprocess.run(argv, check=True, capture_output=True, text=True, timeout=60).stdout.strip()
+
+    loop = ""
+    stop_slot(name)
+    try:
+        sh("truncate", "-s", "256M", str(img))
+        loop = sh("losetup", "-f", "--show", str(img))
+        sh("mkfs.ext4", "-q", "-F", "-E", "lazy_itable_init=0,lazy_journal_init=0", loop)
+        mnt.mkdir()
+        sh("mount", loop, str(mnt))
+        sh(cg, "apply", name, str(128 << 20), "100", "0", "0", "0", loop)
+        slot = start_slot(name, "--export-dir", str(mnt), cgroup_procs=tuple(sh(cg, "procs", name).split()))
+        yield slot, lambda: sh(cg, "drop", name)
+    finally:
+        stop_slot(name)
+        subprocess.run(["umount", str(mnt)], capture_output=True, timeout=60)
+        if loop:
+            subprocess.run(["losetup", "-d", loop], capture_output=True, timeout=60)
+        subprocess.run([cg, "remove", name], capture_output=True, timeout=60)
+
+
 @pytest.mark.integration
-def test_the_next_run_waits_for_a_busy_server_and_records_its_drain(ganesha, tmp_path, fstress_bin):
-    """An overloaded run (16 connections far past Ganesha's capacity; it measures the idle RTT in its
-    own drain first, on the idle server, and remembers it in --drain-state), then a light run started
-    while the server does not answer (SIGSTOPped for 0.8 s, as a server still busy with the last
-    trial would be): its drain probe's first round trip lasts until the server answers again, it
-    waits until their median is back at the idle level, and records how long that took (drain_s),
-    which the trial record carries. ≈ 8 s. (A backlog left by the overload itself did not show: on
-    this Ganesha a NULL on a fresh connection took 0.08–1.2 ms even while the 16 connections
-    offered 25 000 ops/s, against a limit of idle + 1 ms — loadgen/README.md, "Drain before the run".)"""
-    import os
+def test_the_next_run_waits_for_a_busy_server_and_records_its_drain(disk_bound_ganesha, tmp_path):
+    """The drain before a run, on a disk-bound Ganesha (disk_bound_ganesha), in four light runs:
+    1. the first, on the empty export, builds the file set and measures the idle NULL and READ
+       round trips (remembered in --drain-state);
+    2. an overload (2500 ops/s on a cold cache, ≈ 2.5 × λ*) leaves a backlog behind its last send —
+       calls queued in its connections' sockets, Ganesha's threads waiting on the throttled disk;
+       the next run starts as the overload's sending stops, with a NULL stage that cannot see it
+       (margin 1 s: a NULL need not wait for the disk; loadgen/README.md "Drain before the run"):
+       its READ stage waits until the backlog is gone and records how long (drain_s);
+    3. a run started while the server does not answer (SIGSTOPped for 0.8 s): its NULL stage's first
+       round trip lasts until the server answers again;
+    4. the same run on the idle server: a short drain.
+    ≈ 17 s (3 runs: drain after the overload 1.84–2.15 s, on the idle server 0.087–0.097 s)."""
     import signal
-    import statistics
     import threading
 
     from workbench.measure.trialjson import result_from_json
 
-    state, over, light = tmp_path / "drain.json", tmp_path / "over.json", tmp_path / "light.json"
-    common = [*ganesha.connect_args(), "--workload", "web_server", "--fileset-rate", str(RATE_OPS_S),
-              "--warmup", "0", "--drain-state", str(state)]
-    fs = ganesha.fstress("fileset", *ganesha.connect_args(), "--workload", "web_server", "--rate", str(RATE_OPS_S))
-    assert fs.returncode == 0, fs.stderr
-    o = ganesha.fstress("run", *common, "--rate", "25000", "--conns", "16", "--duration", "1", "--retransmits", "0",
-                        "--lag-bound", "1s", "--json", str(over), timeout=120)
-    assert over.is_file(), o.stderr
-    idle = json.loads(over.read_text())["drain"]
-    assert idle["idle_from"] == "measured" and idle["drained"], idle
-    cont = threading.Timer(0.8, os.kill, (ganesha.pid, signal.SIGCONT))
-    os.kill(ganesha.pid, signal.SIGSTOP)
+    slot, drop_cache = disk_bound_ganesha
+    common = [*slot.connect_args(), "--workload", "web_server", "--fileset-rate", str(RATE_OPS_S),
+              "--warmup", "0", "--drain-state", str(tmp_path / "drain.json")]
+
+    def light(name: str, *extra: str) -> dict:
+        out = tmp_path / f"{name}.json"
+        p = slot.fstress("run", *common, "--rate", "100", "--duration", "1", "--lag-bound", LAG_BOUND,
+                         "--json", str(out), *extra, timeout=120)
+        assert out.is_file(), p.stderr
+        r = json.loads(out.read_text())
+        assert_ran(p, r)
+        assert result_from_json(r, 100, 1).drain_s == r["drain"]["drain_s"]
+        return r["drain"]
+
+    idle = light("idle")
+    assert idle["probe"] == "read" and idle["idle_from"] == "measured" and idle["drained"], idle
+    assert idle["null"]["probe"] == "null" and idle["null"]["idle_from"] == "measured", idle
+
+    drop_cache()
+    over, start_at = tmp_path / "over.json", time.time() + 2.0
+    o = subprocess.Popen(slot.exec_argv(str(FSTRESS), "run", *common, "--rate", "2500", "--duration", "2",
+                                        "--start-at", f"{start_at:.3f}", "--drain-timeout", "0", "--timeout", "3s",
+                                        "--retransmits", "0", "--lag-bound", "1s", "--json", str(over)),
+                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        time.sleep(max(0.0, start_at + 2.0 - time.time()))        # the overload's sending stops
+        after = light("after", "--drain-margin", "1s")
+    finally:
+        _, err = o.communicate(timeout=60)
+    assert over.is_file(), err
+    backlog = json.loads(over.read_text())["series"]["outstanding_at_stop"]
+
+    cont = threading.Timer(0.8, os.kill, (slot.pid, signal.SIGCONT))
+    os.kill(slot.pid, signal.SIGSTOP)
     try:
         cont.start()
-        b = ganesha.fstress("run", *common, "--rate", "100", "--duration", "1", "--lag-bound", LAG_BOUND,
-                            "--json", str(light), timeout=120)
+        stopped = light("stopped")
     finally:
         cont.cancel()
-        os.kill(ganesha.pid, signal.SIGCONT)
-    assert light.is_file(), b.stderr
-    r = json.loads(light.read_text())
-    assert_ran(b, r)
-    d = r["drain"]
-    print(f"idle drain {idle}\nafter the stop {d}")
-    assert d["idle_from"] == "state" and d["idle_rtt_us"] == idle["idle_rtt_us"] and d["drained"], d
-    assert d["max_rtt_us"] > d["limit_us"], d                          # it saw the busy server
-    assert statistics.median(d["last_rtts_us"]) <= d["limit_us"], d    # and ended back near idle
-    assert d["drain_s"] >= d["max_rtt_us"] / 1e6 >= 0.3, d             # its time: at least the slowest probe
-    assert result_from_json(r, 100, 1).drain_s == d["drain_s"]
+        os.kill(slot.pid, signal.SIGCONT)
+    calm = light("calm")
+    print(f"idle {idle}\nbacklog {backlog} calls; after the overload {after}\nafter the stop {stopped}\ncalm {calm}")
+
+    assert backlog >= 500, err                                   # the overload left a backlog
+    for d in (after, stopped, calm):
+        assert d["drained"] and d["idle_from"] == "state" and d["idle_rtt_us"] == idle["idle_rtt_us"], d
+        assert d["null"]["idle_rtt_us"] == idle["null"]["idle_rtt_us"], d
+    # the READ stage saw the backlog, waited for it, and ended back near idle
+    assert after["max_rtt_us"] > after["limit_us"], after
+    assert sorted(after["last_rtts_us"])[-2] <= after["limit_us"], after       # the rule: the 2nd largest
+    assert after["drain_s"] - after["null"]["drain_s"] >= 0.5, after
+    # the NULL stage saw the stopped server and waited at least its slowest probe
+    s = stopped["null"]
+    assert s["max_rtt_us"] > s["limit_us"] and stopped["drain_s"] >= s["max_rtt_us"] / 1e6 >= 0.3, stopped
+    # on the idle server a short drain (each stage: its first window of 5, ≈ 0.05 s)
+    assert calm["drain_s"] < 0.5, calm
+    assert after["drain_s"] >= 5 * calm["drain_s"], (after, calm)

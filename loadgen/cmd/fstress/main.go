@@ -65,7 +65,7 @@ const usage = `usage: fstress <command> [flags]
              [--mount-port PORT] [--poisson] [--conns N] [--start-at T] [--timeout D] [--retransmits N] [--seed N]
              [--client-id N] [--fileset-rate OPS] [--max-outstanding N] [--lag-bound D] [--interval D]
              [--drain-timeout D] [--drain-idle-rtt D] [--drain-state FILE] [--drain-factor F]
-             [--drain-margin D] [--drain-window K]
+             [--drain-margin D] [--drain-window K] [--drain-probe read|null] [--drain-read-margin D]
   fileset    --server HOST:PORT --export PATH --workload NAME|FILE --rate OPS [--mount-port PORT]
   check      --workload NAME|FILE [--fileset-rate OPS | --rate OPS] [--json] [any other run flag]
              validate without a server: exit 0 with a one-line summary, 2 with one line naming the field
@@ -299,7 +299,9 @@ type runOpts struct {
 	interval       time.Duration // 0: not given (1 s, or the duration if shorter)
 	startAt        time.Time
 	drain          probe.DrainConfig // Timeout 0: no drain
-	drainState     string            // file remembering the idle RTT ("": none)
+	drainState     string            // file remembering the idle RTTs ("": none)
+	drainProbe     string            // probe.ProbeRead: a READ stage after the NULL stage; probe.ProbeNull: none
+	drainRead      probe.DrainConfig // the READ stage's rule (Timeout: what the NULL stage left)
 }
 
 // register adds the flags; withJSON: --json FILE (run), not the bool --json of check.
@@ -321,7 +323,10 @@ func (o *runOpts) register(fs *flag.FlagSet, withJSON bool) {
 	o.drain = probe.DefaultDrain()
 	fs.Var(durationValue{&o.drain.Timeout}, "drain-timeout", "bound of the drain probe before the load (0: no probe)")
 	fs.Var(durationValue{&o.drain.IdleRTT}, "drain-idle-rtt", "the server's idle NULL RTT (0: from --drain-state, else measured)")
-	fs.StringVar(&o.drainState, "drain-state", "", "file remembering the idle RTT the first drain measured")
+	fs.StringVar(&o.drainState, "drain-state", "", "file remembering the idle RTTs the first drain measured")
+	fs.StringVar(&o.drainProbe, "drain-probe", probe.ProbeRead, "read: NULL calls, then READs of the file set; null: NULL calls only")
+	o.drainRead = probe.DefaultReadDrain()
+	fs.Var(durationValue{&o.drainRead.Margin}, "drain-read-margin", "the READ stage's margin (a cache miss on the idle server)")
 	fs.Float64Var(&o.drain.Factor, "drain-factor", o.drain.Factor, "drained: window median <= max(idle x factor, idle + margin)")
 	fs.Var(durationValue{&o.drain.Margin}, "drain-margin", "see --drain-factor")
 	fs.IntVar(&o.drain.Window, "drain-window", o.drain.Window, "consecutive RTTs whose median the rule compares")
@@ -344,9 +349,14 @@ func (o *runOpts) check() error {
 		return fmt.Errorf("--lag-bound must be > 0")
 	case o.drain.Timeout < 0:
 		return fmt.Errorf("--drain-timeout must be >= 0 (got %v)", o.drain.Timeout)
+	case o.drainProbe != probe.ProbeRead && o.drainProbe != probe.ProbeNull:
+		return fmt.Errorf("--drain-probe must be read or null (got %q)", o.drainProbe)
 	case o.drain.Timeout > 0:
 		if err := o.drain.Check(); err != nil {
 			return err
+		}
+		if o.drainRead.Margin < 0 {
+			return fmt.Errorf("--drain-read-margin must be >= 0 (got %v)", o.drainRead.Margin)
 		}
 	}
 	if o.interval != 0 {
@@ -398,21 +408,20 @@ func cmdRun(args []string, stderr io.Writer) int {
 	jsonPath := o.jsonPath
 	var drained *results.Drain
 	if o.drain.Timeout > 0 {
-		var nd *probe.NotDrainedError
-		if drained, err = drainServer(ctx, &c, &o, stderr); errors.As(err, &nd) {
-			errLine(stderr, "%v", err)
-			return exitNotDrained
-		} else if err != nil {
-			errLine(stderr, "%v", err)
-			return exitError
+		if drained, err = drainServer(ctx, &c, &o, stderr); err != nil {
+			return drainFailed(err, stderr)
 		}
 	}
-	sess, fset, err := connectFileset(ctx, &c, w, o.filesetFor(c.rate), stderr)
+	sess, err := engine.Connect(ctx, c.conn())
 	if err != nil {
 		errLine(stderr, "%v", err)
 		return exitError
 	}
 	defer sess.Close()
+	fset, drained, err := readStageAndFileset(ctx, &c, &o, w, sess, drained, stderr)
+	if err != nil {
+		return drainFailed(err, stderr)
+	}
 	out, err := engine.Run(ctx, sess, fset, engine.RunConfig{Workload: w, Rate: c.rate, Duration: o.duration, Warmup: o.warmup,
 		Poisson: o.poisson, Seed: o.seed, StartAt: o.startAt, Interval: o.interval, MaxOutstanding: o.maxOutstanding, LagBound: o.lagBound,
 		ClientID: o.clientID, Log: stderr})
@@ -437,30 +446,101 @@ func cmdRun(args []string, stderr io.Writer) int {
 	return exitOK
 }
 
-// drainServer is the drain probe before the run (package probe) — before
-// its connect and file-set lookup too, which a backlog would slow or time
-// out: the idle RTT from --drain-idle-rtt, else --drain-state, else
-// measured now (and then remembered in --drain-state).
+// drainFailed reports a drain's error: exit 4 for a server that did not
+// drain, 1 for any other failure.
+func drainFailed(err error, stderr io.Writer) int {
+	errLine(stderr, "%v", err)
+	if nd := (*probe.NotDrainedError)(nil); errors.As(err, &nd) {
+		return exitNotDrained
+	}
+	return exitError
+}
+
+// drainServer is the NULL stage of the drain probe (package probe) —
+// before the run's connect and file-set lookup, which a backlog would slow
+// or time out.
 func drainServer(ctx context.Context, c *common, o *runOpts, stderr io.Writer) (*results.Drain, error) {
 	addr, err := engine.NFSAddr(ctx, c.server)
 	if err != nil {
 		return nil, err
 	}
-	cfg, from := o.drain, "given"
-	if cfg.IdleRTT == 0 && o.drainState != "" {
-		idle, err := probe.LoadIdle(o.drainState, c.server, c.export)
-		if err != nil {
-			fmt.Fprintf(stderr, "fstress: warning: drain state ignored: %v\n", err)
-		}
-		cfg.IdleRTT, from = idle, "state"
-	}
+	cfg := o.drain
+	from := idleFrom(c, o, probe.ProbeNull, &cfg, stderr)
 	d, err := probe.Drain(ctx, addr, cfg, from)
-	if err == nil && d.IdleFrom == "measured" && o.drainState != "" {
-		if serr := probe.SaveIdle(o.drainState, c.server, c.export, d.IdleRTTUs); serr != nil {
-			fmt.Fprintf(stderr, "fstress: warning: drain state not saved: %v\n", serr)
+	rememberIdle(c, o, d, err, stderr)
+	return d, err
+}
+
+// readStageAndFileset is the READ stage of the drain probe (when the NULL
+// stage ran, --drain-probe is read and the workload has files) and the
+// file-set lookup: the READ stage first, looking up the files it picks, so
+// that it, not the lookup of the whole set, waits out a backlog; on an
+// export without the file set, after building it. The drain record is the
+// READ stage's with the NULL stage's (null) in it.
+func readStageAndFileset(ctx context.Context, c *common, o *runOpts, w *workload.Workload, sess *engine.Session,
+	null *results.Drain, stderr io.Writer) (*engine.Fileset, *results.Drain, error) {
+	rate := o.filesetFor(c.rate)
+	if null == nil || o.drainProbe != probe.ProbeRead || !engine.NeedsFileset(w) {
+		fset, err := engine.PrepareFileset(ctx, sess, w, rate, stderr)
+		return fset, null, err
+	}
+	d, err := drainReads(ctx, c, o, sess.Cfg.Server, engine.NewDrainFiles(w, rate, sess.Root), null, stderr)
+	switch {
+	case errors.Is(err, probe.ErrNoData): // nothing to READ: the NULL stage alone
+		d, err = null, nil
+	case errors.Is(err, engine.ErrNoFileset): // the first run on this export: READ the set it builds
+		fset, err := engine.PrepareFileset(ctx, sess, w, rate, stderr)
+		if err != nil {
+			return nil, nil, err
 		}
+		d, err = drainReads(ctx, c, o, sess.Cfg.Server, probe.Handles{FH: fset.FileFH, Sizes: fset.FileSize}, null, stderr)
+		return fset, d, err
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	fset, err := engine.PrepareFileset(ctx, sess, w, rate, stderr)
+	return fset, d, err
+}
+
+// drainReads is the READ stage on the NFS service at addr, within what the
+// NULL stage left of --drain-timeout.
+func drainReads(ctx context.Context, c *common, o *runOpts, addr string, files probe.ReadFiles, null *results.Drain,
+	stderr io.Writer) (*results.Drain, error) {
+	cfg := o.drainRead
+	cfg.Timeout = max(o.drain.Timeout-time.Duration(null.DrainS*float64(time.Second)), time.Millisecond)
+	from := idleFrom(c, o, probe.ProbeRead, &cfg, stderr)
+	d, err := probe.DrainRead(ctx, addr, cfg, from, files, o.seed)
+	rememberIdle(c, o, d, err, stderr)
+	if d != nil {
+		d.Null, d.DrainS = null, d.DrainS+null.DrainS
 	}
 	return d, err
+}
+
+// idleFrom sets cfg.IdleRTT for the stage of probe kind k: --drain-idle-rtt
+// (NULL stage), else the one --drain-state remembers, else 0 (measured by
+// this drain); it returns where the figure came from.
+func idleFrom(c *common, o *runOpts, k string, cfg *probe.DrainConfig, stderr io.Writer) string {
+	if cfg.IdleRTT > 0 || o.drainState == "" {
+		return "given"
+	}
+	idle, err := probe.LoadIdle(o.drainState, c.server, c.export, k)
+	if err != nil {
+		fmt.Fprintf(stderr, "fstress: warning: drain state ignored: %v\n", err)
+	}
+	cfg.IdleRTT = idle
+	return "state"
+}
+
+// rememberIdle keeps an idle RTT a drain measured in --drain-state.
+func rememberIdle(c *common, o *runOpts, d *results.Drain, err error, stderr io.Writer) {
+	if err != nil || d.IdleFrom != "measured" || o.drainState == "" {
+		return
+	}
+	if serr := probe.SaveIdle(o.drainState, c.server, c.export, d.Probe, d.IdleRTTUs); serr != nil {
+		fmt.Fprintf(stderr, "fstress: warning: drain state not saved: %v\n", serr)
+	}
 }
 
 // checkJSONPath reports an output file that cannot be written: a directory,

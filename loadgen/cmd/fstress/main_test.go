@@ -10,11 +10,13 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"workbench/loadgen/internal/nfs3"
 	"workbench/loadgen/internal/nullserver"
+	"workbench/loadgen/internal/probe"
 	"workbench/loadgen/internal/results"
 )
 
@@ -172,8 +174,11 @@ func TestRunAndMerge(t *testing.T) {
 			t.Errorf("no human summary on stderr: %q", stderr)
 		}
 		files = append(files, js)
-		// the first run measures the idle RTT, the second takes it from --drain-state
-		if d := readDrain(t, js); !d.Drained || d.IdleFrom != map[int]string{0: "measured", 1: "state"}[i] {
+		// the first run measures the idle RTTs, the second takes them from --drain-state; the
+		// record is the READ stage's with the NULL stage's in it, drain_s the sum of both
+		from := map[int]string{0: "measured", 1: "state"}[i]
+		if d := readDrain(t, js); !d.Drained || d.Probe != "read" || d.IdleFrom != from || d.Null == nil ||
+			d.Null.Probe != "null" || d.Null.IdleFrom != from || d.DrainS <= d.Null.DrainS {
 			t.Errorf("run %d: drain %+v", i, d)
 		}
 	}
@@ -248,6 +253,53 @@ func TestRunNotDrained(t *testing.T) {
 	}
 	if _, err := os.Stat(js); err == nil {
 		t.Error("JSON written for a server that did not drain")
+	}
+}
+
+// A server whose NULLs are fast and READs slow (a disk queue): the READ
+// stage does not drain, exit 4 naming it; --drain-probe null has no READ
+// stage.
+func TestRunNotDrainedByReads(t *testing.T) {
+	var slowReads atomic.Bool
+	slowReads.Store(true)
+	port := strconv.Itoa(startServer(t, &nullserver.Server{Delay: func(prog, _, proc, _ uint32) time.Duration {
+		if prog == nfs3.Program && proc == uint32(nfs3.ProcRead) && slowReads.Load() {
+			return 30 * time.Millisecond
+		}
+		return 0
+	}}))
+	dir := t.TempDir()
+	wl := write(t, dir, "r.wl", "name = r\nmix = getattr:100\nfileset_files_per_ops = 0.1\nfile_size = 8K\n")
+	state := filepath.Join(dir, "drain.json")
+	if err := probe.SaveIdle(state, "127.0.0.1:"+port, "/export", probe.ProbeRead, 200); err != nil {
+		t.Fatal(err)
+	}
+	run := func(probeKind string) (int, string) {
+		code, _, stderr := runCLI("run", "--server", "127.0.0.1:"+port, "--mount-port", port, "--export", "/export",
+			"--workload", wl, "--rate", "50", "--duration", "0.2", "--warmup", "0", "--json", filepath.Join(dir, probeKind+".json"),
+			"--drain-state", state, "--drain-timeout", "1", "--drain-probe", probeKind, "--lag-bound", "100ms")
+		return code, stderr
+	}
+	code, stderr := run("read")
+	lines := strings.Split(strings.TrimSpace(stderr), "\n")
+	if last := lines[len(lines)-1]; code != exitNotDrained || !strings.Contains(last, "not drained after 1.0 s") ||
+		!strings.Contains(last, "READ round trips") {
+		t.Fatalf("exit %d, stderr %q; want 4 and a last line naming the READ stage", code, stderr)
+	}
+	slowReads.Store(false) // (the nullserver's manifest is 512 READs)
+	if code, stderr := run("null"); code != 0 {
+		t.Fatalf("--drain-probe null: exit %d, %s", code, stderr)
+	}
+	if d := readDrain(t, filepath.Join(dir, "null.json")); d.Probe != "null" || d.Null != nil {
+		t.Errorf("--drain-probe null: drain %+v, want the NULL stage alone", d)
+	}
+	// empty files: nothing to READ, the NULL stage alone
+	wl = write(t, dir, "r.wl", "name = r0\nmix = getattr:100\nfileset_files_per_ops = 0.1\nfile_size = 0\n")
+	if code, stderr := run("read"); code != 0 {
+		t.Fatalf("empty files: exit %d, %s", code, stderr)
+	}
+	if d := readDrain(t, filepath.Join(dir, "read.json")); d.Probe != "null" || d.Null != nil {
+		t.Errorf("empty files: drain %+v, want the NULL stage alone", d)
 	}
 }
 

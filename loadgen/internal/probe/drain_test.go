@@ -172,19 +172,38 @@ func TestDrainCheck(t *testing.T) {
 
 func TestIdleState(t *testing.T) {
 	p := filepath.Join(t.TempDir(), "drain.json")
-	if idle, err := LoadIdle(p, "s:1", "/e"); idle != 0 || err != nil {
+	if idle, err := LoadIdle(p, "s:1", "/e", ProbeNull); idle != 0 || err != nil {
 		t.Fatalf("absent file: %v %v, want 0, nil", idle, err)
 	}
-	if err := SaveIdle(p, "s:1", "/e", 123.5); err != nil {
+	if err := SaveIdle(p, "s:1", "/e", ProbeNull, 123.5); err != nil {
 		t.Fatal(err)
 	}
-	if idle, err := LoadIdle(p, "s:1", "/e"); idle != 123500*time.Nanosecond || err != nil {
+	if idle, err := LoadIdle(p, "s:1", "/e", ProbeNull); idle != 123500*time.Nanosecond || err != nil {
 		t.Errorf("LoadIdle = %v %v, want 123.5µs", idle, err)
 	}
-	if idle, _ := LoadIdle(p, "s:2", "/e"); idle != 0 {
+	if idle, _ := LoadIdle(p, "s:1", "/e", ProbeRead); idle != 0 {
+		t.Errorf("the READ idle RTT before any was saved: %v, want 0", idle)
+	}
+	// the READ stage's figure joins the NULL stage's
+	if err := SaveIdle(p, "s:1", "/e", ProbeRead, 2500); err != nil {
+		t.Fatal(err)
+	}
+	null, _ := LoadIdle(p, "s:1", "/e", ProbeNull)
+	read, _ := LoadIdle(p, "s:1", "/e", ProbeRead)
+	if null != 123500*time.Nanosecond || read != 2500*time.Microsecond {
+		t.Errorf("after saving READ: null %v, read %v; want 123.5µs and 2.5ms", null, read)
+	}
+	if idle, _ := LoadIdle(p, "s:2", "/e", ProbeNull); idle != 0 {
 		t.Errorf("another server's idle RTT was taken: %v", idle)
 	}
-	if err := SaveIdle(filepath.Join(p, "x"), "s", "/e", 1); err == nil {
+	// another server's state is replaced, not merged
+	if err := SaveIdle(p, "s:2", "/e", ProbeRead, 900); err != nil {
+		t.Fatal(err)
+	}
+	if idle, _ := LoadIdle(p, "s:2", "/e", ProbeNull); idle != 0 {
+		t.Errorf("s:2 took s:1's NULL idle RTT: %v", idle)
+	}
+	if err := SaveIdle(filepath.Join(p, "x"), "s", "/e", ProbeNull, 1); err == nil {
 		t.Error("SaveIdle under a file: want an error")
 	}
 }

@@ -172,8 +172,8 @@ def goal_view(result: Mapping[str, Any], r_sat_ms: float | None) -> dict[str, An
     λ*, bracket, CI and convergence; None when the rating had no such goal."""
     if r_sat_ms is None:
         return dict(result)
-    g = next((g for g in goal_results(result) if g.get("r_sat_ms") is not None and float(g["r_sat_ms"]) == float(r_sat_ms)), None)
-    return None if g is None else {**result, **g}
+    same = [g for g in goal_results(result) if g.get("r_sat_ms") is not None and float(g["r_sat_ms"]) == r_sat_ms]
+    return {**result, **same[0]} if same else None
 
 
 def compare(store: Store, night: str, records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
@@ -185,15 +185,16 @@ def compare(store: Store, night: str, records: Sequence[Mapping[str, Any]]) -> l
     for rec in sorted(records, key=lambda r: r["name"]):
         history = nightly_history(store, rec["name"], night)
         rating = nightly_rating(store, rec["rating_id"], rec["result"])
+        rating_report = store.rating_key(rec["rating_id"], "report.html")
         goals = [g.get("r_sat_ms") for g in goal_results(rec["result"])]
         for goal in goals:
             current = {**rating, "result": goal_view(rec["result"], goal)}
             past = [{**h, "result": view} for h in history if (view := goal_view(h["result"], goal)) is not None]
-            v = compare_to_history(current, past, tolerance=cfg["tolerance"], confidence=cfg["confidence"]).to_dict()
-            rating_report = store.rating_key(rec["rating_id"], "report.html")
+            v = compare_to_history(current, past, tolerance=cfg["tolerance"],
+                                   confidence=cfg["confidence"]).to_dict()
             v.update(name=rec["name"], config=rec["params"], rating_id=rec["rating_id"], r_sat_ms=goal,
-                     n_goals=len(goals), history_nights=[h["night"] for h in past], report_url=store.url(rating_report),
-                     report_href=store.link(report_key, rating_report),
+                     n_goals=len(goals), history_nights=[h["night"] for h in past],
+                     report_url=store.url(rating_report), report_href=store.link(report_key, rating_report),
                      warnings=night_warnings(past, current, night, cfg["confidence"]))
             print(f"{verdict_label(v)}: {verdict_word(v)} — {v['reason']}")
             verdicts.append(v)

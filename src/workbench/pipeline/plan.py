@@ -187,11 +187,11 @@ def _check_value(name: str, value: Any, schema: Mapping[str, Any]) -> None:
 
 def _check_goals(spec: Mapping[str, Any]) -> None:
     """goals_ms: no goal given twice, none the same as r_sat_ms (each would be rated once)."""
-    goals = [float(g) for g in spec.get("goals_ms") or ()]
-    twice = sorted({g for g in goals if goals.count(g) > 1 or g == float(spec.get("r_sat_ms", 40.0))})
+    goals, r_sat = [float(g) for g in spec.get("goals_ms") or ()], float(spec.get("r_sat_ms", RatingSpec.r_sat_ms))
+    twice = sorted({g for g in goals if goals.count(g) > 1 or g == r_sat})
     if twice:
         raise ParamError(f"goals_ms: {', '.join(f'{g:g}' for g in twice)} ms given twice (r_sat_ms is "
-                         f"{float(spec.get('r_sat_ms', 40.0)):g} ms); each R_sat goal once")
+                         f"{r_sat:g} ms); each R_sat goal once")
 
 
 def plan_from_params(params: Mapping[str, Any], rating_id: str, workload_files: bool = False) -> RatingPlan:

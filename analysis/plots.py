@@ -21,6 +21,7 @@ from hdrh.histogram import HdrHistogram  # noqa: E402
 from matplotlib.backends.backend_agg import FigureCanvasAgg  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
+from workbench.controller.result import goal_results  # noqa: E402
 from workbench.controller.trial import record_outcome  # noqa: E402
 from workbench.stats.intervals import mean_ci, region  # noqa: E402
 
@@ -33,6 +34,7 @@ HDR_UNIT_MS = 1e-3            # fstress HDR histogram values are microseconds
 _DPI = 100
 _SIZE = (8.0, 5.0)            # inches → 800×500 px at _DPI
 _VALID, _INVALID, _ACCENT = "#1f77b4", "#d62728", "#2ca02c"
+_GOAL_COLORS = ["#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf", "#bcbd22", "#7f7f7f"]
 
 
 # --------------------------------------------------------------------------- helpers
@@ -157,7 +159,8 @@ def _message(ax: Any, text: str) -> None:
 
 def latency_vs_load_png(trials: Sequence[Mapping[str, Any]], result: Mapping[str, Any],
                         spec: Mapping[str, Any] | None = None) -> bytes:
-    """Mean response time per offered load with its CI, each trial, R_sat and its region, λ* ± CI."""
+    """Mean response time per offered load with its CI, each trial, R_sat and its region, λ* ± CI
+    (several goals: R_sat, λ* and its CI per goal, each in its own colour)."""
     rs = rating_spec(spec)
     conf = float(rs.get("confidence") or 0.95)
     r_sat = result.get("r_sat_ms", rs.get("r_sat_ms"))
@@ -166,8 +169,8 @@ def latency_vs_load_png(trials: Sequence[Mapping[str, Any]], result: Mapping[str
     fig = _figure()
     ax = fig.add_subplot()
     ys = [float(t["mean_ms"]) for t in trials if _finite(t.get("mean_ms")) and float(t["mean_ms"]) > 0]
-    if _finite(r_sat):
-        ys.append(float(r_sat))
+    goals = goal_results(result)
+    ys += [float(v) for v in ([g.get("r_sat_ms") for g in goals] if len(goals) > 1 else [r_sat]) if _finite(v)]
     log_y = bool(ys) and max(ys) / min(ys) > 30.0
     floor = min(ys) / 2.0 if ys else 1e-3
     valid = [t for t in trials if t.get("valid") and _finite(t.get("load_ops_s"), t.get("mean_ms"))]
@@ -188,18 +191,10 @@ def latency_vs_load_png(trials: Sequence[Mapping[str, Any]], result: Mapping[str
             lo = np.maximum(lo, floor)
         ax.errorbar(x, m, yerr=[m - lo, hi - m], fmt="o-", color=_VALID, capsize=4, ms=5,
                     label=f"mean, {conf:.0%} CI", zorder=4)
-    if _finite(r_sat):
-        ax.axhline(float(r_sat), color="k", lw=1, ls="--", label=f"R_sat = {float(r_sat):g} ms")
-        if _finite(width):
-            lo_r, hi_r = region(float(r_sat), float(width))
-            ax.axhspan(max(lo_r, floor) if log_y else lo_r, hi_r, color="0.5", alpha=0.15,
-                       label=f"peak-rate region ±{float(width):.0%}")
-    peak = result.get("peak_rate")
-    if _finite(peak):
-        ax.axvline(float(peak), color=_ACCENT, lw=1.5, label=f"λ* = {float(peak):.4g} ops/s")
-        ci = result.get("peak_rate_ci") or []
-        if len(ci) == 2 and _finite(*ci) and ci[1] > ci[0]:
-            ax.axvspan(float(ci[0]), float(ci[1]), color=_ACCENT, alpha=0.12, label="λ* CI")
+    if len(goals) > 1:
+        _goal_lines(ax, goals)
+    else:
+        _goal_line(ax, result, r_sat, width, floor if log_y else None)
     if log_y:
         ax.set_yscale("log")
     ax.set_xlabel("offered load (ops/s)")
@@ -212,6 +207,34 @@ def latency_vs_load_png(trials: Sequence[Mapping[str, Any]], result: Mapping[str
         ax.legend(fontsize=8, loc="best")
     fig.tight_layout()
     return _png(fig)
+
+
+def _goal_line(ax: Any, result: Mapping[str, Any], r_sat: Any, width: Any, floor: float | None) -> None:
+    """One goal: R_sat and its peak-rate region, λ* and its CI."""
+    if _finite(r_sat):
+        ax.axhline(float(r_sat), color="k", lw=1, ls="--", label=f"R_sat = {float(r_sat):g} ms")
+        if _finite(width):
+            lo_r, hi_r = region(float(r_sat), float(width))
+            ax.axhspan(max(lo_r, floor) if floor is not None else lo_r, hi_r, color="0.5", alpha=0.15,
+                       label=f"peak-rate region ±{float(width):.0%}")
+    peak = result.get("peak_rate")
+    if _finite(peak):
+        ax.axvline(float(peak), color=_ACCENT, lw=1.5, label=f"λ* = {float(peak):.4g} ops/s")
+        ci = result.get("peak_rate_ci") or []
+        if len(ci) == 2 and _finite(*ci) and ci[1] > ci[0]:
+            ax.axvspan(float(ci[0]), float(ci[1]), color=_ACCENT, alpha=0.12, label="λ* CI")
+
+
+def _goal_lines(ax: Any, goals: Sequence[Mapping[str, Any]]) -> None:
+    """Several goals of one search: per goal, in its own colour, R_sat (dashed), λ* and its CI."""
+    for g, color in zip(goals, _GOAL_COLORS * len(goals)):
+        r, peak, ci = g.get("r_sat_ms"), g.get("peak_rate"), g.get("peak_rate_ci") or []
+        if _finite(r):
+            ax.axhline(float(r), color=color, lw=1, ls="--")
+        if _finite(r, peak):
+            ax.axvline(float(peak), color=color, lw=1.5, label=f"R_sat {float(r):g} ms: λ* = {float(peak):.4g} ops/s")
+            if len(ci) == 2 and _finite(*ci) and ci[1] > ci[0]:
+                ax.axvspan(float(ci[0]), float(ci[1]), color=color, alpha=0.08)
 
 
 def search_trace_png(trials: Sequence[Mapping[str, Any]], result: Mapping[str, Any]) -> bytes:

@@ -14,14 +14,14 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from analysis import plots as _plots
 from analysis.cost import cost_text
+from analysis.goals import GOAL_HEADERS, goal_rows
 from analysis.trial_series import intervals_png
 from workbench.config.external import external_text
 from workbench.controller.steadiness import records_as_read
 from workbench.controller.trial import record_outcome
 from workbench.stats.steady import NOT_STEADY
 
-__all__ = ["per_op_rows", "rating_plots", "rating_report_html", "surface_report_html",
-           "nightly_report_html"]
+__all__ = ["per_op_rows", "rating_plots", "rating_report_html", "surface_report_html", "nightly_report_html"]
 
 _CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,Helvetica,Arial,sans-serif;margin:1.5em auto;
@@ -110,9 +110,7 @@ def _status(flag: bool | None, yes: str, no: str, unknown: str = "NO VERDICT") -
 
 
 def _fmt_dict(d: Any) -> str:
-    if isinstance(d, Mapping):
-        return ", ".join(f"{k}={v}" for k, v in d.items())
-    return "" if d is None else str(d)
+    return ", ".join(f"{k}={v}" for k, v in d.items()) if isinstance(d, Mapping) else "" if d is None else str(d)
 
 
 # --------------------------------------------------------------------------- per-op table
@@ -334,8 +332,10 @@ def rating_report_html(spec: Mapping[str, Any], result: Mapping[str, Any],
                         _num(r["mean_ms"], ".3g"), _num(r["p50_ms"], ".3g"), _num(r["p95_ms"], ".3g"),
                         _num(r["p99_ms"], ".3g"), _num(r["time_pct"], ".1f")] for r in ops])
                if ops else '<p class="muted">no valid trial with per-op data</p>')
+    goals = goal_rows(result)
+    goals_html = "<h2>Goals: one search, one trial log</h2>" + _table(GOAL_HEADERS, goals, left=(6,)) if goals else ""
     body = "".join([
-        *head,
+        *head, goals_html,
         "<h2>Warnings</h2>", _warnings_html(result),
         "<h2>Plots</h2>", _plots_html(plots),
         f"<h2>Per-operation breakdown at {_num(near)} ops/s (load nearest λ*)</h2>", op_html,
@@ -377,12 +377,12 @@ def surface_report_html(sweep: Mapping[str, Any], samples: Sequence[Mapping[str,
 def nightly_report_html(date_str: str, verdicts: Sequence[Mapping[str, Any]],
                         plots: Mapping[str, bytes] | None = None) -> str:
     """Nightly regression status: one red (REGRESSION) / green (OK) / grey (NO VERDICT: the rating did
-    not converge) row per baseline."""
+    not converge) row per baseline and R_sat goal."""
     flags = [None if v.get("inconclusive") and not v.get("regression") else v.get("regression")
              for v in verdicts]
     overall = True if any(f is True for f in flags) else (False if flags and all(f is False for f in flags)
                                                          else None)
-    rows = [[_status(f, "REGRESSION", "OK"), v.get("name"), _fmt_dict(v.get("config")),
+    rows = [[_status(f, "REGRESSION", "OK"), v.get("name"), _num(v.get("r_sat_ms"), "g"), _fmt_dict(v.get("config")),
              _num(v.get("current_peak")), _num(v.get("baseline_peak")),
              f"{_num(100.0 * v['rel_change'], '+.1f')} %" if _plots._finite(v.get("rel_change")) else "—",
              _pair(v.get("diff_ci")), _num(v.get("welch_p"), ".3g"),
@@ -393,8 +393,8 @@ def nightly_report_html(date_str: str, verdicts: Sequence[Mapping[str, Any]],
         f"<h1>Nightly regression {_e(date_str)}</h1>",
         f'<p class="headline">{_status(overall, "REGRESSION", "ALL OK")} &nbsp; '
         f"{sum(f is True for f in flags)} of {len(verdicts)} baseline(s) regressed</p>",
-        _table(["status", "baseline", "config", "λ* now", "λ* baseline", "change", "diff CI", "Welch p",
-                "decided by", "reason", "warnings", "report"], rows, left=(0, 1, 2, 8, 9, 10, 11)),
+        _table(["status", "baseline", "R_sat ms", "config", "λ* now", "λ* baseline", "change", "diff CI", "Welch p",
+                "decided by", "reason", "warnings", "report"], rows, left=(0, 1, 3, 9, 10, 11, 12)),
         "<h2>Plots</h2>" if plots else "", _plots_html(plots),
     ])
     return _page(f"Nightly {date_str}", body)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -98,7 +99,11 @@ def test_cli_bad_input_one_line_before_provisioning(tmp_path, capsys):
                         (["rate", "--workload", "nope"], "workload: 'nope' is not one of web_server"),
                         (["rate", "--slot", "slot9"], "slot: 'slot9' is not a slot of"),
                         (["rate", "--inventory", str(tmp_path / "none.yml")], "inventory"),
-                        (["rate", "--r-sat-ms", "-1"], "r_sat_ms")):
+                        (["rate", "--r-sat-ms", "-1"], "r_sat_ms"),
+                        (["rate", "--r-sat-ms", "40,x"], "'x' (goal 2 of '40,x') is not a number"),
+                        (["rate", "--r-sat-ms", "40,0"], "goal 2 of '40,0' is 0; r_sat_ms must be"),
+                        (["rate", "--r-sat-ms", "40,20,40"], "40 ms is given twice"),
+                        (["rate", "--r-sat-ms", "1,2,3,4,5,6,7,8,9"], "9 goals in '1,2,3,4,5,6,7,8,9'; at most 8")):
         rc = cli.main(argv + ["--out", str(tmp_path / "out")])
         err = capsys.readouterr().err
         assert rc == 2, argv
@@ -125,7 +130,8 @@ def test_cli_rate_with_fake_harness_writes_results(tmp_path, capsys, private_lea
     def factory(**kw):
         return AnsibleHarness(runner=fake, **kw)
 
-    args = cli._parser().parse_args(["rate", "--out", str(tmp_path), "--profile", "quick", "--quiet"])
+    args = cli._parser().parse_args(["rate", "--out", str(tmp_path), "--profile", "quick", "--quiet",
+                                     "--r-sat-ms", "40,20,80"])
     rc = cli.cmd_rate(args, harness_factory=factory)
     out = capsys.readouterr().out
     assert rc == 0 and "peak rate λ*" in out
@@ -139,6 +145,14 @@ def test_cli_rate_with_fake_harness_writes_results(tmp_path, capsys, private_lea
     assert fake.calls[2][0] == "run_trial.yml" and fake.calls[2][1]["trial_out"].endswith("trials/warmup.json")
     res = json.loads((rating / "result.json").read_text())
     assert res["converged"] and 700 < res["peak_rate"] < 800
+    # three goals from the one log: λ* where R̄ = 2000/(800 − λ) lies in [R_sat ± 25 %], i.e.
+    # 800 − 2000/(0.75·R_sat) ≤ λ* ≤ 800 − 2000/(1.25·R_sat), so ordered with R_sat
+    for g, sub in res["per_goal"].items():
+        r_sat = float(g)
+        assert sub["converged"] and 800 - 2000 / (0.75 * r_sat) <= sub["peak_rate"] <= 800 - 2000 / (1.25 * r_sat), sub
+        assert re.search(rf"goal R_sat {r_sat:g} ms +λ\* {sub['peak_rate']:.1f} ops/s", out), out
+    assert res["per_goal"]["40"]["peak_rate"] == res["peak_rate"]
+    assert "Goals: one search, one trial log" in (rating / "report.html").read_text()
     assert json.loads((rating / "spec.json").read_text())["profile"] == "quick"
     assert (rating / "report.html").is_file() and (rating / "trials.parquet").is_file()
     tested = {t["load_ops_s"] for t in trials}

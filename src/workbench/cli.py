@@ -1,6 +1,6 @@
 """`workbench` command line: rate one sample end to end, or plan a rating's cost.
 
-    workbench rate [--workload web_server] [--slot slot1] [--profile quick|smoke|standard]
+    workbench rate [--workload web_server] [--slot slot1] [--profile quick|smoke|standard] [--r-sat-ms 40[,20,80]]
                    [--results DIR] [factor flags: --fs --disks --memory-mb --read-iops ...]
                    [--server-address A --server-export PATH [--server-description TEXT] ...]
                    [--check] [--no-teardown] [--quiet]
@@ -13,7 +13,9 @@
 repeated, when the same command is run again with the same ``--results``. Bad input fails in one
 line (exit 2) before anything is provisioned: the Params checks and the whole validation pass
 (``pipeline.validation``: settings, inventory, slot, CPU lists, workload via ``fstress check``,
-file set against the export); ``--check`` stops there, touching no host.
+file set against the export); ``--check`` stops there, touching no host. ``--r-sat-ms 40,20,80``
+rates several R_sat goals from one search (the first is the headline λ*; the result block and the
+report give λ*, its bracket and CI per goal).
 
 `plan`: the dry-run planner (``planning.dryrun.plan``) on a simulated server of the workload's
 family: expected cost, trials and convergence of the same spec.
@@ -39,7 +41,7 @@ from workbench.measure.ansible import AnsibleHarness, HarnessError
 from workbench.pipeline.stop import RatingKilled
 
 # CLI option → Params name (the rest of the Params are factors, from the factor table)
-_SPEC_OPTIONS = ("policy", "r_sat_ms", "runlength_s", "budget_s", "confidence", "accuracy", "seed_load")
+_SPEC_OPTIONS = ("policy", "runlength_s", "budget_s", "confidence", "accuracy", "seed_load")
 
 
 class UsageError(Exception):
@@ -54,7 +56,9 @@ def _parser() -> argparse.ArgumentParser:
         sp.add_argument("--workload", default="web_server", help="canned fstress workload or a workload file")
         sp.add_argument("--profile", choices=sorted(PROFILES), default="quick")
         sp.add_argument("--policy", choices=POLICIES, help="search policy")
-        sp.add_argument("--r-sat-ms", type=float, help="R_sat: mean response time threshold (ms)")
+        sp.add_argument("--r-sat-ms", metavar="MS[,MS...]",
+                        help="R_sat: mean response time threshold (ms); several goals comma-separated, "
+                             "e.g. 40,20,80: one search rates them all, the first is the headline λ*")
         sp.add_argument("--runlength-s", type=float, help="runlength of a trial (s)")
         sp.add_argument("--first-load", type=float, help="first offered load (ops/s)")
         sp.add_argument("--seed-load", type=float, help="seeded search: start near this load (ops/s)")
@@ -90,6 +94,29 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
+def r_sat_goals(text: str | None) -> dict[str, Any]:
+    """--r-sat-ms "40" or "40,20,80" → {"r_sat_ms": 40.0, "goals_ms": [20.0, 80.0] or None}
+    ({} when not given); a bad list fails in one line naming what is wrong."""
+    from workbench.pipeline.plan import MAX_GOALS
+    if text is None:
+        return {}
+    goals = []
+    for i, part in enumerate(text.split(","), 1):
+        try:
+            g = float(part)
+        except ValueError:
+            raise UsageError(f"--r-sat-ms: {part.strip()!r} (goal {i} of {text!r}) is not a number; give R_sat "
+                             f"in ms, several comma-separated, e.g. 40,20") from None
+        if not (math.isfinite(g) and g > 0):
+            raise UsageError(f"--r-sat-ms: goal {i} of {text!r} is {g:g}; r_sat_ms must be a number of ms > 0")
+        if g in goals:
+            raise UsageError(f"--r-sat-ms: {g:g} ms is given twice in {text!r}; each goal once")
+        goals.append(g)
+    if len(goals) > MAX_GOALS:
+        raise UsageError(f"--r-sat-ms: {len(goals)} goals in {text!r}; at most {MAX_GOALS}")
+    return {"r_sat_ms": goals[0], "goals_ms": goals[1:] or None}
+
+
 def check_rate_inputs(plan) -> dict[str, Any]:
     """The validation pass on what the plan meets outside itself (reads files only): fstress is
     built, the slot is a slot of the inventory with the hosts asked for, CPU lists exist, the
@@ -113,6 +140,7 @@ def build_plan(args: argparse.Namespace, rating_id: str):
     params.update({f.name: getattr(args, f.name) for f in FACTORS})
     params.update({k: getattr(args, k) for k in _SPEC_OPTIONS})
     params.update({k: getattr(args, k) for k in EXTERNAL_PARAMS})
+    params.update(r_sat_goals(args.r_sat_ms))
     params["load_hosts"] = args.load_hosts
     if args.seed_load is not None:
         params["seed_source"] = "load"
@@ -163,6 +191,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
     from workbench.planning.dryrun import plan
     fields = dict(PROFILES[args.profile]["spec"])
     fields.update({k: getattr(args, k) for k in (*_SPEC_OPTIONS, "first_load") if getattr(args, k) is not None})
+    fields.update(r_sat_goals(args.r_sat_ms))
     fields = resolve_policy(fields)
     if args.runlength_s is not None:
         fields["runlength_policy"] = "fixed"

@@ -17,6 +17,7 @@ from hdrh.histogram import HdrHistogram
 from scipy import stats as st
 
 from analysis import plots, report
+from workbench.controller.result import GOAL_FIELDS, goal_results
 from workbench.controller.steadiness import records_as_read
 from workbench.stats.rsm import fit_quadratic
 
@@ -240,6 +241,30 @@ def test_rating_report_html(rating):
     assert "<td>policy / stop rule</td><td class=\"l\">binsearch / inside</td>" in page   # who rated it
 
 
+def test_several_goals_give_a_row_and_a_line_each(rating):
+    """A two-goal result (the recorded rating's goal and a hand-made lower one): the report's goals
+    table has one row per goal, the latency-vs-load plot one λ* line per goal in its own colour."""
+    res = copy.deepcopy(rating["result"])
+    head = {f: res.get(f) for f in GOAL_FIELDS}
+    low = {**head, "r_sat_ms": 10.0, "peak_rate": 850.5, "peak_rate_ci": [800.0, 880.0], "bracket": [800.0, 900.0],
+           "converged": False, "reason": "budget exhausted <b>"}
+    res["per_goal"] = {"40": head, "10": low}
+    page = report.rating_report_html(rating["spec"], res, rating["trials"])
+    table = page.split("<h2>Goals: one search, one trial log</h2>")[1].split("<h2>")[0]
+    rows = re.findall(r"<tr>(.*?)</tr>", table)[1:]
+    assert [re.findall(r"<td[^>]*>(.*?)</td>", r)[:4] for r in rows] == [
+        ["10", "850.5", "[800, 880]", "[800, 900]"], ["40", "898.9", "[875, 1200]", "[875, 900]"]]
+    assert "<td>NO</td>" in rows[0] and "budget exhausted &lt;b&gt;" in rows[0] and "<td>yes</td>" in rows[1]
+    assert "Goals:" not in report.rating_report_html(rating["spec"], rating["result"], rating["trials"])
+    ax = matplotlib.figure.Figure().add_subplot()
+    plots._goal_lines(ax, goal_results(res))
+    lam = [ln for ln in ax.lines if ln.get_label().startswith("R_sat")]
+    assert [ln.get_label() for ln in lam] == ["R_sat 10 ms: λ* = 850.5 ops/s", "R_sat 40 ms: λ* = 898.9 ops/s"]
+    assert [ln.get_xdata()[0] for ln in lam] == [850.5, res["peak_rate"]]
+    assert len({ln.get_color() for ln in lam}) == 2
+    assert _decode_png(plots.latency_vs_load_png(rating["trials"], res, rating["spec"])).shape == (500, 800, 4)
+
+
 def test_rating_report_uses_given_plots(rating):
     png = plots.history_png([], None)
     page = report.rating_report_html(rating["spec"], rating["result"], rating["trials"], plots={"only.png": png})
@@ -279,6 +304,7 @@ def test_nightly_report_shows_regression():
     assert '<span class="status bad">REGRESSION</span>' in page
     assert '<span class="status ok">OK</span>' in page
     assert "1 of 2 baseline(s) regressed" in page and "-33.3 %" in page
+    assert "<th>R_sat ms</th>" in page
     assert ">decided by</th>" in page and ">Welch</td>" in page
     assert ">s3://workbench/ratings/x/report.html</td>" in page     # no href: the URL as text
     linked = report.nightly_report_html("2026-11-22", [{**verdicts[0], "report_href": "../../ratings/x/report.html"}])

@@ -16,6 +16,7 @@ from analysis.regression import reference_load
 from workbench import pipeline
 from workbench.config import paths
 from workbench.config.vocabulary import CANNED_WORKLOADS, MAX_TRIAL_TASKS
+from workbench.controller.result import goal_results
 from workbench.pipeline import nightly
 
 REPO = Path(__file__).resolve().parents[2]
@@ -114,13 +115,23 @@ def _root():
 def test_rate_peak_end_to_end(airflow_env):
     _root()
     store = airflow_env
-    dr = _dag("rate_peak").test(run_conf={"profile": "smoke", "slot": "slot1"})
+    # two R_sat goals through the Params (10 ms besides the profile's 40 ms); the budget leaves the
+    # second goal 5 more trials than the smoke profile's 20
+    dr = _dag("rate_peak").test(run_conf={"profile": "smoke", "slot": "slot1", "goals_ms": [10],
+                                          "budget_s": 150, "max_trials": 25})
     states = _states(dr)
     assert str(dr.state).endswith("success"), states
     rid = pipeline.rating_id_for("rate_peak", dr.run_id)
     res = store.get_json(store.rating_key(rid, "result.json"))
     n = res["n_trials"]
     assert res["converged"], res["reason"]
+    # one search served both goals: λ* ordered with R_sat, each inside its own CI, from the one log
+    low, high = goal_results(res)
+    assert (low["r_sat_ms"], high["r_sat_ms"]) == (10, 40) and low["converged"] and high["converged"], res["per_goal"]
+    assert low["peak_rate"] <= high["peak_rate"] == res["peak_rate"], res["per_goal"]
+    for g in (low, high):
+        assert g["peak_rate_ci"][0] <= g["peak_rate"] <= (g["peak_rate_ci"][1] or float("inf")), g
+        assert g["mean_load_ops_s"] in {r["load_ops_s"] for r in store.trials(rid)}, g
     # one task per trial; after the decision to stop every later trial is skipped
     assert all(states[f"trial_{k}"].endswith("success") for k in range(n)), states
     assert all(states[f"trial_{k}"].endswith("skipped") for k in range(n, MAX_TRIAL_TASKS)), states
@@ -134,6 +145,7 @@ def test_rate_peak_end_to_end(airflow_env):
     assert gx["n_checked"] == n and "gx" in gx
     html = store.get_bytes(store.rating_key(rid, "report.html")).decode()
     assert f"λ* = <b>{res['peak_rate']:.4g}</b> ops/s" in html and "data:image/png;base64," in html
+    assert f"<td>{low['peak_rate']:.4g}</td>" in html.split("<h2>Goals: one search, one trial log</h2>")[1]
     info = store.get_json(store.rating_key(rid, "sysinfo.json"))
     assert info["host"] == "sut1"
     assert not (paths.LEASES / "slot1").exists()          # lease released by teardown

@@ -47,3 +47,26 @@ def test_recorded_nights_same_is_no_regression_worse_is(tmp_path):
     nightly.report(store, "2026-11-03", v_bad)
     page = store.get_bytes("nightly/2026-11-03/report.html").decode()
     assert "REGRESSION" in page and 'href="../../ratings/nightly__2026-11-03__web/report.html"' in page
+
+
+def test_a_baseline_of_two_goals_is_compared_per_goal_with_the_nights_that_rated_each(tmp_path):
+    """The recorded nights with a second goal, R_sat 400 ms, added to nights 2 and 3 (night 1 rated
+    R_sat 40 only) whose λ* held: night 3 gets one verdict per goal, REGRESSION at 40 ms against
+    nights 1-2, no regression at 400 ms against night 2 alone."""
+    store = LocalStore(tmp_path)
+    load_recorded_nights(store, "2026-11-01", "2026-11-02", "2026-11-03")
+    held = {"r_sat_ms": 400.0, "peak_rate": 990.0, "peak_rate_ci": [950.0, 1000.0], "bracket": [990.0, 1000.0],
+            "converged": True, "reason": "CI inside the peak-rate region"}
+    for night in ("2026-11-02", "2026-11-03"):
+        rec = store.get_json(f"nightly/{night}/web.json")
+        rec["result"]["per_goal"]["400"] = held
+        store.put_json(f"nightly/{night}/web.json", rec)
+    verdicts = nightly.compare(store, "2026-11-03", [store.get_json("nightly/2026-11-03/web.json")])
+    by_goal = {v["r_sat_ms"]: v for v in verdicts}
+    assert sorted(by_goal) == [40.0, 400.0] and all(v["n_goals"] == 2 for v in verdicts)
+    assert by_goal[40.0]["regression"] and by_goal[40.0]["history_nights"] == ["2026-11-01", "2026-11-02"]
+    low = by_goal[400.0]
+    assert not low["regression"] and low["history_nights"] == ["2026-11-02"], low
+    assert low["current_peak"] == low["baseline_peak"] == 990.0 and low["rel_change"] == 0.0
+    assert nightly.failures(verdicts).startswith("regression: web at R_sat 40 ms: ")
+    assert "R_sat 400 ms" not in nightly.failures(verdicts)

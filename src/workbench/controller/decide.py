@@ -269,7 +269,11 @@ def decide(spec: RatingSpec, trials: Sequence[TrialResult]) -> NextTrial | Done:
     after a harness failure the decision is the one taken before it — the same load and runlength
     are run again. They cost: the budget and max_trials count every trial, and
     `max_harness_in_row` of them in a row stop the rating (harness_failing). A trial judged not
-    steady is, to everything below, an invalid trial (steadiness.py)."""
+    steady is, to everything below, an invalid trial (steadiness.py).
+
+    Several R_sat goals (spec.goals): every goal is judged on the one log; the lowest goal not met
+    yet places the next trial, so the search ends when every goal is met or the budget (max_trials)
+    ends, and the result gives each goal's λ* (result.result_of)."""
     trials = list(trials)
     for i, t in enumerate(trials):
         if not isinstance(t, TrialResult):
@@ -286,11 +290,14 @@ def decide(spec: RatingSpec, trials: Sequence[TrialResult]) -> NextTrial | Done:
     if stop_reason is None and server and not server[-1].valid:
         last_is_not_steady = max(i for i, t in enumerate(trials) if not t.harness_failure) in not_steady
         nxt, rl, stop_reason = _rerun_invalid(spec, server, last_is_not_steady)
-    if nxt is None and stop_reason is None:
+    open_search = nxt is None and stop_reason is None
+    if open_search or len(goals) > 1:   # several goals: each is judged, so a stop reports every met one
         for g in goals:
             kind, payload = _decide_goal(spec, g, server, unmeasurable)
             if kind == "done":
                 done[g] = payload
+                continue
+            if not open_search or nxt is not None:      # the lowest open goal places the next trial
                 continue
             load, why = payload
             nxt = (load, why if len(goals) == 1 else f"goal {g:g} ms: {why}")
@@ -299,7 +306,6 @@ def decide(spec: RatingSpec, trials: Sequence[TrialResult]) -> NextTrial | Done:
                                 [float(t.runlength_s) for t in valid]).runlength_s
             if _probe(spec, g, valid, why):
                 rl = float(spec.probe_runlength_s)
-            break
     if nxt is not None and trials and trials[-1].harness_failure:
         nxt = (nxt[0], f"re-run after a harness failure ({trials[-1].reason or 'no reason given'}): {nxt[1]}")
     if nxt is not None and stop_reason is None:

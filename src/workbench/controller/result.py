@@ -16,6 +16,11 @@ from workbench.controller.trial import TrialResult
 from workbench.stats.intervals import accuracy as _accuracy, mean_ci
 
 
+# what differs between the goals of one search (the trials, loads and cost are shared)
+GOAL_FIELDS = ("r_sat_ms", "peak_rate", "converged", "reason", "bracket", "peak_rate_ci", "peak_rate_ci_model",
+               "mean_ms_at_peak", "mean_ms_ci", "accuracy", "mean_load_ops_s", "n_trials_at_peak")
+
+
 @dataclass(frozen=True)
 class PeakResult:
     peak_rate: float                       # λ* (ops/s)
@@ -56,7 +61,7 @@ class PeakResult:
             "mean_load_ops_s", "n_harness")}
         d["n_not_steady"] = self.n_not_steady
         d["not_steady"] = {str(k): v for k, v in sorted(self.not_steady.items())}
-        d["per_goal"] = {str(k): v.to_dict() for k, v in self.per_goal.items() if v is not self}
+        d["per_goal"] = {f"{k:g}": {f: getattr(v, f) for f in GOAL_FIELDS} for k, v in self.per_goal.items()}
         d["trials"] = [t.to_dict() for t in self.trials]
         return d
 
@@ -175,10 +180,15 @@ def result_of(spec: RatingSpec, trials: Sequence[TrialResult], done: dict[float,
             per[g] = _goal_result(spec, g, trials, False, stop_reason or "not reached", None, None,
                                   not_steady=not_steady)
     main = per[float(spec.r_sat_ms)]
-    if len(per) > 1:
-        conv = all(r.converged for r in per.values())
-        reason = main.reason if conv else (stop_reason or main.reason)
-        main = dataclasses.replace(main, per_goal=per, converged=main.converged, reason=reason)
-    else:
-        main = dataclasses.replace(main, per_goal={float(spec.r_sat_ms): main})
-    return main
+    missed = [r for r in per.values() if not r.converged]
+    if main.converged and missed:       # every goal is the rating's: one short of λ* leaves it unconverged
+        main = dataclasses.replace(main, converged=False, reason=f"goal {missed[0].r_sat_ms:g} ms: {missed[0].reason}")
+    return dataclasses.replace(main, per_goal=per)
+
+
+def goal_results(result: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The per-goal entries of a stored result (PeakResult.to_dict), ascending by R_sat; a result
+    stored without them (one goal) gives its own fields."""
+    per = result.get("per_goal") or {}
+    rows = [dict(v) for v in per.values()] if per else [{f: result.get(f) for f in GOAL_FIELDS}]
+    return sorted(rows, key=lambda r: float(r.get("r_sat_ms") or 0.0))

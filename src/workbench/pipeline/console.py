@@ -11,6 +11,7 @@ import time
 from typing import Any, Mapping, TextIO
 
 from analysis.cost import cost_text
+from analysis.goals import goal_rows
 from workbench.controller.trial import record_outcome
 
 
@@ -49,6 +50,7 @@ def result_block(result: Mapping[str, Any], wall_s: float | None = None) -> str:
          f"{fmt_num(result.get('mean_ms_at_peak'), '.2f')} ms, CI [{fmt_num(low, '.2f')}, {fmt_num(mci[1], '.2f')}]"
          f" (R_sat {fmt_num(result.get('r_sat_ms'), 'g')} ms, accuracy {fmt_num(result.get('accuracy'), '.3f')};"
          f" the tested load nearest λ*)"),
+        *_goal_rows(result),
         ("trials", f"{result.get('n_trials')} ({result.get('n_invalid')} invalid"
                    + (f", {result['n_not_steady']} excluded as not steady" if result.get("n_not_steady") else "")
                    + (f", {result['n_harness']} harness failures" if result.get("n_harness") else "")
@@ -58,6 +60,13 @@ def result_block(result: Mapping[str, Any], wall_s: float | None = None) -> str:
     ]
     w = max(len(k) for k, _ in rows)
     return "\n".join(f"  {k:<{w}}  {v}" for k, v in rows)
+
+
+def _goal_rows(result: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """One line per R_sat goal of a several-goal rating (all from the one trial log); none for one goal."""
+    return [(f"goal R_sat {g} ms", f"λ* {lam} ops/s, CI {ci}, bracket {br}: "
+             + ("converged" if conv == "yes" else f"NOT converged ({why})"))
+            for g, lam, ci, br, _, conv, why in goal_rows(result, '.1f')]
 
 
 class Progress:

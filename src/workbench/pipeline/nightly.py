@@ -1,6 +1,6 @@
 """Nightly regression ratings: the baselines of config/nightly.yml, each rated and compared with its
-history in the store (analysis.regression); the verdicts, a report, and a red run on a regression
-or NO VERDICT.
+history in the store (analysis.regression), per R_sat goal when a baseline has several (params
+`goals_ms`); the verdicts, a report, and a red run on a regression or NO VERDICT.
 
     load_config → rate_baseline[b] → compare → report → verdict
 """
@@ -16,6 +16,7 @@ from analysis.anomalies import history_trend
 from analysis.regression import compare_to_history, reference_load
 from analysis.report import nightly_report_html
 from workbench.config.paths import REPO
+from workbench.controller.result import goal_results
 from workbench.pipeline.plan import UNSAFE_ID_CHARS, ParamError, plan_from_params, seeded, strict_json
 from workbench.pipeline.runner import run_rating
 from workbench.pipeline.store import Store
@@ -166,23 +167,37 @@ def rate_baseline(store: Store, night: str, baseline: Mapping[str, Any]) -> dict
     return rec
 
 
+def goal_view(result: Mapping[str, Any], r_sat_ms: float | None) -> dict[str, Any] | None:
+    """A rating's result as one of its goals sees it: the shared fields (trials, cost) with that goal's
+    λ*, bracket, CI and convergence; None when the rating had no such goal."""
+    if r_sat_ms is None:
+        return dict(result)
+    same = [g for g in goal_results(result) if g.get("r_sat_ms") is not None and float(g["r_sat_ms"]) == r_sat_ms]
+    return {**result, **same[0]} if same else None
+
+
 def compare(store: Store, night: str, records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """Each baseline's verdict against its history; verdicts.json to the store."""
+    """Each baseline's verdict against its history, one per R_sat goal (a goal is compared with the
+    earlier nights that rated it); verdicts.json to the store."""
     cfg = store.get_json(store.nightly_key(night, "config.json"))
     report_key = store.nightly_key(night, "report.html")
     verdicts = []
     for rec in sorted(records, key=lambda r: r["name"]):
         history = nightly_history(store, rec["name"], night)
-        current = nightly_rating(store, rec["rating_id"], rec["result"])
-        v = compare_to_history(current, history, tolerance=cfg["tolerance"],
-                               confidence=cfg["confidence"]).to_dict()
+        rating = nightly_rating(store, rec["rating_id"], rec["result"])
         rating_report = store.rating_key(rec["rating_id"], "report.html")
-        v.update(name=rec["name"], config=rec["params"], rating_id=rec["rating_id"],
-                 history_nights=[h["night"] for h in history], report_url=store.url(rating_report),
-                 report_href=store.link(report_key, rating_report),
-                 warnings=night_warnings(history, current, night, cfg["confidence"]))
-        print(f"{rec['name']}: {verdict_word(v)} — {v['reason']}")
-        verdicts.append(v)
+        goals = [g.get("r_sat_ms") for g in goal_results(rec["result"])]
+        for goal in goals:
+            current = {**rating, "result": goal_view(rec["result"], goal)}
+            past = [{**h, "result": view} for h in history if (view := goal_view(h["result"], goal)) is not None]
+            v = compare_to_history(current, past, tolerance=cfg["tolerance"],
+                                   confidence=cfg["confidence"]).to_dict()
+            v.update(name=rec["name"], config=rec["params"], rating_id=rec["rating_id"], r_sat_ms=goal,
+                     n_goals=len(goals), history_nights=[h["night"] for h in past],
+                     report_url=store.url(rating_report), report_href=store.link(report_key, rating_report),
+                     warnings=night_warnings(past, current, night, cfg["confidence"]))
+            print(f"{verdict_label(v)}: {verdict_word(v)} — {v['reason']}")
+            verdicts.append(v)
     store.put_json(store.nightly_key(night, "verdicts.json"), verdicts)
     return verdicts
 
@@ -208,6 +223,11 @@ def night_of(dag_run: Any, run_id: str = "") -> str:
     return m.group(0)
 
 
+def verdict_label(v: Mapping[str, Any]) -> str:
+    """The baseline's name, with the goal when the baseline rates several."""
+    return str(v.get("name")) + (f" at R_sat {v['r_sat_ms']:g} ms" if (v.get("n_goals") or 1) > 1 else "")
+
+
 def verdict_word(v: Mapping[str, Any]) -> str:
     return "REGRESSION" if v["regression"] else "NO VERDICT" if v.get("inconclusive") else "ok"
 
@@ -222,4 +242,4 @@ def report(store: Store, night: str, verdicts: Sequence[Mapping[str, Any]]) -> s
 def failures(verdicts: Sequence[Mapping[str, Any]]) -> str | None:
     """Why the night is red (a regression, or a rating with no verdict), or None."""
     bad = [v for v in verdicts if v["regression"] or v.get("inconclusive")]
-    return "; ".join(f"{verdict_word(v).lower()}: {v['name']}: {v['reason']}" for v in bad) or None
+    return "; ".join(f"{verdict_word(v).lower()}: {verdict_label(v)}: {v['reason']}" for v in bad) or None

@@ -30,7 +30,7 @@ from typing import Any, Callable, Mapping
 from airflow.sdk.bases.notifier import BaseNotifier
 
 from workbench.pipeline.console import _pair, fmt_num
-from workbench.pipeline.nightly import night_of, verdict_word
+from workbench.pipeline.nightly import night_of, verdict_label, verdict_word
 from workbench.pipeline.plan import rating_id_for
 from workbench.pipeline.s3store import open_store
 from workbench.pipeline.store import Store
@@ -102,7 +102,7 @@ def night_notice(store: Store, dag_id: str, run_id: str, night: str, failed_task
     verdicts = store.get_json(store.nightly_key(night, "verdicts.json"), None) or []
     bad = [v for v in verdicts if v.get("regression") or v.get("inconclusive")]
     event = "regression" if any(v.get("regression") for v in bad) else "no_verdict" if bad else "failed"
-    flagged = tuple({"name": v.get("name"), "verdict": verdict_word(v), "rating_id": v.get("rating_id"),
+    flagged = tuple({"name": verdict_label(v), "verdict": verdict_word(v), "rating_id": v.get("rating_id"),
                      "peak_rate": v.get("current_peak"), "baseline_peak": v.get("baseline_peak"),
                      "report": v.get("report_url")} for v in bad)
     details = tuple(f"{b['verdict']}: {b['name']}: λ* {fmt_num(b['peak_rate'])} ops/s against "

@@ -19,6 +19,8 @@ from workbench.config.vocabulary import CANNED_WORKLOADS, MAX_TRIAL_TASKS, POLIC
 from workbench.controller.spec import RatingSpec
 
 
+MAX_GOALS = 8          # R_sat goals of one rating: r_sat_ms and up to 7 more (goals_ms)
+
 # Params of a rating: name → (JSON-schema type, constraints, help). The DAG's UI form is built from
 # this table and `plan_from_params` checks the same bounds (dag.test and the CLI skip the UI).
 PARAMS: dict[str, dict[str, Any]] = {
@@ -30,7 +32,11 @@ PARAMS: dict[str, dict[str, Any]] = {
                  description="workbench slot (SUT + load host); auto = the first free one"),
     **params_schema(),                       # the factors of the Params form (config.factors)
     "r_sat_ms": dict(type=["null", "number"], exclusiveMinimum=0, maximum=100000, default=None,
-                     description="R_sat: mean response time threshold (ms)"),
+                     description="R_sat: mean response time threshold (ms); the headline goal"),
+    "goals_ms": dict(type=["null", "array"], items=dict(type="number", exclusiveMinimum=0, maximum=100000),
+                     minItems=1, maxItems=MAX_GOALS - 1, default=None,
+                     description="more R_sat goals (ms), e.g. [20, 80]: one search serves them all, "
+                                 "the result gives λ* with its CI per goal"),
     "l_sat_ms": dict(type=["null", "number"], exclusiveMinimum=0, maximum=1000000, default=None,
                      description="L_sat: p95 threshold (ms)"),
     "width": dict(type=["null", "number"], exclusiveMinimum=0, maximum=0.9, default=None,
@@ -63,7 +69,7 @@ PARAMS: dict[str, dict[str, Any]] = {
 FACTOR_PARAMS = tuple(params_schema())
 
 
-SPEC_PARAMS = ("r_sat_ms", "l_sat_ms", "width", "confidence", "accuracy", "policy", "runlength_s",
+SPEC_PARAMS = ("r_sat_ms", "goals_ms", "l_sat_ms", "width", "confidence", "accuracy", "policy", "runlength_s",
                "budget_s", "max_trials")
 
 
@@ -141,7 +147,11 @@ class RatingPlan:
 
 
 def check_param(name: str, value: Any) -> None:
-    schema = PARAMS[name]
+    _check_value(name, value, PARAMS[name])
+
+
+def _check_value(name: str, value: Any, schema: Mapping[str, Any]) -> None:
+    """`value` against the JSON-schema subset of PARAMS (type, enum, bounds, array items)."""
     types = schema["type"] if isinstance(schema["type"], list) else [schema["type"]]
     if value is None:
         if "null" not in types:
@@ -149,10 +159,18 @@ def check_param(name: str, value: Any) -> None:
         return
     ok = {"string": isinstance(value, str), "boolean": isinstance(value, bool),
           "integer": isinstance(value, int) and not isinstance(value, bool),
-          "number": isinstance(value, (int, float)) and not isinstance(value, bool)}
+          "number": isinstance(value, (int, float)) and not isinstance(value, bool),
+          "array": isinstance(value, (list, tuple))}
     if not any(ok.get(t, False) for t in types if t != "null"):
         want = " or ".join(t for t in types if t != "null")
         raise ParamError(f"{name}: expected {want}, got {type(value).__name__} {value!r}")
+    if isinstance(value, (list, tuple)):
+        if not schema.get("minItems", 0) <= len(value) <= schema.get("maxItems", math.inf):
+            raise ParamError(f"{name}: {len(value)} items; {schema.get('minItems', 0)} to "
+                             f"{schema.get('maxItems', 'any number of')} allowed")
+        for i, v in enumerate(value):
+            _check_value(f"{name}[{i}]", v, schema["items"])
+        return
     if "enum" in schema and value not in schema["enum"]:
         allowed = ", ".join(str(v) for v in schema["enum"] if v is not None)
         raise ParamError(f"{name}: {value!r} is not one of {allowed}")
@@ -165,6 +183,15 @@ def check_param(name: str, value: Any) -> None:
             lo_s = f"> {xlo:g}" if xlo is not None else f"≥ {lo:g}" if lo is not None else ""
             raise ParamError(f"{name}: {value!r} is out of range ({lo_s}{', ' if lo_s and hi is not None else ''}"
                              f"{'≤ ' + format(hi, 'g') if hi is not None else ''})")
+
+
+def _check_goals(spec: Mapping[str, Any]) -> None:
+    """goals_ms: no goal given twice, none the same as r_sat_ms (each would be rated once)."""
+    goals, r_sat = [float(g) for g in spec.get("goals_ms") or ()], float(spec.get("r_sat_ms", RatingSpec.r_sat_ms))
+    twice = sorted({g for g in goals if goals.count(g) > 1 or g == r_sat})
+    if twice:
+        raise ParamError(f"goals_ms: {', '.join(f'{g:g}' for g in twice)} ms given twice (r_sat_ms is "
+                         f"{r_sat:g} ms); each R_sat goal once")
 
 
 def plan_from_params(params: Mapping[str, Any], rating_id: str, workload_files: bool = False) -> RatingPlan:
@@ -191,6 +218,7 @@ def plan_from_params(params: Mapping[str, Any], rating_id: str, workload_files: 
     for name in SPEC_PARAMS:
         if p[name] is not None:
             spec[name] = p[name]
+    _check_goals(spec)
     spec = resolve_policy(spec)
     if p["runlength_s"] is not None:
         spec["runlength_policy"] = "fixed"

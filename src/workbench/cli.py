@@ -34,7 +34,7 @@ from workbench.config.external import EXTERNAL_PARAMS
 from workbench.config.factors import FACTORS, add_cli_flags
 from workbench.config.paths import DEFAULT_INVENTORY, FSTRESS, REPO
 from workbench.config.profiles import FAMILY_OF_WORKLOAD, PROFILES, resolve_policy
-from workbench.config.vocabulary import POLICIES
+from workbench.config.vocabulary import CANNED_WORKLOADS, POLICIES
 from workbench.measure.ansible import AnsibleHarness, HarnessError
 from workbench.pipeline.stop import RatingKilled
 
@@ -51,7 +51,7 @@ def _parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="cmd", required=True)
 
     def common(sp: argparse.ArgumentParser) -> None:
-        sp.add_argument("--workload", default="web_server", help="canned fstress workload or a workload file")
+        sp.add_argument("--workload", default="web_server", help=f"canned fstress workload ({', '.join(CANNED_WORKLOADS)}) or a workload file")
         sp.add_argument("--profile", choices=sorted(PROFILES), default="quick")
         sp.add_argument("--policy", choices=POLICIES, help="search policy")
         sp.add_argument("--r-sat-ms", type=float, help="R_sat: mean response time threshold (ms)")

@@ -2,6 +2,7 @@
 
     workbench rate [--workload web_server] [--slot slot1] [--profile quick|smoke|standard]
                    [--results DIR] [factor flags: --fs --disks --memory-mb --read-iops ...]
+                   [workload factors: --zipf-alpha --files-per-ops --read-size-kb --mix-read-pct ...]
                    [--server-address A --server-export PATH [--server-description TEXT] ...]
                    [--check] [--no-teardown] [--quiet]
     workbench plan [--workload web_server] [--profile quick] [--capacity OPS] [--reps N]
@@ -14,6 +15,10 @@ repeated, when the same command is run again with the same ``--results``. Bad in
 line (exit 2) before anything is provisioned: the Params checks and the whole validation pass
 (``pipeline.validation``: settings, inventory, slot, CPU lists, workload via ``fstress check``,
 file set against the export); ``--check`` stops there, touching no host.
+
+`--workload` is a canned name or a workload file (fstress format); the workload factors override
+a canned workload's keys (``config.workloads``). The text fstress runs is stored with the rating
+(``ratings/<id>/workload.wl``, result.json ``workload_text``).
 
 `plan`: the dry-run planner (``planning.dryrun.plan``) on a simulated server of the workload's
 family: expected cost, trials and convergence of the same spec.
@@ -31,6 +36,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from workbench.config.external import EXTERNAL_PARAMS
+from workbench.config import workloads
 from workbench.config.factors import FACTORS, add_cli_flags
 from workbench.config.paths import DEFAULT_INVENTORY, FSTRESS, REPO
 from workbench.config.profiles import FAMILY_OF_WORKLOAD, PROFILES, resolve_policy
@@ -62,6 +68,7 @@ def _parser() -> argparse.ArgumentParser:
         sp.add_argument("--confidence", type=float)
         sp.add_argument("--accuracy", type=float)
         add_cli_flags(sp)
+        workloads.add_cli_flags(sp)
 
     r = sub.add_parser("rate", help="rate one sample end to end on a slot")
     common(r)
@@ -110,7 +117,7 @@ def build_plan(args: argparse.Namespace, rating_id: str):
     from workbench.pipeline.plan import ParamError, plan_from_params, with_settings
     # the slot is checked against the inventory (check_rate_inputs), not against WB_SLOTS
     params: dict[str, Any] = {"workload": args.workload, "profile": args.profile, "slot": "auto"}
-    params.update({f.name: getattr(args, f.name) for f in FACTORS})
+    params.update({name: getattr(args, name) for name in (*(f.name for f in FACTORS), *workloads.WORKLOAD_FACTOR_NAMES)})
     params.update({k: getattr(args, k) for k in _SPEC_OPTIONS})
     params.update({k: getattr(args, k) for k in EXTERNAL_PARAMS})
     params["load_hosts"] = args.load_hosts
@@ -138,7 +145,8 @@ def cmd_rate(args: argparse.Namespace, harness_factory=None) -> int:
     if args.check:
         size = (f"; file set {fileset['files']} files, {fileset['fileset_bytes'] / 2**20:.0f} MiB "
                 f"at {plan.fileset_rate:g} ops/s" if fileset.get("needs_fileset") else "")
-        print(f"workbench rate: inputs OK ({plan.workload} on {plan.slot}, {plan.server_text()}{size})")
+        wf = f" {plan.workload_factors}" if plan.workload_factors else ""
+        print(f"workbench rate: inputs OK ({plan.workload}{wf} on {plan.slot}, {plan.server_text()}{size})")
         return 0
     store = LocalStore(out)
     try:

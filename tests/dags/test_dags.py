@@ -30,6 +30,10 @@ def test_dag_params_match_the_checked_table():
     dag = _dag("rate_peak")
     assert set(dag.params.keys()) == set(pipeline.PARAMS)
     assert dag.params.get_param("workload").schema["enum"] == list(CANNED_WORKLOADS)
+    # a custom workload next to the canned choice: a multi-line text field, in both rating DAGs
+    for d in (dag, _dag("map_surface")):
+        assert d.params.get_param("workload_text").schema["format"] == "multiline"
+    assert dag.params.get_param("zipf_alpha").schema["section"] == "Workload factors"
     ids = {t.task_id for t in dag.tasks}
     assert {"validate", "lease_slot", "provision", "deploy", "gx_check", "summarise", "report", "publish",
             "teardown", "verdict"} <= ids

@@ -36,8 +36,9 @@ pytestmark = [
 
 DAG_ID = "map_surface"
 SLOTS = ("slot6", "slot7")
-# two samples, λ* about 10 % apart (I/O-bound web_server at 90/100 read IOPS)
-CONF = {"profile": "smoke", "workload": "web_server", "factors": {"read_iops": [90, 100]}}
+# two samples of a sweep over a workload factor: web_server's file popularity at the two ends of seed
+# 003's Zipf range for web servers (0.6 < α < 0.9), I/O-bound at the smoke profile's 100 read IOPS
+CONF = {"profile": "smoke", "workload": "web_server", "factors": {"zipf_alpha": [0.6, 0.9]}}
 TRIAL_KEY = re.compile(r"/trials/(\d{5})\.json$")
 
 
@@ -150,7 +151,12 @@ def test_samples_run_at_once_on_two_workers_and_a_killed_one_s_resumes_each_tria
     rows = [store.get_json(k) for k in store.list_keys(f"surfaces/{sid}/samples/")]
     assert len(rows) == 2 and all(r["converged"] and r["peak_rate"] > 0 for r in rows), rows
     for r in rows:
-        assert store.get_json(store.rating_key(r["rating_id"], "result.json"))["peak_rate"] == r["peak_rate"]
+        res = store.get_json(store.rating_key(r["rating_id"], "result.json"))
+        assert res["peak_rate"] == r["peak_rate"]
+        # each sample ran its own Zipf α: the rendered workload, stored with its rating
+        alpha = r["sample"]["zipf_alpha"]
+        assert res["workload_factors"] == {"zipf_alpha": alpha}
+        assert f"file_popularity = zipf:{alpha:g}\n" in store.get_bytes(store.rating_key(r["rating_id"], "workload.wl")).decode()
     assert store.get_json(f"surfaces/{sid}/model.json")["n_samples"] == 2
     page = store.get_bytes(f"surfaces/{sid}/report.html").decode()
     assert all(f'href="../../ratings/{r["rating_id"]}/report.html"' in page for r in rows)

@@ -21,6 +21,8 @@ from workbench.pipeline import nightly
 REPO = Path(__file__).resolve().parents[2]
 
 
+CUSTOM_WORKLOAD = "name = web_custom\nbase = web_server\nmix_share = getattr:60\n"
+
 # dag.test ratings on slot1 (auto: the first free slot, as slot2's tests name theirs); under xdist
 # they run on one worker, in order
 SLOT1 = pytest.mark.xdist_group("slot1")
@@ -118,13 +120,21 @@ def _root():
 def test_rate_peak_end_to_end(airflow_env):
     _root()
     store = airflow_env
-    dr = _dag("rate_peak").test(run_conf={"profile": "smoke", "slot": "slot1"})
+    # a custom workload through the Params form, with a workload factor: web_server (its own Zipf α),
+    # GETATTR raised from 55 % to 60 %
+    dr = _dag("rate_peak").test(run_conf={"profile": "smoke", "slot": "slot1", "workload_text": CUSTOM_WORKLOAD,
+                                          "zipf_alpha": 0.75})
     states = _states(dr)
     assert str(dr.state).endswith("success"), states
     rid = pipeline.rating_id_for("rate_peak", dr.run_id)
     res = store.get_json(store.rating_key(rid, "result.json"))
     n = res["n_trials"]
     assert res["converged"], res["reason"]
+    text = CUSTOM_WORKLOAD + "# workload factors: zipf_alpha=0.75\nfile_popularity = zipf:0.75\n"
+    assert res["workload"] == "custom" and res["workload_text"] == text and res["workload_factors"] == {"zipf_alpha": 0.75}
+    assert store.get_bytes(store.rating_key(rid, "workload.wl")).decode() == text
+    assert all(abs(r["raw"]["mix_target"]["getattr"] - 0.60) < 1e-9 for r in store.trials(rid) if r.get("raw")), \
+        "fstress did not run the custom workload"
     # one task per trial; after the decision to stop every later trial is skipped
     assert all(states[f"trial_{k}"].endswith("success") for k in range(n)), states
     assert all(states[f"trial_{k}"].endswith("skipped") for k in range(n, MAX_TRIAL_TASKS)), states
@@ -138,6 +148,7 @@ def test_rate_peak_end_to_end(airflow_env):
     assert gx["n_checked"] == n and "gx" in gx
     html = store.get_bytes(store.rating_key(rid, "report.html")).decode()
     assert f"λ* = <b>{res['peak_rate']:.4g}</b> ops/s" in html and "data:image/png;base64," in html
+    assert "<pre>name = web_custom\nbase = web_server\nmix_share = getattr:60\n" in html
     info = store.get_json(store.rating_key(rid, "sysinfo.json"))
     assert info["host"] == "sut1"
     assert not (paths.LEASES / "slot1").exists()          # lease released by teardown

@@ -263,6 +263,10 @@ def files(tmp_path_factory) -> dict[str, Path]:
     cfg("n_seed", "seed_trials: 50\nbaselines:\n" + ok)
     cfg("n_slot", "baselines:\n  - name: x\n    params: {slot: sut}\n")
     cfg("n_ok", "baselines:\n" + ok)
+    custom = ("  - name: custom\n    params:\n      profile: smoke\n      zipf_alpha: 0.6\n      workload_text: |\n"
+              "        base = web_server\n        read_size = {size}\n")
+    cfg("n_custom", "baselines:\n" + ok + custom.format(size="4K"))
+    cfg("n_custom_bad", "baselines:\n" + custom.format(size="64M"))
     return out
 
 
@@ -396,6 +400,8 @@ BAD: list[tuple[str, str, Any, str]] = [
     ("night-slot", "night", "@n_slot", "slot: 'sut' is not one of"),
     ("night-config-dir", "night", "@dir", "config_path: "),
     ("night-config-devzero", "night", "/dev/zero", "config_path: /dev/zero is not a regular file"),
+    ("night-custom-workload", "night", "@n_custom_bad",
+     "workload_text: line 2 'read_size = 64M': read_size: value 64M is too large; at most 16M (in baseline"),
     ("night-only-unknown", "night-only", ("@n_ok", ["nosuch"]), "only: unknown baseline(s) nosuch; baselines: web"),
 ]
 
@@ -412,6 +418,7 @@ GOOD: list[tuple[str, str, Any]] = [
     ("params-custom-text", "params", {"profile": "smoke", "slot": "slot2", "workload_text": "base = mail\nread_size = 4K\n"}),
     ("cli-genomics-factors", "cli", ["--workload", "genomics", "--zipf-alpha", "0.5", "--mix-read-pct", "50"]),
     ("night-repo-config", "night", str(REPO / "config" / "nightly.yml")),
+    ("night-custom-workload", "night", "@n_custom"),
 ]
 
 

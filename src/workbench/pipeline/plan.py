@@ -15,8 +15,8 @@ from workbench.config.external import (EXTERNAL_PARAMS, external_server, externa
 from workbench.config.factors import factor_vars, params_schema, with_rules
 from workbench.config.paths import CANNED_WORKLOADS_DIR, DEFAULT_INVENTORY, rating_dir
 from workbench.config.profiles import PROFILES, resolve_policy
-from workbench.config.vocabulary import CANNED_WORKLOADS, MAX_TRIAL_TASKS, POLICIES, SEED_SOURCES, SLOTS
 from workbench.config import workloads
+from workbench.config.vocabulary import CANNED_WORKLOADS, MAX_TRIAL_TASKS, POLICIES, SEED_SOURCES, SLOTS
 from workbench.controller.spec import RatingSpec
 
 
@@ -131,12 +131,14 @@ class RatingPlan:
         """Playbook runs, fstress JSON and the report's local copy of this rating."""
         return Path(self.workdir) if self.workdir else rating_dir(self.rating_id)
 
-    def workload_file(self) -> str:
-        """What fstress is given: `workload` (a canned name or a file), or the workload text written
-        to a file named by its digest in the local directory (each worker writes its own copy)."""
+    def workload_file(self, directory: Path | None = None) -> str:
+        """What fstress is given: the canned name, the command line's file, or the workload text
+        written to a file named by its digest in `directory` (default: the local directory's
+        workload/; each worker writes its own copy)."""
         if not self.workload_text:
-            return self.workload
-        path = self.local_dir() / "workload" / f"{Path(self.workload).stem}-{workloads.text_digest(self.workload_text)}.wl"
+            return self.workload if self.workload in CANNED_WORKLOADS else str(Path(self.workload).resolve())
+        name = f"{Path(self.workload).stem}-{workloads.text_digest(self.workload_text)}.wl"
+        path = (directory or self.local_dir() / "workload") / name
         if not (path.is_file() and path.read_text() == self.workload_text):
             path.parent.mkdir(parents=True, exist_ok=True)
             tmp = path.with_suffix(f".tmp{os.getpid()}")

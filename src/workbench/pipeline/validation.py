@@ -189,7 +189,7 @@ def validate_plan(plan: RatingPlan, slots: Sequence[str] | None = None,
         slots = tuple(leases.SLOTS) if plan.slot == "auto" else (plan.slot,)
     runs = (runs if runs is not None else check_inventory(plan, slots)) or {_run_vars(plan.extravars)}
     with tempfile.TemporaryDirectory(prefix="wb-check-") as tmp:
-        wl = workload_to_check(plan, Path(tmp))
+        wl = plan.workload_file(Path(tmp))
         fileset: dict[str, Any] = {}
         try:
             for lag, conns in sorted(runs, key=repr):
@@ -200,21 +200,13 @@ def validate_plan(plan: RatingPlan, slots: Sequence[str] | None = None,
     return fileset
 
 
-def workload_to_check(plan: RatingPlan, tmp: Path) -> str:
-    """The workload `fstress check` reads: a canned name, the command line's file, or the plan's
-    workload text in a file of `tmp` (named as the harness names it)."""
-    if plan.workload_text:
-        path = tmp / f"{Path(plan.workload).stem}-{text_digest(plan.workload_text)}.wl"
-        path.write_text(plan.workload_text)
-        return str(path)
-    return plan.workload if plan.workload in CANNED_WORKLOADS else str(Path(plan.workload).resolve())
-
-
 def text_error(plan: RatingPlan, msg: str) -> str:
     """fstress's error on a workload text, naming what the user set: the workload factor(s) of the
     failing line when render_workload wrote it, else workload_text (with the line's text)."""
-    m = re.match(r"workload: \S+?\.wl:(\d+): (.*)", msg)
-    if not plan.workload_text or not m:
+    if not plan.workload_text:
+        return msg
+    m = re.match(rf"workload: \S*{text_digest(plan.workload_text)}\.wl:(\d+): (.*)", msg)
+    if not m:
         return msg
     lines, n = plan.workload_text.splitlines(), int(m.group(1))
     key = lines[n - 1].split("=", 1)[0].strip().lower()

@@ -48,9 +48,9 @@ def test_a_custom_text_must_stand_alone(text, match):
         check_workload_text(text)
 
 
-def test_canned_references_are_allowed():
+def test_canned_references_are_allowed_and_line_ends_made_unix():
     text = "base = web_server\nfile_size = @canned:web_sizes.dist # sizes\ndescription = a@b\n"
-    assert check_workload_text(text) == text
+    assert check_workload_text(text) == text == check_workload_text(text.replace("\n", "\r\n"))
 
 
 def test_params_schema_has_the_multiline_text_and_every_factor_in_its_section():

@@ -156,7 +156,8 @@ def test_samples_run_at_once_on_two_workers_and_a_killed_one_s_resumes_each_tria
         # each sample ran its own Zipf α: the rendered workload, stored with its rating
         alpha = r["sample"]["zipf_alpha"]
         assert res["workload_factors"] == {"zipf_alpha": alpha}
-        assert f"file_popularity = zipf:{alpha:g}\n" in store.get_bytes(store.rating_key(r["rating_id"], "workload.wl")).decode()
+        stored = store.get_bytes(store.rating_key(r["rating_id"], "workload.wl")).decode()
+        assert f"file_popularity = zipf:{alpha:g}\n" in stored
     assert store.get_json(f"surfaces/{sid}/model.json")["n_samples"] == 2
     page = store.get_bytes(f"surfaces/{sid}/report.html").decode()
     assert all(f'href="../../ratings/{r["rating_id"]}/report.html"' in page for r in rows)

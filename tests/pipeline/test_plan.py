@@ -53,7 +53,7 @@ def test_a_custom_workload_text_is_the_plan_s_workload_and_its_file(tmp_path):
 
 
 def test_a_canned_workload_keeps_its_name_and_stores_its_file():
-    plan = pipeline.plan_from_params({"workload": "genomics"}, "r1")
+    plan = pipeline.plan_from_params({"workload": "genomics", "workload_text": " \n"}, "r1")   # an emptied field
     assert plan.workload_text == "" and plan.workload_file() == "genomics"
     assert "name = genomics" in plan.workload_source() and "SPECstorage" in plan.workload_source()
 

@@ -103,7 +103,8 @@ def check_workload_text(text: Any) -> str:
     """A custom workload text from the Params form or a nightly baseline: a string of at most
     MAX_TEXT_BYTES that stands alone — its `base` a canned workload, its distribution files only
     the canned ones (``@canned:NAME``): the worker that runs it has no other files. The rest
-    (keys, values, bounds) is `fstress check`'s. ValueError names the line."""
+    (keys, values, bounds) is `fstress check`'s. Returns it with Unix line ends; ValueError names
+    the line."""
     if not isinstance(text, str) or not text.strip():
         raise ValueError("workload_text: give the text of a workload file (fstress format), or leave it empty")
     if len(text.encode()) > MAX_TEXT_BYTES:
@@ -117,7 +118,7 @@ def check_workload_text(text: Any) -> str:
         if val.startswith("@") and not re.fullmatch(r"@\s*canned:[\w.-]+", val):
             raise ValueError(f"workload_text line {n}: {val!r} names a file; only @canned:NAME files, "
                              f"or write the distribution inline (\"4K:3, 64K:1\")")
-    return text
+    return text.replace("\r\n", "\n")
 
 
 def render_workload(base: str, text: str | None, values: Mapping[str, Any]) -> str:

@@ -151,7 +151,8 @@ class RatingPlan:
         canned workload's file, or the command line's file ("" if it cannot be read)."""
         if self.workload_text:
             return self.workload_text
-        path = CANNED_WORKLOADS_DIR / f"{self.workload}.wl" if self.workload in CANNED_WORKLOADS else Path(self.workload)
+        canned = self.workload in CANNED_WORKLOADS
+        path = CANNED_WORKLOADS_DIR / f"{self.workload}.wl" if canned else Path(self.workload)
         try:
             return path.read_text()[:workloads.MAX_TEXT_BYTES]
         except (OSError, UnicodeDecodeError):
@@ -256,10 +257,10 @@ def _workload(p: Mapping[str, Any], workload_files: bool) -> tuple[str, str, dic
     """(label, text, factors) of the Params' workload: the canned name (or the command line's file)
     and "" — or "custom" and the workload_text — with the workload factors rendered in."""
     factors = {n: p[n] for n in workloads.WORKLOAD_FACTOR_NAMES if p[n] is not None}
-    text = p["workload_text"]
+    text = p["workload_text"] if (p["workload_text"] or "").strip() else None     # "": an emptied form field
     try:
         if text is not None:
-            workloads.check_workload_text(text)
+            text = workloads.check_workload_text(text)
         elif factors and p["workload"] not in CANNED_WORKLOADS:
             raise ValueError(f"{', '.join(factors)}: workload factors apply to a canned workload or to "
                              f"workload_text; write them into the workload file {p['workload']}")

@@ -21,10 +21,10 @@ def test_a_canned_base_with_factors_renders_as_base_plus_keys():
 
 
 def test_factors_replace_the_lines_of_a_custom_text_and_merge_its_shares():
-    own = "name = mine\nbase = mail\nfile_popularity = zipf:1.3  # heavy\nmix_share = write:10, read:5\n"
+    own = "base = mail\nname = mine\nfile_popularity = zipf:1.3  # heavy\nmix_share = write:10, read:5\n"
     text = render_workload("web_server", own, {"zipf_alpha": 0.9, "mix_read_pct": 30.0})
     lines = text.splitlines()
-    assert lines[:2] == ["name = mine", "base = mail"] and "zipf:1.3" not in text
+    assert lines[:2] == ["base = mail", "name = mine"] and "zipf:1.3" not in text
     assert "file_popularity = zipf:0.9" in lines and lines[-1] == "mix_share = write:10, read:30"
     assert render_workload("web_server", own, {}) == own
 

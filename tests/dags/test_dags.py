@@ -21,7 +21,7 @@ from workbench.pipeline import nightly
 REPO = Path(__file__).resolve().parents[2]
 
 
-CUSTOM_WORKLOAD = "name = web_custom\nbase = web_server\nmix_share = getattr:60\n"
+CUSTOM_WORKLOAD = "base = web_server\nname = web_custom\nmix_share = getattr:60\n"
 
 # dag.test ratings on slot1 (auto: the first free slot, as slot2's tests name theirs); under xdist
 # they run on one worker, in order
@@ -149,7 +149,7 @@ def test_rate_peak_end_to_end(airflow_env):
     assert gx["n_checked"] == n and "gx" in gx
     html = store.get_bytes(store.rating_key(rid, "report.html")).decode()
     assert f"λ* = <b>{res['peak_rate']:.4g}</b> ops/s" in html and "data:image/png;base64," in html
-    assert "<pre>name = web_custom\nbase = web_server\nmix_share = getattr:60\n" in html
+    assert "<pre>base = web_server\nname = web_custom\nmix_share = getattr:60\n" in html
     info = store.get_json(store.rating_key(rid, "sysinfo.json"))
     assert info["host"] == "sut1"
     assert not (paths.LEASES / "slot1").exists()          # lease released by teardown

@@ -37,7 +37,7 @@ def test_plan_takes_profile_defaults_and_overrides():
         "rate_peak__manual__2026-11-22T05_00_00_00_00"
 
 
-CUSTOM = "name = my_web\nbase = web_server\nfile_popularity = zipf:0.6\n"
+CUSTOM = "base = web_server\nname = my_web\nfile_popularity = zipf:0.6\n"
 
 
 def test_a_custom_workload_text_is_the_plan_s_workload_and_its_file(tmp_path):

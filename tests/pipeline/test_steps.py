@@ -76,7 +76,7 @@ def test_a_custom_workload_is_what_the_harness_runs_and_is_stored_with_the_ratin
         def measure(self, load, runlength_s, *, trial_id=None, check_server=None):
             return server.measure(load, runlength_s)
 
-    text = "name = mine\nbase = web_server\ndescription = <b>my</b> web\n"
+    text = "base = web_server\nname = mine\ndescription = <b>my</b> web\n"
     plan = plan_from_params({"profile": "smoke", "slot": "slot1", "workload_text": text, "zipf_alpha": 0.6}, "c1")
     plan = dataclasses.replace(plan, workdir=str(tmp_path / "work"))
     store = LocalStore(tmp_path / "store")

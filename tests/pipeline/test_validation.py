@@ -380,6 +380,8 @@ BAD: list[tuple[str, str, Any, str]] = [
     # custom workloads and workload factors (rendered text through fstress check)
     ("params-workload-text-key", "params", {"workload_text": "mix = read:1\nfile_sise = 4K\n"},
      "workload_text: line 2 'file_sise = 4K': unknown key \"file_sise\""),
+    ("params-workload-text-base-second", "params", {"workload_text": "name = mine\nbase = web_server\n"},
+     "workload_text: line 2 'base = web_server': base must be the first key"),
     ("params-workload-text-file", "params", {"workload_text": "mix = read:1\nfile_size = @/dev/zero\n"},
      "workload_text line 2: '@/dev/zero' names a file"),
     ("params-mix-share-alone", "params", {"workload_text": "mix = read:1\n", "mix_read_pct": 50},

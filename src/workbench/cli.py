@@ -145,8 +145,7 @@ def cmd_rate(args: argparse.Namespace, harness_factory=None) -> int:
     if args.check:
         size = (f"; file set {fileset['files']} files, {fileset['fileset_bytes'] / 2**20:.0f} MiB "
                 f"at {plan.fileset_rate:g} ops/s" if fileset.get("needs_fileset") else "")
-        wf = f" {plan.workload_factors}" if plan.workload_factors else ""
-        print(f"workbench rate: inputs OK ({plan.workload}{wf} on {plan.slot}, {plan.server_text()}{size})")
+        print(f"workbench rate: inputs OK ({plan.workload_name()} on {plan.slot}, {plan.server_text()}{size})")
         return 0
     store = LocalStore(out)
     try:
@@ -156,12 +155,12 @@ def cmd_rate(args: argparse.Namespace, harness_factory=None) -> int:
     spec = plan.rating_spec()
     prog = Progress(spec.budget_s, spec.trial_overhead_s, enabled=not args.quiet)
     err = sys.stderr
-    err.write(f"workbench rate: {plan.workload} on {plan.slot}, profile {plan.profile}, "
+    err.write(f"workbench rate: {plan.workload_name()} on {plan.slot}, profile {plan.profile}, "
               f"{plan.server_text()}\n  results: {out}\n")
     t0 = time.monotonic()
     res = run_rating(plan, store, log=lambda s: err.write(s + "\n"), on_trial=prog.trial,
                      teardown_after=not args.no_teardown, make=harness_factory or AnsibleHarness)
-    print(f"\n{plan.workload} on {plan.slot} ({plan.profile}): {store.url(store.rating_key(plan.rating_id, ''))}")
+    print(f"\n{plan.workload_name()} on {plan.slot} ({plan.profile}): {store.url(store.rating_key(plan.rating_id, ''))}")
     print(result_block(res, time.monotonic() - t0))
     return 0 if res["converged"] else 1
 

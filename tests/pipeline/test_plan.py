@@ -43,6 +43,7 @@ CUSTOM = "base = web_server\nname = my_web\nfile_popularity = zipf:0.6\n"
 def test_a_custom_workload_text_is_the_plan_s_workload_and_its_file(tmp_path):
     plan = pipeline.plan_from_params({"workload_text": CUSTOM, "read_size_kb": 16}, "r1")
     assert plan.workload == "custom" and plan.workload_factors == {"read_size_kb": 16}
+    assert plan.workload_name() == "custom (read_size_kb=16)"
     assert plan.workload_text.startswith(CUSTOM) and plan.workload_text.endswith("read_size = 16K\n")
     assert pipeline.RatingPlan.from_dict(json.loads(json.dumps(plan.to_dict()))) == plan
     plan = dataclasses.replace(plan, workdir=str(tmp_path))

@@ -131,9 +131,9 @@ def render_workload(base: str, text: str | None, values: Mapping[str, Any]) -> s
     lines = (text or f"base = {base}\n").splitlines()
     if "mix_share" in over:
         own = [ln.split("#", 1)[0].partition("=")[2] for ln in lines if _key_of(ln) == "mix_share"]
-        mine = {s.split(":")[0].strip().lower(): s.strip() for s in ",".join(own).split(",") if ":" in s}
-        mine.update({s.split(":")[0]: s for s in over["mix_share"].split(", ")})
-        over["mix_share"] = ", ".join(mine.values())
+        shares = {s.split(":")[0].strip().lower(): s.strip() for s in ",".join(own).split(",") if ":" in s}
+        shares.update({s.split(":")[0]: s for s in over["mix_share"].split(", ")})    # procedure → "op:pct"
+        over["mix_share"] = ", ".join(shares.values())
     kept = [ln for ln in lines if _key_of(ln) not in over]
     chosen = ", ".join(f"{k}={v}" for k, v in values.items() if v is not None)
     return "\n".join([*kept, f"{FACTORS_MARK} {chosen}", *(f"{k} = {v}" for k, v in over.items())]) + "\n"

@@ -146,6 +146,11 @@ class RatingPlan:
             tmp.replace(path)
         return str(path)
 
+    def workload_name(self) -> str:
+        """The workload for a log line: its name, with the workload factors chosen."""
+        chosen = ", ".join(f"{k}={v}" for k, v in self.workload_factors.items())
+        return f"{self.workload} ({chosen})" if chosen else self.workload
+
     def workload_source(self) -> str:
         """The text of the workload fstress runs, stored with the rating: the workload text, the
         canned workload's file, or the command line's file ("" if it cannot be read)."""

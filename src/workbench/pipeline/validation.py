@@ -226,7 +226,7 @@ def checked_plan(params: Mapping[str, Any], rating_id: str, store: Any) -> Ratin
         seed = history_seed(store, plan)
         print(f"seed from history: {seed}")
         plan = seeded(plan, seed)
-    print(f"rating {rating_id}: {plan.workload}, {plan.server_text()}, spec {plan.spec}")
+    print(f"rating {rating_id}: {plan.workload_name()}, {plan.server_text()}, spec {plan.spec}")
     return plan
 
 

@@ -36,9 +36,11 @@ pytestmark = [
 
 DAG_ID = "map_surface"
 SLOTS = ("slot6", "slot7")
-# two samples of a sweep over a workload factor: web_server's file popularity at the two ends of seed
-# 003's Zipf range for web servers (0.6 < α < 0.9), I/O-bound at the smoke profile's 100 read IOPS
-CONF = {"profile": "smoke", "workload": "web_server", "factors": {"zipf_alpha": [0.6, 0.9]}}
+# two samples of a sweep over a workload factor: web_server's file popularity at seed 003's lowest Zipf α
+# for web servers (0.6) and at its own (0.75), I/O-bound at the smoke profile's 100 read IOPS. (At 0.9
+# the cache serves most reads: λ* ≈ 1270 against 800 at 0.6 on slot22, but the smoke rating's latency
+# there is bimodal and it ran out of trials — no level for a test that wants convergence.)
+CONF = {"profile": "smoke", "workload": "web_server", "factors": {"zipf_alpha": [0.6, 0.75]}}
 TRIAL_KEY = re.compile(r"/trials/(\d{5})\.json$")
 
 

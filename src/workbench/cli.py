@@ -35,8 +35,8 @@ import time
 from pathlib import Path
 from typing import Any, Sequence
 
-from workbench.config.external import EXTERNAL_PARAMS
 from workbench.config import workloads
+from workbench.config.external import EXTERNAL_PARAMS
 from workbench.config.factors import FACTORS, add_cli_flags
 from workbench.config.paths import DEFAULT_INVENTORY, FSTRESS, REPO
 from workbench.config.profiles import FAMILY_OF_WORKLOAD, PROFILES, resolve_policy
@@ -57,7 +57,8 @@ def _parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="cmd", required=True)
 
     def common(sp: argparse.ArgumentParser) -> None:
-        sp.add_argument("--workload", default="web_server", help=f"canned fstress workload ({', '.join(CANNED_WORKLOADS)}) or a workload file")
+        sp.add_argument("--workload", default="web_server",
+                        help=f"canned fstress workload ({', '.join(CANNED_WORKLOADS)}) or a workload file")
         sp.add_argument("--profile", choices=sorted(PROFILES), default="quick")
         sp.add_argument("--policy", choices=POLICIES, help="search policy")
         sp.add_argument("--r-sat-ms", type=float, help="R_sat: mean response time threshold (ms)")
@@ -117,7 +118,8 @@ def build_plan(args: argparse.Namespace, rating_id: str):
     from workbench.pipeline.plan import ParamError, plan_from_params, with_settings
     # the slot is checked against the inventory (check_rate_inputs), not against WB_SLOTS
     params: dict[str, Any] = {"workload": args.workload, "profile": args.profile, "slot": "auto"}
-    params.update({name: getattr(args, name) for name in (*(f.name for f in FACTORS), *workloads.WORKLOAD_FACTOR_NAMES)})
+    params.update({f.name: getattr(args, f.name) for f in FACTORS})
+    params.update({name: getattr(args, name) for name in workloads.WORKLOAD_FACTOR_NAMES})
     params.update({k: getattr(args, k) for k in _SPEC_OPTIONS})
     params.update({k: getattr(args, k) for k in EXTERNAL_PARAMS})
     params["load_hosts"] = args.load_hosts
@@ -160,7 +162,8 @@ def cmd_rate(args: argparse.Namespace, harness_factory=None) -> int:
     t0 = time.monotonic()
     res = run_rating(plan, store, log=lambda s: err.write(s + "\n"), on_trial=prog.trial,
                      teardown_after=not args.no_teardown, make=harness_factory or AnsibleHarness)
-    print(f"\n{plan.workload_name()} on {plan.slot} ({plan.profile}): {store.url(store.rating_key(plan.rating_id, ''))}")
+    where = store.url(store.rating_key(plan.rating_id, ""))
+    print(f"\n{plan.workload_name()} on {plan.slot} ({plan.profile}): {where}")
     print(result_block(res, time.monotonic() - t0))
     return 0 if res["converged"] else 1
 

@@ -16,8 +16,8 @@ import pandas as pd
 from analysis.plots import surface_png
 from analysis.report import surface_report_html
 from workbench.config.factors import sweep_factors
-from workbench.config.workloads import WORKLOAD_BY_NAME, WORKLOAD_FACTOR_NAMES
 from workbench.config.vocabulary import DESIGNS
+from workbench.config.workloads import WORKLOAD_BY_NAME, WORKLOAD_FACTOR_NAMES
 from workbench.pipeline.plan import ParamError, RatingPlan, check_param, plan_from_params, seeded, strict_json
 from workbench.pipeline.runner import run_rating
 from workbench.pipeline.store import PARQUET_TYPE, Store

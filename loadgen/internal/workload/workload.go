@@ -31,11 +31,11 @@
 //	read_access         random | sequential    where a read run starts (random offset / offset 0)
 //	write_access        random | sequential | append
 //	fileset_files_per_ops  number   self-scaling constant k: files per op/s of offered load (default 2)
+//	fileset_min_files      integer  lower bound on the file count (default 16)
 //	mix_share           op:percent list  set these operations' shares of the mix (percent); the
 //	                                     other operations keep their relative weights and share
 //	                                     the rest (applied after mix and base, so a file can say
 //	                                     "base = web_server" and "mix_share = read:40")
-//	fileset_min_files      integer  lower bound on the file count (default 16)
 //
 // # Workload file format
 //

@@ -23,7 +23,7 @@ $(VENV)/.installed: requirements.lock pyproject.toml
 	touch $@
 
 fstress: bin/fstress
-bin/fstress: $(shell find loadgen -name '*.go' -o -name 'go.mod' -o -name 'go.sum' -o -path '*/workloads/*' 2>/dev/null)
+bin/fstress: $(shell find loadgen -name '*.go' -o -name 'go.mod' -o -name 'go.sum' -o -path '*/canned/*' 2>/dev/null)
 	cd loadgen && CGO_ENABLED=0 $(GO) build -trimpath -o ../bin/fstress ./cmd/fstress
 
 # MinIO (the results store), built from a pinned module version (~3 min the first time)

@@ -16,6 +16,7 @@ from analysis import plots as _plots
 from analysis.cost import cost_text
 from analysis.goals import GOAL_HEADERS, goal_rows
 from analysis.trial_series import intervals_png
+from analysis.workload import workload_html
 from workbench.config.external import external_text
 from workbench.controller.steadiness import records_as_read
 from workbench.controller.trial import record_outcome
@@ -341,7 +342,7 @@ def rating_report_html(spec: Mapping[str, Any], result: Mapping[str, Any],
         f"<h2>Per-operation breakdown at {_num(near)} ops/s (load nearest λ*)</h2>", op_html,
         "<h2>Trials</h2>", _trials_html(result, trials),
         "<h2>Data validation</h2>", _validation_html(validation),
-        "<h2>System</h2>", _sysinfo_html(sysinfo),
+        "<h2>Workload</h2>", workload_html(result), "<h2>System</h2>", _sysinfo_html(sysinfo),
     ])
     return _page(f"Rating {workload}: λ* = {_num(peak)} ops/s", body)
 

@@ -36,6 +36,7 @@ with DAG(
     max_active_runs=1,
     params={
         "workload": Param(**pipeline.PARAMS["workload"]),
+        "workload_text": Param(**pipeline.PARAMS["workload_text"]),
         "profile": Param(**pipeline.PARAMS["profile"]),
         "policy": Param(**pipeline.PARAMS["policy"]),
         "factors": Param({"memory_mb": [128, 256], "read_iops": [100, 200]}, type="object",

@@ -2,6 +2,7 @@
 
     workbench rate [--workload web_server] [--slot slot1] [--profile quick|smoke|standard] [--r-sat-ms 40[,20,80]]
                    [--results DIR] [factor flags: --fs --disks --memory-mb --read-iops ...]
+                   [workload factors: --zipf-alpha --files-per-ops --read-size-kb --mix-read-pct ...]
                    [--server-address A --server-export PATH [--server-description TEXT] ...]
                    [--check] [--no-teardown] [--quiet]
     workbench plan [--workload web_server] [--profile quick] [--capacity OPS] [--reps N]
@@ -16,6 +17,10 @@ line (exit 2) before anything is provisioned: the Params checks and the whole va
 file set against the export); ``--check`` stops there, touching no host. ``--r-sat-ms 40,20,80``
 rates several R_sat goals from one search (the first is the headline λ*; the result block and the
 report give λ*, its bracket and CI per goal).
+
+`--workload` is a canned name or a workload file (fstress format); the workload factors override
+a canned workload's keys (``config.workloads``). The text fstress runs is stored with the rating
+(``ratings/<id>/workload.wl``, result.json ``workload_text``).
 
 `plan`: the dry-run planner (``planning.dryrun.plan``) on a simulated server of the workload's
 family: expected cost, trials and convergence of the same spec.
@@ -32,11 +37,12 @@ import time
 from pathlib import Path
 from typing import Any, Sequence
 
+from workbench.config import workloads
 from workbench.config.external import EXTERNAL_PARAMS
 from workbench.config.factors import FACTORS, add_cli_flags
 from workbench.config.paths import DEFAULT_INVENTORY, FSTRESS, REPO
 from workbench.config.profiles import FAMILY_OF_WORKLOAD, PROFILES, resolve_policy
-from workbench.config.vocabulary import POLICIES
+from workbench.config.vocabulary import CANNED_WORKLOADS, POLICIES
 from workbench.measure.ansible import AnsibleHarness, HarnessError
 from workbench.pipeline.stop import RatingKilled
 
@@ -53,7 +59,8 @@ def _parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="cmd", required=True)
 
     def common(sp: argparse.ArgumentParser) -> None:
-        sp.add_argument("--workload", default="web_server", help="canned fstress workload or a workload file")
+        sp.add_argument("--workload", default="web_server",
+                        help=f"canned fstress workload ({', '.join(CANNED_WORKLOADS)}) or a workload file")
         sp.add_argument("--profile", choices=sorted(PROFILES), default="quick")
         sp.add_argument("--policy", choices=POLICIES, help="search policy")
         sp.add_argument("--r-sat-ms", metavar="MS[,MS...]",
@@ -66,6 +73,7 @@ def _parser() -> argparse.ArgumentParser:
         sp.add_argument("--confidence", type=float)
         sp.add_argument("--accuracy", type=float)
         add_cli_flags(sp)
+        workloads.add_cli_flags(sp)
 
     r = sub.add_parser("rate", help="rate one sample end to end on a slot")
     common(r)
@@ -138,6 +146,7 @@ def build_plan(args: argparse.Namespace, rating_id: str):
     # the slot is checked against the inventory (check_rate_inputs), not against WB_SLOTS
     params: dict[str, Any] = {"workload": args.workload, "profile": args.profile, "slot": "auto"}
     params.update({f.name: getattr(args, f.name) for f in FACTORS})
+    params.update({name: getattr(args, name) for name in workloads.WORKLOAD_FACTOR_NAMES})
     params.update({k: getattr(args, k) for k in _SPEC_OPTIONS})
     params.update({k: getattr(args, k) for k in EXTERNAL_PARAMS})
     params.update(r_sat_goals(args.r_sat_ms))
@@ -166,7 +175,7 @@ def cmd_rate(args: argparse.Namespace, harness_factory=None) -> int:
     if args.check:
         size = (f"; file set {fileset['files']} files, {fileset['fileset_bytes'] / 2**20:.0f} MiB "
                 f"at {plan.fileset_rate:g} ops/s" if fileset.get("needs_fileset") else "")
-        print(f"workbench rate: inputs OK ({plan.workload} on {plan.slot}, {plan.server_text()}{size})")
+        print(f"workbench rate: inputs OK ({plan.workload_name()} on {plan.slot}, {plan.server_text()}{size})")
         return 0
     store = LocalStore(out)
     try:
@@ -176,12 +185,13 @@ def cmd_rate(args: argparse.Namespace, harness_factory=None) -> int:
     spec = plan.rating_spec()
     prog = Progress(spec.budget_s, spec.trial_overhead_s, enabled=not args.quiet)
     err = sys.stderr
-    err.write(f"workbench rate: {plan.workload} on {plan.slot}, profile {plan.profile}, "
+    err.write(f"workbench rate: {plan.workload_name()} on {plan.slot}, profile {plan.profile}, "
               f"{plan.server_text()}\n  results: {out}\n")
     t0 = time.monotonic()
     res = run_rating(plan, store, log=lambda s: err.write(s + "\n"), on_trial=prog.trial,
                      teardown_after=not args.no_teardown, make=harness_factory or AnsibleHarness)
-    print(f"\n{plan.workload} on {plan.slot} ({plan.profile}): {store.url(store.rating_key(plan.rating_id, ''))}")
+    where = store.url(store.rating_key(plan.rating_id, ""))
+    print(f"\n{plan.workload_name()} on {plan.slot} ({plan.profile}): {where}")
     print(result_block(res, time.monotonic() - t0))
     return 0 if res["converged"] else 1
 

@@ -22,6 +22,8 @@ from workbench.pipeline import nightly
 REPO = Path(__file__).resolve().parents[2]
 
 
+CUSTOM_WORKLOAD = "base = web_server\nname = web_custom\nmix_share = getattr:60\n"
+
 # dag.test ratings on slot1 (auto: the first free slot, as slot2's tests name theirs); under xdist
 # they run on one worker, in order
 SLOT1 = pytest.mark.xdist_group("slot1")
@@ -31,6 +33,10 @@ def test_dag_params_match_the_checked_table():
     dag = _dag("rate_peak")
     assert set(dag.params.keys()) == set(pipeline.PARAMS)
     assert dag.params.get_param("workload").schema["enum"] == list(CANNED_WORKLOADS)
+    # a custom workload next to the canned choice: a multi-line text field, in both rating DAGs
+    for d in (dag, _dag("map_surface")):
+        assert d.params.get_param("workload_text").schema["format"] == "multiline"
+    assert dag.params.get_param("zipf_alpha").schema["section"] == "Workload factors"
     ids = {t.task_id for t in dag.tasks}
     assert {"validate", "lease_slot", "provision", "deploy", "gx_check", "summarise", "report", "publish",
             "teardown", "verdict"} <= ids
@@ -115,10 +121,12 @@ def _root():
 def test_rate_peak_end_to_end(airflow_env):
     _root()
     store = airflow_env
-    # two R_sat goals through the Params (10 ms besides the profile's 40 ms); the budget leaves the
-    # second goal 5 more trials than the smoke profile's 20
+    # through the Params form: two R_sat goals (10 ms besides the profile's 40 ms; the budget leaves
+    # the second goal 5 more trials than the smoke profile's 20) and a custom workload with a workload
+    # factor: web_server (its own Zipf α), GETATTR raised from 55 % to 60 %
     dr = _dag("rate_peak").test(run_conf={"profile": "smoke", "slot": "slot1", "goals_ms": [10],
-                                          "budget_s": 150, "max_trials": 25})
+                                          "budget_s": 150, "max_trials": 25,
+                                          "workload_text": CUSTOM_WORKLOAD, "zipf_alpha": 0.75})
     states = _states(dr)
     assert str(dr.state).endswith("success"), states
     rid = pipeline.rating_id_for("rate_peak", dr.run_id)
@@ -132,6 +140,12 @@ def test_rate_peak_end_to_end(airflow_env):
     for g in (low, high):
         assert g["peak_rate_ci"][0] <= g["peak_rate"] <= (g["peak_rate_ci"][1] or float("inf")), g
         assert g["mean_load_ops_s"] in {r["load_ops_s"] for r in store.trials(rid)}, g
+    text = CUSTOM_WORKLOAD + "# workload factors: zipf_alpha=0.75\nfile_popularity = zipf:0.75\n"
+    assert res["workload"] == "custom" and res["workload_text"] == text
+    assert res["workload_factors"] == {"zipf_alpha": 0.75}
+    assert store.get_bytes(store.rating_key(rid, "workload.wl")).decode() == text
+    assert all(abs(r["raw"]["mix_target"]["getattr"] - 0.60) < 1e-9 for r in store.trials(rid) if r.get("raw")), \
+        "fstress did not run the custom workload"
     # one task per trial; after the decision to stop every later trial is skipped
     assert all(states[f"trial_{k}"].endswith("success") for k in range(n)), states
     assert all(states[f"trial_{k}"].endswith("skipped") for k in range(n, MAX_TRIAL_TASKS)), states
@@ -146,6 +160,7 @@ def test_rate_peak_end_to_end(airflow_env):
     html = store.get_bytes(store.rating_key(rid, "report.html")).decode()
     assert f"λ* = <b>{res['peak_rate']:.4g}</b> ops/s" in html and "data:image/png;base64," in html
     assert f"<td>{low['peak_rate']:.4g}</td>" in html.split("<h2>Goals: one search, one trial log</h2>")[1]
+    assert "<pre>base = web_server\nname = web_custom\nmix_share = getattr:60\n" in html
     info = store.get_json(store.rating_key(rid, "sysinfo.json"))
     assert info["host"] == "sut1"
     assert not (paths.LEASES / "slot1").exists()          # lease released by teardown

@@ -32,6 +32,8 @@ CHROMIUM = "/usr/bin/chromium"
 CHROMEDRIVER = "/usr/bin/chromedriver"
 SCREENSHOT = REPO / "docs" / "img" / "rate_peak_trigger_form.png"
 FORM = {"profile": "smoke", "memory_mb": 192}   # what the test types into the form (slot stays auto)
+# a custom workload in the form's multi-line text field: validate checks it with fstress
+WORKLOAD_TEXT = "base = web_server\nname = my_web\nread_size = 4K\n"
 WAIT_S = 30
 
 
@@ -116,6 +118,17 @@ class TriggerForm:
         self.wait.until(lambda _: self.value(name) == str(value),
                         f"form field {name} did not take {value!r}")
 
+    def set_text(self, name: str, text: str) -> None:
+        """A multi-line text field (a textarea): typed line by line."""
+        from selenium.webdriver.common.by import By
+        from selenium.webdriver.common.keys import Keys
+        area = self.d.find_element(By.NAME, f"element_{name}")
+        self._center(area)
+        area.click()
+        area.send_keys(text)
+        area.send_keys(Keys.TAB)
+        self.wait.until(lambda _: self.value(name) == text, f"form field {name} did not take {text!r}")
+
     def screenshot(self, path: Path) -> None:
         """The whole dialog (the window is made tall enough for all the Params first)."""
         from selenium.webdriver.common.by import By
@@ -199,6 +212,7 @@ def test_trigger_rate_peak_from_the_params_form(airflow, browser, tmp_path):
     assert form.value("workload") == "web_server" and form.value("profile") == "quick"   # Param defaults
     form.set_enum("profile", FORM["profile"])
     form.set_number("memory_mb", FORM["memory_mb"])
+    form.set_text("workload_text", WORKLOAD_TEXT)
     form.screenshot(SCREENSHOT)
     run_id = form.submit()
     conf = None
@@ -219,9 +233,11 @@ def test_trigger_rate_peak_from_the_params_form(airflow, browser, tmp_path):
         print(f"run {run_id} conf from the form: {conf}")
         assert {k: conf.get(k) for k in FORM} == FORM, f"run conf {conf} lacks the form's values"
         assert conf["workload"] == "web_server"          # untouched fields keep their defaults
+        assert conf["workload_text"] == WORKLOAD_TEXT
         assert runs[run_id]["run_type"] == "manual"
 
-        # The real DAG accepts what the form sent: validate turns the conf into a plan.
+        # The real DAG accepts what the form sent: validate turns the conf into a plan (the custom
+        # workload rendered and passed through `fstress check`).
         assert _wait_task(af, run_id, "validate", 180) == "success", af.task_states(DAG_ID, run_id)
         assert af.wait_run(DAG_ID, run_id, timeout_s=300) == "failed"
         states = af.task_states(DAG_ID, run_id)

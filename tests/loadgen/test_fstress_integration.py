@@ -17,7 +17,7 @@ from conftest import FSTRESS, start_slot, stop_slot
 
 from workbench.measure.timeseries import compact, merge_series
 
-CANNED = ["specsfs97", "web_server", "web_proxy", "db_tp", "p2p", "mail", "news"]
+CANNED = ["specsfs97", "web_server", "web_proxy", "db_tp", "p2p", "mail", "news", "genomics"]
 RATE_OPS_S = 400  # well below what loopback Ganesha sustains for every canned mix
 DURATION_S = 10
 # Mix tolerance for a 10 s run (4000 ops): the scheduler is stratified (deterministic blocks),

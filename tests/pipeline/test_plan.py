@@ -1,6 +1,7 @@
 """Rating params: checks naming the parameter, profile defaults and overrides, rating ids."""
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
@@ -53,3 +54,57 @@ def test_plan_takes_profile_defaults_and_overrides():
     assert pipeline.RatingPlan.from_dict(json.loads(json.dumps(plan.to_dict()))) == plan
     assert pipeline.rating_id_for("rate_peak", "manual__2026-11-22T05:00:00+00:00") == \
         "rate_peak__manual__2026-11-22T05_00_00_00_00"
+
+
+CUSTOM = "base = web_server\nname = my_web\nfile_popularity = zipf:0.6\n"
+
+
+def test_a_custom_workload_text_is_the_plan_s_workload_and_its_file(tmp_path):
+    plan = pipeline.plan_from_params({"workload_text": CUSTOM, "read_size_kb": 16}, "r1")
+    assert plan.workload == "custom" and plan.workload_factors == {"read_size_kb": 16}
+    assert plan.workload_name() == "custom (read_size_kb=16)"
+    assert plan.workload_text.startswith(CUSTOM) and plan.workload_text.endswith("read_size = 16K\n")
+    assert pipeline.RatingPlan.from_dict(json.loads(json.dumps(plan.to_dict()))) == plan
+    plan = dataclasses.replace(plan, workdir=str(tmp_path))
+    path = plan.workload_file()                        # what the harness gives fstress
+    assert path.startswith(str(tmp_path / "workload" / "custom-")) and path.endswith(".wl")
+    assert open(path).read() == plan.workload_text == plan.workload_source()
+    assert plan.workload_file() == path                # the same text, the same file
+
+
+def test_a_canned_workload_keeps_its_name_and_stores_its_file():
+    plan = pipeline.plan_from_params({"workload": "genomics", "workload_text": " \n"}, "r1")   # an emptied field
+    assert plan.workload_text == "" and plan.workload_file() == "genomics"
+    assert "name = genomics" in plan.workload_source() and "SPECstorage" in plan.workload_source()
+
+
+@pytest.mark.parametrize("params,match", [
+    ({"workload_text": "base = ../x.wl\n"}, r"workload_text line 1: base '../x.wl' is not allowed"),
+    ({"zipf_alpha": 5}, r"zipf_alpha: 5 is out of range"),
+    ({"read_size_kb": 8.5}, r"read_size_kb: expected integer"),
+    ({"mix_read_pct": 70, "mix_write_pct": 40}, r"mix_read_pct \+ mix_write_pct: the shares sum to 110"),
+])
+def test_bad_workload_params_are_named(params, match):
+    with pytest.raises(pipeline.ParamError, match=match):
+        pipeline.plan_from_params(params, "r1")
+
+
+def test_workload_factors_on_a_workload_file_are_refused(tmp_path):
+    wl = tmp_path / "mine.wl"
+    wl.write_text("mix = read:1\n")
+    plan = pipeline.plan_from_params({"workload": str(wl)}, "r1", workload_files=True)
+    assert plan.workload == str(wl) and plan.workload_source() == "mix = read:1\n"
+    with pytest.raises(pipeline.ParamError, match=r"zipf_alpha: workload factors apply to a canned workload"):
+        pipeline.plan_from_params({"workload": str(wl), "zipf_alpha": 1.0}, "r1", workload_files=True)
+
+
+def test_a_resumed_rating_must_have_the_same_workload_text(tmp_path):
+    from workbench.pipeline.localstore import LocalStore
+    from workbench.pipeline.plan import resumable_plan
+    store = LocalStore(tmp_path / "store")
+    store.ensure_bucket()
+    plan = pipeline.plan_from_params({"workload_text": CUSTOM}, "r1")
+    store.put_json(store.rating_key("r1", "spec.json"), plan.to_dict())
+    other = pipeline.plan_from_params({"workload_text": CUSTOM + "read_size = 4K\n"}, "r1")
+    with pytest.raises(pipeline.ParamError, match="with another workload_text"):
+        resumable_plan(store, other, tmp_path / "work")

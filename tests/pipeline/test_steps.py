@@ -32,3 +32,60 @@ def test_a_rating_without_timings_keeps_the_controller_s_account(tmp_path):
     out = measured_cost(store, "old", store.trials("old"), spec_cost_s=36.0, end_unix=2000.0)
     assert out == {"cost_spec_s": 36.0, "cost_breakdown_s": None}
     assert cost_text({"cost_s": 36.0, **out}) == "36 s (controller's account: runlength + overhead per trial)"
+
+
+def test_a_custom_workload_is_what_the_harness_runs_and_is_stored_with_the_rating(tmp_path, monkeypatch):
+    """Params' workload text plus a workload factor: the harness gets the rendered text as a file,
+    the store keeps it (workload.wl, result.json), the report shows it."""
+    import dataclasses
+    import json
+    from pathlib import Path
+
+    from workbench.config import paths
+    from workbench.controller.trial import TrialResult
+    from workbench.measure.playbook import PlaybookRun
+    from workbench.measure.simulated import SimulatedServer
+    from workbench.pipeline import steps
+    from workbench.pipeline.plan import plan_from_params
+    from workbench.pipeline.runner import run_rating
+
+    monkeypatch.setattr(paths, "LEASES", tmp_path / "leases")
+    (tmp_path / "fstress").write_text("")
+    monkeypatch.setattr(steps, "FSTRESS", tmp_path / "fstress")
+    server, given = SimulatedServer(capacity_ops_s=800.0, seed=0), []
+
+    class Harness:
+        def __init__(self, **kw):
+            self.results_dir = Path(kw["results_dir"])
+            given.append(Path(kw["workload"]).read_text())
+
+        def provision(self):
+            self.results_dir.mkdir(parents=True, exist_ok=True)
+            (self.results_dir / "sysinfo.json").write_text(json.dumps({"host": "simulated"}))
+            return PlaybookRun(rc=0, status="successful")
+
+        def deploy(self):
+            return PlaybookRun(rc=0, status="successful")
+
+        def warm_up(self, load, duration_s):
+            return TrialResult(mean_ms=1.0, p95_ms=2.0, achieved_rate=load, load_ops_s=load, runlength_s=duration_s)
+
+        def teardown(self):
+            return PlaybookRun(rc=0, status="successful")
+
+        def measure(self, load, runlength_s, *, trial_id=None, check_server=None):
+            return server.measure(load, runlength_s)
+
+    text = "base = web_server\nname = mine\ndescription = <b>my</b> web\n"
+    plan = plan_from_params({"profile": "smoke", "slot": "slot1", "workload_text": text, "zipf_alpha": 0.6}, "c1")
+    plan = dataclasses.replace(plan, workdir=str(tmp_path / "work"))
+    store = LocalStore(tmp_path / "store")
+    res = run_rating(plan, store, log=lambda s: None, make=Harness)
+    assert res["converged"] and given and set(given) == {plan.workload_text}
+    assert plan.workload_text == text + "# workload factors: zipf_alpha=0.6\nfile_popularity = zipf:0.6\n"
+    assert store.get_bytes(store.rating_key("c1", "workload.wl")).decode() == plan.workload_text
+    result = store.get_json(store.rating_key("c1", "result.json"))
+    assert result["workload"] == "custom" and result["workload_text"] == plan.workload_text
+    assert result["workload_factors"] == {"zipf_alpha": 0.6}
+    html = store.get_bytes(store.rating_key("c1", "report.html")).decode()
+    assert "description = &lt;b&gt;my&lt;/b&gt; web" in html and "workload factors: zipf_alpha = 0.6" in html

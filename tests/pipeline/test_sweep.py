@@ -85,3 +85,21 @@ def test_a_2x2_sweep_seeds_later_samples_and_ends_in_a_model_a_plot_and_a_report
     assert "surfaces/sw/plots/surface_read_iops_threads.png" in keys, keys       # factor names sorted
     page = store.get_bytes("surfaces/sw/report.html").decode()
     assert all(f'href="../../ratings/{r["rating_id"]}/report.html"' in page for r in rows)
+
+
+def test_a_sweep_over_zipf_alpha_renders_each_sample_s_workload():
+    """A workload factor is a numeric sweep factor next to the server factors: each sample's
+    workload is the base plus its level, as fstress text; levels stay real numbers."""
+    sw = sweep.plan_sweep({"workload": "web_server", "profile": "smoke",
+                           "factors": {"zipf_alpha": [0.6, 0.9], "read_iops": [90, 100]}}, "sw")
+    samples = [it["sample"] for it in sw["samples"]]
+    assert sorted((s["zipf_alpha"], s["read_iops"]) for s in samples) == [(0.6, 90), (0.6, 100), (0.9, 90), (0.9, 100)]
+    for it in sw["samples"]:
+        plan = pipeline.RatingPlan.from_dict(it["plan"])
+        alpha = it["sample"]["zipf_alpha"]
+        assert plan.workload == "web_server" and plan.workload_factors == {"zipf_alpha": alpha}
+        assert plan.workload_text.startswith("base = web_server\n")
+        assert f"file_popularity = zipf:{alpha:g}\n" in plan.workload_text
+        assert plan.factors["read_iops"] == it["sample"]["read_iops"]
+    space = sweep.factor_space(sw["factors"])
+    assert not space["zipf_alpha"].integer and space["read_iops"].integer

@@ -263,6 +263,10 @@ def files(tmp_path_factory) -> dict[str, Path]:
     cfg("n_seed", "seed_trials: 50\nbaselines:\n" + ok)
     cfg("n_slot", "baselines:\n  - name: x\n    params: {slot: sut}\n")
     cfg("n_ok", "baselines:\n" + ok)
+    custom = ("  - name: custom\n    params:\n      profile: smoke\n      zipf_alpha: 0.6\n      workload_text: |\n"
+              "        base = web_server\n        read_size = {size}\n")
+    cfg("n_custom", "baselines:\n" + ok + custom.format(size="4K"))
+    cfg("n_custom_bad", "baselines:\n" + custom.format(size="64M"))
     return out
 
 
@@ -372,6 +376,17 @@ BAD: list[tuple[str, str, Any, str]] = [
     ("sweep-unknown-key", "sweep", {"levels": {}, "factors": {"memory_mb": [128, 256]}}, "unknown sweep parameter(s): levels"),
     ("sweep-fixed-clash", "sweep", {"factors": {"memory_mb": [128, 256]}, "fixed": {"memory_mb": 512}}, "fixed: memory_mb also varied"),
     ("sweep-tmpfs-sample", "sweep", {"factors": {"memory_mb": [128, 256]}, "fixed": {"fs": "tmpfs"}}, "fs: a tmpfs export of 128 MiB"),
+    ("sweep-zipf-level", "sweep", {"factors": {"zipf_alpha": [0.5, 9]}}, "zipf_alpha: 9 is out of range"),
+    # custom workloads and workload factors (rendered text through fstress check)
+    ("params-workload-text-key", "params", {"workload_text": "mix = read:1\nfile_sise = 4K\n"},
+     "workload_text: line 2 'file_sise = 4K': unknown key \"file_sise\""),
+    ("params-workload-text-base-second", "params", {"workload_text": "name = mine\nbase = web_server\n"},
+     "workload_text: line 2 'base = web_server': base must be the first key"),
+    ("params-workload-text-file", "params", {"workload_text": "mix = read:1\nfile_size = @/dev/zero\n"},
+     "workload_text line 2: '@/dev/zero' names a file"),
+    ("params-mix-share-alone", "params", {"workload_text": "mix = read:1\n", "mix_read_pct": 50},
+     "mix_read_pct: mix_share: the shares sum to 50 % and the mix has no other operation"),
+    ("cli-zipf-on-a-file", "cli", ["--workload", "@good", "--zipf-alpha", "1"], "zipf_alpha: workload factors apply"),
     # nightly configurations (nightly.start_night: nothing stored before the pass)
     ("night-tolerance", "night", "@n_tol", "tolerance: 1.5 is not allowed"),
     ("night-confidence", "night", "@n_conf", "confidence: 0.3 is not allowed"),
@@ -387,6 +402,8 @@ BAD: list[tuple[str, str, Any, str]] = [
     ("night-slot", "night", "@n_slot", "slot: 'sut' is not one of"),
     ("night-config-dir", "night", "@dir", "config_path: "),
     ("night-config-devzero", "night", "/dev/zero", "config_path: /dev/zero is not a regular file"),
+    ("night-custom-workload", "night", "@n_custom_bad",
+     "workload_text: line 2 'read_size = 64M': read_size: value 64M is too large; at most 16M (in baseline"),
     ("night-only-unknown", "night-only", ("@n_ok", ["nosuch"]), "only: unknown baseline(s) nosuch; baselines: web"),
 ]
 
@@ -399,7 +416,11 @@ GOOD: list[tuple[str, str, Any]] = [
                                    "--server-address", "10.251.11.1", "--server-export", "/export"]),
     ("params-smoke", "params", {"profile": "smoke", "slot": "slot2"}),
     ("sweep-2x2", "sweep", {"factors": {"memory_mb": [128, 256], "read_iops": [100, 200]}}),
+    ("sweep-zipf", "sweep", {"factors": {"zipf_alpha": [0.6, 0.9]}, "workload_text": "base = web_server\n"}),
+    ("params-custom-text", "params", {"profile": "smoke", "slot": "slot2", "workload_text": "base = mail\nread_size = 4K\n"}),
+    ("cli-genomics-factors", "cli", ["--workload", "genomics", "--zipf-alpha", "0.5", "--mix-read-pct", "50"]),
     ("night-repo-config", "night", str(REPO / "config" / "nightly.yml")),
+    ("night-custom-workload", "night", "@n_custom"),
 ]
 
 

@@ -30,7 +30,7 @@ const BlockSize = 100
 // √(j·p_i(1−p_i)·(B−j)/(B−1)) ≤ 2.5 ops for B = 100.
 //
 // Measured worst per-op deviation |actual − target| in percentage points,
-// over the seven canned mixes, several seeds and every stopping point n in
+// over the eight canned mixes, several seeds and every stopping point n in
 // (N/2, N] (TestSchedulerShortRuns):
 //
 //	N = 100:      ≤ 12 pp     (i.i.d. sampling, 2σ for p = 0.5: 10 pp)

@@ -57,7 +57,7 @@ func TestSchedulerMix100k(t *testing.T) {
 	}
 }
 
-// TestSchedulerShortRuns measures the worst deviation, over the seven canned
+// TestSchedulerShortRuns measures the worst deviation, over the eight canned
 // mixes, seeds 1..20 and every stopping point in (n/2, n], for the bounds
 // stated in the Scheduler doc.
 func TestSchedulerShortRuns(t *testing.T) {

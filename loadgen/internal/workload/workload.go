@@ -1,7 +1,7 @@
 // Package workload is the fstress workload model: the twelve Fstress
 // parameters of seed 003 §3, a plain-text workload file format, the seven
-// canned workloads of seed 003 Tables 1–2 (embedded), the op scheduler and
-// the self-scaling rule.
+// canned workloads of seed 003 Tables 1–2 and an eighth after SPECstorage
+// 2020 GENOMICS (embedded), the op scheduler and the self-scaling rule.
 //
 // # The twelve parameters (seed 003 §3.1–3.2)
 //
@@ -32,6 +32,10 @@
 //	write_access        random | sequential | append
 //	fileset_files_per_ops  number   self-scaling constant k: files per op/s of offered load (default 2)
 //	fileset_min_files      integer  lower bound on the file count (default 16)
+//	mix_share           op:percent list  set these operations' shares of the mix (percent); the
+//	                                     other operations keep their relative weights and share
+//	                                     the rest (applied after mix and base, so a file can say
+//	                                     "base = web_server" and "mix_share = read:40")
 //
 // # Workload file format
 //
@@ -118,7 +122,8 @@ import (
 var cannedFS embed.FS
 
 // cannedNames in presentation order (seed 003 Table 2 column order).
-var cannedNames = []string{"specsfs97", "web_server", "web_proxy", "db_tp", "p2p", "mail", "news"}
+// genomics is not from seed 003: it approximates SPECstorage 2020 GENOMICS (canned/genomics.wl).
+var cannedNames = []string{"specsfs97", "web_server", "web_proxy", "db_tp", "p2p", "mail", "news", "genomics"}
 
 // Canned lists the canned workload names.
 func Canned() []string { return append([]string(nil), cannedNames...) }
@@ -428,6 +433,7 @@ type fileParser struct {
 	seen         map[string]int // key → line it was set on
 	haveMix      bool           // a mix was set (by "mix" or inherited from a base)
 	haveWriteSeq bool           // write_seq_run was set (or inherited from a base)
+	shares       []MixEntry     // mix_share: fractions (0..1) applied by finish
 }
 
 // keySetters parses the value of each key but "base" (see setBase) into
@@ -454,6 +460,7 @@ var keySetters = map[string]func(p *fileParser, val string) error{
 	"write_access":          setWriteAccess,
 	"fileset_files_per_ops": setFilesetFilesPerOps,
 	"fileset_min_files":     setFilesetMinFiles,
+	"mix_share":             setMixShare,
 }
 
 func parse(data []byte, file string, res resolver, depth int) (*Workload, error) {
@@ -511,6 +518,13 @@ func (p *fileParser) finish() (*Workload, error) {
 	w := p.w
 	if !p.haveMix || len(w.Mix) == 0 {
 		return nil, fmt.Errorf("%s: no mix (add a line like \"mix = getattr:60, read:40\")", p.file)
+	}
+	if p.shares != nil {
+		mix, err := applyShares(w.Mix, p.shares)
+		if err != nil {
+			return nil, lineErr(p.file, p.seen["mix_share"], "mix_share: %v", err)
+		}
+		w.Mix = mix
 	}
 	if !p.haveWriteSeq || w.WriteSeqRunOps == nil {
 		w.WriteSeqRunOps = w.SeqRunOps
@@ -645,6 +659,78 @@ func setMix(p *fileParser, val string) (err error) {
 	p.w.Mix, err = parseMix(val, p.res)
 	p.haveMix = true
 	return err
+}
+
+// setMixShare parses "op:percent, ..." (each in [0, 100], together ≤ 100).
+func setMixShare(p *fileParser, val string) error {
+	seen := map[nfs3.Proc]bool{}
+	total := 0.0
+	p.shares = []MixEntry{}
+	for _, it := range strings.FieldsFunc(val, func(r rune) bool { return r == ',' || r == ';' }) {
+		pn, ps, ok := strings.Cut(strings.TrimSpace(it), ":")
+		if !ok {
+			return fmt.Errorf("%q: want procedure:percent", strings.TrimSpace(it))
+		}
+		pn = strings.ToLower(strings.TrimSpace(pn))
+		proc, known := nfs3.ProcByName(pn)
+		if !known {
+			return fmt.Errorf("unknown procedure %q", pn)
+		}
+		if seen[proc] {
+			return fmt.Errorf("%s given twice", pn)
+		}
+		seen[proc] = true
+		pct, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(ps), "%"), 64)
+		if err != nil || !(pct >= 0 && pct <= 100) {
+			return fmt.Errorf("share %q of %s is not a percentage in [0, 100]", strings.TrimSpace(ps), pn)
+		}
+		total += pct
+		p.shares = append(p.shares, MixEntry{Proc: proc, Weight: pct / 100})
+	}
+	if len(p.shares) == 0 {
+		return errors.New("no entries")
+	}
+	if total > 100+1e-9 {
+		return fmt.Errorf("the shares sum to %g %%; at most 100", total)
+	}
+	return nil
+}
+
+// applyShares gives the shared operations their fractions and scales the
+// others' weights to fill the rest: w_i' = w_i · (1 − Σ shares) / Σ_{j not shared} w_j.
+func applyShares(mix, shares []MixEntry) ([]MixEntry, error) {
+	set := map[nfs3.Proc]float64{}
+	fixed := 0.0
+	for _, s := range shares {
+		set[s.Proc] = s.Weight
+		fixed += s.Weight
+	}
+	restW := 0.0
+	for _, e := range mix {
+		if _, ok := set[e.Proc]; !ok {
+			restW += e.Weight
+		}
+	}
+	left := 1 - fixed
+	if left < 1e-12 {
+		left = 0
+	}
+	if left > 0 && restW == 0 {
+		return nil, fmt.Errorf("the shares sum to %g %% and the mix has no other operation to take the rest", 100*fixed)
+	}
+	var out []MixEntry
+	for _, e := range mix {
+		if _, ok := set[e.Proc]; !ok && left > 0 {
+			out = append(out, MixEntry{Proc: e.Proc, Weight: e.Weight * left / restW})
+		}
+	}
+	for _, s := range shares {
+		if s.Weight > 0 {
+			out = append(out, s)
+		}
+	}
+	sort.Slice(out, func(a, b int) bool { return out[a].Proc < out[b].Proc })
+	return out, nil
 }
 
 func setRate(p *fileParser, val string) error {

@@ -22,10 +22,13 @@ var tableMix = map[string]map[string]float64{
 	"p2p":        {"lookup": 1, "read": 54, "write": 35, "getattr": 1, "create": 1, "remove": 1, "fsstat": 1, "access": 1, "commit": 5},
 	"mail":       {"lookup": 27, "read": 14, "write": 24, "getattr": 3, "fsstat": 1, "setattr": 4, "access": 3, "commit": 24},
 	"news":       {"lookup": 1, "read": 22, "write": 64, "readdir": 1, "create": 1, "remove": 1, "fsstat": 1, "access": 1, "commit": 8},
+	// not seed 003: SPECstorage 2020 GENOMICS as given in issue 17 item 8 (read 70+2, write 8+1,
+	// stat 12, access 4, create 1, unlink 1, chmod 1)
+	"genomics": {"read": 72, "write": 9, "getattr": 12, "access": 4, "create": 1, "remove": 1, "setattr": 1},
 }
 
 func TestCannedLoad(t *testing.T) {
-	if got := strings.Join(Canned(), " "); got != "specsfs97 web_server web_proxy db_tp p2p mail news" {
+	if got := strings.Join(Canned(), " "); got != "specsfs97 web_server web_proxy db_tp p2p mail news genomics" {
 		t.Fatalf("Canned() = %s", got)
 	}
 	for _, name := range Canned() {
@@ -99,6 +102,97 @@ func TestCannedSizes(t *testing.T) {
 	db, _ := Load("db_tp")
 	if f, d := db.FilesetSize(1000); f != 4 || d != 1 {
 		t.Errorf("db_tp fileset %d %d", f, d)
+	}
+}
+
+// seqShare is the fraction of I/O ops that belong to runs longer than one op:
+// Σ_{L>1} w_L·L / Σ_L w_L·L over the run-length distribution's entries.
+func seqShare(t *testing.T, d dist.Dist) float64 {
+	emp, ok := d.(*dist.Empirical)
+	if !ok {
+		t.Fatalf("run lengths %v: want an empirical distribution", d)
+	}
+	seq, all := 0.0, 0.0
+	for _, e := range emp.Entries() {
+		all += e.Weight * e.Value
+		if e.Value > 1 {
+			seq += e.Weight * e.Value
+		}
+	}
+	return seq / all
+}
+
+// TestGenomicsApproximation: the published shares of sequential and random
+// I/O (70:2 reads, 8:1 writes) and the dominant I/O sizes (128 KiB, 512 KiB).
+func TestGenomicsApproximation(t *testing.T) {
+	w, err := Load("genomics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := seqShare(t, w.SeqRunOps); math.Abs(got-70.0/72) > 1e-12 {
+		t.Errorf("sequential READ share %v, want 70/72", got)
+	}
+	if got := seqShare(t, w.WriteSeqRunOps); math.Abs(got-8.0/9) > 1e-12 {
+		t.Errorf("sequential WRITE share %v, want 8/9", got)
+	}
+	if w.ReadAccess != AccessRandom || w.WriteAccess != AccessRandom {
+		t.Errorf("runs must start at random offsets (a run of 1 is a random I/O): %v %v", w.ReadAccess, w.WriteAccess)
+	}
+	if m := w.ReadSize.(*dist.Empirical).Median(); m != 128<<10 {
+		t.Errorf("median READ size %v, want 128 KiB", m)
+	}
+	if m := w.WriteSize.(*dist.Empirical).Median(); m != 512<<10 {
+		t.Errorf("median WRITE size %v, want 512 KiB", m)
+	}
+	if files, _ := w.FilesetSize(8000); files != 40 {
+		t.Errorf("file set at 8000 ops/s: %d files, want 40", files)
+	}
+}
+
+func TestMixShare(t *testing.T) {
+	dir := t.TempDir()
+	write := func(text string) string {
+		p := filepath.Join(dir, "s.wl")
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	// web_server: lookup 14, read 28, getattr 55, readdir 1, fsstat 1, access 1. read → 40 %:
+	// the other 72 points scale by 60/72.
+	w, err := Load(write("base = web_server\nmix_share = read:40, write:0\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]float64{"read": 40, "lookup": 14 * 60.0 / 72, "getattr": 55 * 60.0 / 72,
+		"readdir": 60.0 / 72, "fsstat": 60.0 / 72, "access": 60.0 / 72}
+	got := w.MixTarget()
+	if len(got) != len(want) {
+		t.Fatalf("mix %v, want %v", got, want)
+	}
+	for op, pct := range want {
+		if math.Abs(got[op]*100-pct) > 1e-9 {
+			t.Errorf("%s = %v %%, want %v %%", op, got[op]*100, pct)
+		}
+	}
+	// a new operation, and the order of mix and mix_share does not matter
+	w, err = Load(write("mix_share = write:25\nmix = getattr:1, read:2\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g := w.MixTarget(); math.Abs(g["write"]-0.25) > 1e-12 || math.Abs(g["read"]-0.5) > 1e-12 || math.Abs(g["getattr"]-0.25) > 1e-12 {
+		t.Errorf("mix %v", g)
+	}
+	for text, msg := range map[string]string{
+		"mix = read:1\nmix_share = read:50\n":           "s.wl:2: mix_share: the shares sum to 50 % and the mix has no other operation",
+		"mix = read:1\nmix_share = read:60, write:50\n": "s.wl:2: mix_share: the shares sum to 110 %; at most 100",
+		"mix = read:1\nmix_share = reed:5\n":            "s.wl:2: mix_share: unknown procedure \"reed\"",
+		"mix = read:1\nmix_share = read:-1\n":           "not a percentage in [0, 100]",
+		"mix = read:1\nmix_share = read:1, read:2\n":    "read given twice",
+	} {
+		if _, err := Load(write(text)); err == nil || !strings.Contains(err.Error(), msg) {
+			t.Errorf("%q: error %v, want %q", text, err, msg)
+		}
 	}
 }
 

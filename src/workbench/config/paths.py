@@ -10,6 +10,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[3]
 FSTRESS = REPO / "bin" / "fstress"
+CANNED_WORKLOADS_DIR = REPO / "loadgen" / "internal" / "workload" / "canned"   # embedded in fstress
 PLAYBOOKS = REPO / "playbooks"
 DAGS = REPO / "dags"
 DEFAULT_INVENTORY = REPO / "inventory" / "local" / "hosts.yml"

@@ -90,5 +90,6 @@ PROFILES["smoke"] = {
 }
 
 
+# genomics: large sequential reads and writes, disk-bound like db
 FAMILY_OF_WORKLOAD = {"web_server": "web", "web_proxy": "web", "db_tp": "db", "mail": "mail",
-                      "news": "mail", "specsfs97": "mail", "p2p": "db"}
+                      "news": "mail", "specsfs97": "mail", "p2p": "db", "genomics": "db"}

@@ -6,7 +6,8 @@ import os
 
 POLICIES = ("linear", "binsearch", "model", "safeguarded", "local")          # load pickers (controller)
 STOP_RULES = ("inside", "overlap", "fit")
-CANNED_WORKLOADS = ("web_server", "web_proxy", "db_tp", "mail", "news", "specsfs97", "p2p")
+CANNED_WORKLOADS = ("web_server", "web_proxy", "db_tp", "mail", "news", "specsfs97", "p2p",
+                    "genomics")                 # genomics: approximates SPECstorage 2020 GENOMICS
 SEED_SOURCES = ("none", "load", "history")
 DESIGNS = ("fullfact", "dopt", "lhs")                               # map_surface designs
 SLOTS = tuple(os.environ.get("WB_SLOTS", "slot1,slot2").split(","))  # inventory groups of the SUT slots

@@ -13,8 +13,9 @@ from typing import Any, Mapping
 from workbench.config.external import (EXTERNAL_PARAMS, external_server, external_text, refuse_server_factors,
                                        server_key)
 from workbench.config.factors import factor_vars, params_schema, with_rules
-from workbench.config.paths import DEFAULT_INVENTORY, rating_dir
+from workbench.config.paths import CANNED_WORKLOADS_DIR, DEFAULT_INVENTORY, rating_dir
 from workbench.config.profiles import PROFILES, resolve_policy
+from workbench.config import workloads
 from workbench.config.vocabulary import CANNED_WORKLOADS, MAX_TRIAL_TASKS, POLICIES, SEED_SOURCES, SLOTS
 from workbench.controller.spec import RatingSpec
 
@@ -25,7 +26,8 @@ MAX_GOALS = 8          # R_sat goals of one rating: r_sat_ms and up to 7 more (g
 # this table and `plan_from_params` checks the same bounds (dag.test and the CLI skip the UI).
 PARAMS: dict[str, dict[str, Any]] = {
     "workload": dict(type="string", enum=list(CANNED_WORKLOADS), default="web_server",
-                     description="fstress workload (seed 003 Table 2)"),
+                     description="fstress workload (seed 003 Table 2; genomics: after SPECstorage 2020)"),
+    **workloads.params_schema(),             # workload_text and the workload factors (config.workloads)
     "profile": dict(type="string", enum=sorted(PROFILES), default="quick",
                     description="defaults for everything left empty: quick (minutes), smoke (tests), standard"),
     "slot": dict(type="string", enum=["auto", *SLOTS], default="auto",
@@ -115,6 +117,8 @@ class RatingPlan:
     inventory: str = field(default_factory=lambda: os.environ.get(
         "WB_INVENTORY", str(DEFAULT_INVENTORY)))   # compose: inventory/compose
     workdir: str = ""              # local working directory ("" = config.paths.rating_dir)
+    workload_factors: dict[str, Any] = field(default_factory=dict)   # config.workloads factors chosen
+    workload_text: str = ""        # the workload fstress runs, as text ("" = `workload` itself)
     external: dict[str, Any] = field(default_factory=dict)   # ExternalServer fields; {} = the slot's SUT
     load_hosts: int = 0            # the slot's first N load hosts share the load (0 = all)
     lease_token: int = 0           # fencing token of the slot's lease (pipeline.leases); 0 = not leased
@@ -132,6 +136,38 @@ class RatingPlan:
     def local_dir(self) -> Path:
         """Playbook runs, fstress JSON and the report's local copy of this rating."""
         return Path(self.workdir) if self.workdir else rating_dir(self.rating_id)
+
+    def workload_file(self, directory: Path | None = None) -> str:
+        """What fstress is given: the canned name, the command line's file, or the workload text
+        written to a file named by its digest in `directory` (default: the local directory's
+        workload/; each worker writes its own copy)."""
+        if not self.workload_text:
+            return self.workload if self.workload in CANNED_WORKLOADS else str(Path(self.workload).resolve())
+        name = f"{Path(self.workload).stem}-{workloads.text_digest(self.workload_text)}.wl"
+        path = (directory or self.local_dir() / "workload") / name
+        if not (path.is_file() and path.read_text() == self.workload_text):
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_suffix(f".tmp{os.getpid()}")
+            tmp.write_text(self.workload_text)
+            tmp.replace(path)
+        return str(path)
+
+    def workload_name(self) -> str:
+        """The workload for a log line: its name, with the workload factors chosen."""
+        chosen = ", ".join(f"{k}={v}" for k, v in self.workload_factors.items())
+        return f"{self.workload} ({chosen})" if chosen else self.workload
+
+    def workload_source(self) -> str:
+        """The text of the workload fstress runs, stored with the rating: the workload text, the
+        canned workload's file, or the command line's file ("" if it cannot be read)."""
+        if self.workload_text:
+            return self.workload_text
+        canned = self.workload in CANNED_WORKLOADS
+        path = CANNED_WORKLOADS_DIR / f"{self.workload}.wl" if canned else Path(self.workload)
+        try:
+            return path.read_text()[:workloads.MAX_TEXT_BYTES]
+        except (OSError, UnicodeDecodeError):
+            return ""
 
     def server_text(self) -> str:
         """What is rated, for a log line: the sample's factors, or the external server."""
@@ -204,6 +240,7 @@ def plan_from_params(params: Mapping[str, Any], rating_id: str, workload_files: 
     for name, value in p.items():
         if not (name == "workload" and workload_files and Path(str(value)).is_file()):
             check_param(name, value)
+    label, text, wfactors = _workload(p, workload_files)
     prof = PROFILES[p["profile"]]
     chosen = {name: p[name] for name in FACTOR_PARAMS}
     try:
@@ -240,12 +277,30 @@ def plan_from_params(params: Mapping[str, Any], rating_id: str, workload_files: 
                          f"runlength + {rs.trial_overhead_s:g} s overhead); at least {one_trial:g}")
     if not rating_id or UNSAFE_ID_CHARS.search(rating_id):
         raise ParamError(f"rating_id {rating_id!r}: only letters, digits, '.', '_' and '-'")
-    return RatingPlan(rating_id=rating_id, workload=p["workload"], profile=p["profile"], slot=p["slot"],
+    return RatingPlan(rating_id=rating_id, workload=label, profile=p["profile"], slot=p["slot"],
+                      workload_text=text, workload_factors=wfactors,
                       factors=factors, spec=spec, warmup_s=float(prof["warmup_s"]),
                       warmup_trial_s=float(prof.get("warmup_trial_s", 0.0)),
                       fileset_rate=float(prof["fileset_rate"]), extravars=dict(prof.get("extravars", {})),
                       seed_source=p["seed_source"], external=external.to_dict() if external else {},
                       load_hosts=int(p["load_hosts"] or 0))
+
+
+def _workload(p: Mapping[str, Any], workload_files: bool) -> tuple[str, str, dict[str, Any]]:
+    """(label, text, factors) of the Params' workload: the canned name (or the command line's file)
+    and "" — or "custom" and the workload_text — with the workload factors rendered in."""
+    factors = {n: p[n] for n in workloads.WORKLOAD_FACTOR_NAMES if p[n] is not None}
+    text = p["workload_text"] if (p["workload_text"] or "").strip() else None     # "": an emptied form field
+    try:
+        if text is not None:
+            text = workloads.check_workload_text(text)
+        elif factors and p["workload"] not in CANNED_WORKLOADS:
+            raise ValueError(f"{', '.join(factors)}: workload factors apply to a canned workload or to "
+                             f"workload_text; write them into the workload file {p['workload']}")
+        rendered = workloads.render_workload(p["workload"], text, factors)
+    except ValueError as e:
+        raise ParamError(str(e)) from None
+    return ("custom" if text is not None else p["workload"]), rendered, factors
 
 
 def with_settings(plan: RatingPlan, *, slot: str | None = None, first_load: float | None = None, warmup_s: float | None = None,
@@ -275,7 +330,8 @@ def resumable_plan(store: Any, plan: RatingPlan, workdir: str | Path) -> RatingP
     if stored is None:
         return plan
     old = RatingPlan.from_dict(stored)
-    differ = [f for f in ("workload", "profile", "slot", "factors", "spec", "inventory", "external", "load_hosts")
+    differ = [f for f in ("workload", "workload_text", "profile", "slot", "factors", "spec", "inventory", "external",
+                          "load_hosts")
               if getattr(old, f) != getattr(plan, f)]
     if differ:
         raise ParamError(f"{store.url(store.rating_key(plan.rating_id, ''))} holds rating {plan.rating_id} "
@@ -298,7 +354,7 @@ def history_seed(store: Any, plan: RatingPlan) -> float | None:
     if df is None or len(df) == 0:
         return None
     rows = df[(df["workload"] == plan.workload) & (df["converged"] == True)  # noqa: E712
-              & (df["server"] == server_key(plan.external))]
+              & (df["server"] == server_key(plan.external)) & (df["workload_text"] == plan.workload_text)]
     for k, v in plan.factors.items():
         if k in rows.columns:
             rows = rows[rows[k] == v]

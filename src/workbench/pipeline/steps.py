@@ -41,7 +41,7 @@ def harness_for(plan: RatingPlan, make: HarnessFactory = AnsibleHarness) -> Harn
     if plan.slot == "auto":
         raise RuntimeError("the plan has no slot yet: lease_slot first")
     spec = plan.rating_spec()
-    return make(slot=plan.slot, inventory=plan.inventory, factors=plan.factors, workload=plan.workload,
+    return make(slot=plan.slot, inventory=plan.inventory, factors=plan.factors, workload=plan.workload_file(),
                 results_dir=plan.local_dir(), warmup_s=plan.warmup_s, fileset_rate=plan.fileset_rate,
                 extravars=plan.extravars, overload_ms=spec.r_sat_ms * (1.0 + spec.width),
                 external=plan.external, load_hosts=plan.load_hosts)
@@ -58,6 +58,8 @@ def provision(plan: RatingPlan, store: Store, make: HarnessFactory = AnsibleHarn
             _teardown_or_raise(plan, make)
             mark_dirty(plan, False)
         store.put_json(store.rating_key(plan.rating_id, "spec.json"), plan.to_dict())
+        store.put_bytes(store.rating_key(plan.rating_id, "workload.wl"), plan.workload_source().encode(),
+                        "text/plain; charset=utf-8")
         h.provision()
     info = json.loads((h.results_dir / "sysinfo.json").read_text())
     store.put_json(store.rating_key(plan.rating_id, "sysinfo.json"), info)
@@ -235,7 +237,8 @@ def summarise_step(plan: RatingPlan, store: Store, validation: Mapping[str, Any]
         res = _unfinished(plan, log, f"not converged: after validation the controller wants "
                                      f"another trial at {d.load_ops_s:g} ops/s ({d.reason})")
     out = res.to_dict()
-    out.update(rating_id=plan.rating_id, workload=plan.workload, slot=plan.slot,
+    out.update(rating_id=plan.rating_id, workload=plan.workload, workload_factors=plan.workload_factors,
+               workload_text=plan.workload_source(), slot=plan.slot,
                factors=plan.factors, external=plan.external, profile=plan.profile, n_excluded_gx=len(excluded),
                finished_unix=time.time())
     seen = [{"n": i, "load_ops_s": t.load_ops_s, "mean_ms": t.mean_ms, "valid": t.valid}      # as decide read them

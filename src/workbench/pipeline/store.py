@@ -257,9 +257,10 @@ class Store(ABC):
                    "ci_lo": ci_lo, "ci_hi": ci_hi, "n_trials": res.get("n_trials"),
                    "cost_s": res.get("cost_s"), "mean_ms_at_peak": res.get("mean_ms_at_peak"),
                    "r_sat_ms": res.get("r_sat_ms"), "reason": res.get("reason"),
-                   "workload": spec.get("workload"), "profile": spec.get("profile"),
+                   "workload": spec.get("workload"), "workload_text": spec.get("workload_text") or "",
+                   "profile": spec.get("profile"),
                    "server": server_key(spec.get("external"))}
-            for f, v in (spec.get("factors") or {}).items():
+            for f, v in {**(spec.get("factors") or {}), **(spec.get("workload_factors") or {})}.items():
                 row.setdefault(f, v)
             rows.append(row)
         return pd.DataFrame(rows)

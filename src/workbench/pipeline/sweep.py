@@ -17,6 +17,7 @@ from analysis.plots import surface_png
 from analysis.report import surface_report_html
 from workbench.config.factors import sweep_factors
 from workbench.config.vocabulary import DESIGNS
+from workbench.config.workloads import WORKLOAD_BY_NAME, WORKLOAD_FACTOR_NAMES
 from workbench.pipeline.plan import ParamError, RatingPlan, check_param, plan_from_params, seeded, strict_json
 from workbench.pipeline.runner import run_rating
 from workbench.pipeline.store import PARQUET_TYPE, Store
@@ -26,12 +27,13 @@ from workbench.planning.doptimal import d_optimal
 from workbench.planning.seeding import nearest_seed, seed_order
 from workbench.stats.rsm import fit_quadratic, mape
 
-NUMERIC_FACTORS = sweep_factors("numeric")
+NUMERIC_FACTORS = sweep_factors("numeric") + WORKLOAD_FACTOR_NAMES     # server, then workload factors
 CATEGORICAL_FACTORS = sweep_factors("categorical")
 MAX_LEVELS = 64               # levels of one factor
 MAX_GRID = 4096               # points of the full grid (fullfact runs them all; dopt chooses among them)
 MAX_SAMPLES = 256             # dopt / lhs n_samples (the DAG's Param bound)
-SWEEP_PARAMS = ("workload", "profile", "policy", "factors", "fixed", "design", "n_samples", "seeding", "seed")
+SWEEP_PARAMS = ("workload", "workload_text", "profile", "policy", "factors", "fixed", "design", "n_samples",
+                "seeding", "seed")
 
 
 def _levels(name: str, lv: Any) -> None:
@@ -61,7 +63,8 @@ def factor_space(levels: Mapping[str, Sequence[Any]]) -> FactorSpace:
             raise ParamError(f"factors: unknown factor {name!r}; numeric: {', '.join(NUMERIC_FACTORS)}; "
                              f"categorical: {', '.join(CATEGORICAL_FACTORS)}")
         _levels(name, lv)
-        out.append(Numeric(name, levels=tuple(lv), integer=True) if name in NUMERIC_FACTORS
+        integer = name not in WORKLOAD_BY_NAME or WORKLOAD_BY_NAME[name].kind is int
+        out.append(Numeric(name, levels=tuple(lv), integer=integer) if name in NUMERIC_FACTORS
                    else Categorical(name, tuple(lv)))
     try:
         return FactorSpace(out)
@@ -117,7 +120,7 @@ def plan_sweep(params: Mapping[str, Any], sweep_id: str) -> dict[str, Any]:
     space = factor_space(params.get("factors") or {})
     design = params.get("design", "fullfact")
     samples = design_samples(space, design, params.get("n_samples"), int(params.get("seed") or 0))
-    base = {k: params[k] for k in ("workload", "profile", "policy") if params.get(k) is not None}
+    base = {k: params[k] for k in ("workload", "workload_text", "profile", "policy") if params.get(k) is not None}
     fixed = dict(params.get("fixed") or {})
     clash = sorted(set(fixed) & set(space.names))
     if clash:

@@ -14,13 +14,16 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import subprocess
+import tempfile
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from workbench.config.factors import BY_NAME, MEMORY_FLOOR_MB, TMPFS_DEFAULT_MB, parse_cpu_list
 from workbench.config.paths import FSTRESS
 from workbench.config.vocabulary import CANNED_WORKLOADS
+from workbench.config.workloads import FACTORS_MARK, WORKLOAD_BY_NAME, text_digest
 from workbench.measure.inventory import InventoryError, host_vars, slot_load_hosts, slot_sut_hosts
 from workbench.pipeline import leases
 from workbench.pipeline.plan import ParamError, RatingPlan, history_seed, plan_from_params, seeded
@@ -185,14 +188,33 @@ def validate_plan(plan: RatingPlan, slots: Sequence[str] | None = None,
     if slots is None:
         slots = tuple(leases.SLOTS) if plan.slot == "auto" else (plan.slot,)
     runs = (runs if runs is not None else check_inventory(plan, slots)) or {_run_vars(plan.extravars)}
-    wl = plan.workload
-    if wl not in CANNED_WORKLOADS:
-        wl = str(Path(wl).resolve())       # a workload file (the command line's)
-    fileset: dict[str, Any] = {}
-    for lag, conns in sorted(runs, key=repr):
-        fileset = fstress_check(wl, plan.fileset_rate, lag, conns)
+    with tempfile.TemporaryDirectory(prefix="wb-check-") as tmp:
+        wl = plan.workload_file(Path(tmp))
+        fileset: dict[str, Any] = {}
+        try:
+            for lag, conns in sorted(runs, key=repr):
+                fileset = fstress_check(wl, plan.fileset_rate, lag, conns)
+        except ParamError as e:
+            raise ParamError(text_error(plan, str(e))) from None
     check_capacity(plan, fileset)
     return fileset
+
+
+def text_error(plan: RatingPlan, msg: str) -> str:
+    """fstress's error on a workload text, naming what the user set: the workload factor(s) of the
+    failing line when render_workload wrote it, else workload_text (with the line's text)."""
+    if not plan.workload_text:
+        return msg
+    m = re.match(rf"workload: \S*{text_digest(plan.workload_text)}\.wl:(\d+): (.*)", msg)
+    if not m:
+        return msg
+    lines, n = plan.workload_text.splitlines(), int(m.group(1))
+    key = lines[n - 1].split("=", 1)[0].strip().lower()
+    rendered = any(ln.startswith(FACTORS_MARK) for ln in lines[:n - 1])
+    names = [f for f in plan.workload_factors if WORKLOAD_BY_NAME[f].key == key]
+    if rendered and names:
+        return f"{', '.join(names)}: {m.group(2)}"
+    return f"workload_text: line {n} {lines[n - 1].strip()!r}: {m.group(2)}"
 
 
 def checked_plan(params: Mapping[str, Any], rating_id: str, store: Any) -> RatingPlan:
@@ -204,7 +226,7 @@ def checked_plan(params: Mapping[str, Any], rating_id: str, store: Any) -> Ratin
         seed = history_seed(store, plan)
         print(f"seed from history: {seed}")
         plan = seeded(plan, seed)
-    print(f"rating {rating_id}: {plan.workload}, {plan.server_text()}, spec {plan.spec}")
+    print(f"rating {rating_id}: {plan.workload_name()}, {plan.server_text()}, spec {plan.spec}")
     return plan
 
 

@@ -62,8 +62,6 @@ CANDIDATES = {  # issue 16 candidates and ablations (not defaults): label -> spe
     "local-noprobe": lambda c: {**local_policy(c, RUNLENGTH_S), "probe_runlength_s": None},
     "local-stopc": lambda c: {**local_policy(c, RUNLENGTH_S), "fit_confidence": c, "fit_ci_confidence": c},
     "local-stopc-report": lambda c: {**local_policy(c, RUNLENGTH_S), "fit_confidence": c},
-    "local-p15": lambda c: {**local_policy(c, RUNLENGTH_S), "probe_runlength_s": RUNLENGTH_S / 4},
-    "local-stopc-p15": lambda c: {**local_policy(c, RUNLENGTH_S), "fit_confidence": c, "probe_runlength_s": RUNLENGTH_S / 4},
 }
 FRONTIER = ((0.95, 0.80), (0.90, 0.80), (0.90, 0.70))   # (c, a) of the frontier rows (0.95, 0.90: the main table)
 PROCESSES = 2              # at most 2 worker processes (a shared 2-core box)

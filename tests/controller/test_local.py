@@ -120,7 +120,7 @@ def test_identical_means_are_no_evidence_under_local():
     assert summarize(spec, same)[0].status == LoadStatus.OPEN
     assert summarize(RatingSpec(), same)[0].status == LoadStatus.PEAK   # other policies unchanged
     # one repeat among three (a knee server past capacity: two trials clamped at 0.05·R) is no
-    # evidence either: without the rule the CI [14.9, 42.5] ms lies below R_sat(1 + s)... and R_sat
+    # evidence either; three distinct means there give the CI [21.0, 36.7] ms, below R_sat
     clamped = [_t(1168.75, math.log(m)) for m in (25.22, 30.69, 30.69)]
     assert summarize(spec, clamped)[0].status == LoadStatus.OPEN
     assert summarize(spec, clamped[:2] + [_t(1168.75, math.log(30.68))])[0].side == -1

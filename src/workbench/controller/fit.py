@@ -125,11 +125,12 @@ def local_fit(loads: Sequence[LoadSummary], r_sat: float, width: float, confiden
               first_effect: bool = True, robust: bool = True,
               report_confidence: float | None = None) -> LocalFit | None:
     """log R = b0 + b1·λ (+ b2·[first valid trial at its load]) by WLS (weights = runlength, [CC]
-    §3.2) over every valid trial of the loads on the curve (`on_curve`) whose median trial mean lies
-    within R_sat/window … window·R_sat, after Bonferroni outlier deletion (`stats.calibration.robust_wls`); λ̂* =
-    (log R_sat − b0)/b1 with its Fieller interval (Draper & Smith §3.2) at `confidence`. The
-    first-trial term (a cache warm-up inflates the first trial at a new load) is fitted only
-    when some load in the window has a second trial; λ* is read off the warm line."""
+    §3.2) over every valid trial of the loads on the curve (`on_curve`) whose median trial mean
+    lies within R_sat/window … window·R_sat, after Bonferroni outlier deletion
+    (`stats.calibration.robust_wls`); λ̂* = (log R_sat − b0)/b1 with its Fieller interval
+    (Draper & Smith §3.2) at `confidence`. The first-trial term (a cache warm-up inflates the first
+    trial at a new load) is fitted only when some load in the window has a second trial; λ* is
+    read off the warm line."""
     near = [s for s in on_curve(loads) if s.n >= 1 and not s.latency_saturated and all(m > 0 for m in s.means)
             and abs(math.log(float(np.median(s.means)) / r_sat)) <= math.log(window)]
     rows = []

@@ -14,7 +14,7 @@ For each server family (``workbench.measure.families``: mm, knee, heavy, cold) �
 ``--frontier P,Q`` adds the in-region / median-cost frontier of policies P, Q when c and a vary.
 
 Usage:  nice -n 19 .venv/bin/python bench/validity.py [--servers 200] [--quick] [--frontier local]
-            [--families mm,knee] [--policies binsearch,local] [--overhead-s 0] [--processes 2]
+            [--families mm,knee] [--policies binsearch,local] [--overhead-s 0] [--processes 2] [--seed 12345]
 
 "local" is the profiles' default since issue 16 (`config.profiles.LOCAL_POLICY`: policy local, stop
 rule fit); "binsearch" (the inside rule) was the default before it and is the reference of "× default".
@@ -40,7 +40,7 @@ from bench.search_cost import md_table  # noqa: E402
 from workbench.controller.decide import find_peak  # noqa: E402
 from workbench.config.profiles import local_policy  # noqa: E402
 from workbench.controller.spec import RatingSpec  # noqa: E402
-from workbench.measure.families import FAMILY_NAMES, family_servers, true_region  # noqa: E402
+from workbench.measure.families import FAMILY_NAMES, STUDY_SEED, family_servers, true_region  # noqa: E402
 
 R_SAT_MS = 40.0            # mean response time threshold of issue 16's study
 WIDTH = 0.10               # s: region R_sat ± 10 %
@@ -61,6 +61,7 @@ CANDIDATES = {  # issue 16 candidates and ablations (not defaults): label -> spe
     "safeguarded+fit": {"policy": "safeguarded", "stop_rule": "fit"},
     "local-noprobe": lambda c: {**local_policy(c, RUNLENGTH_S), "probe_runlength_s": None},
     "local-stopc": lambda c: {**local_policy(c, RUNLENGTH_S), "fit_confidence": c, "fit_ci_confidence": c},
+    "local-stopc-report": lambda c: {**local_policy(c, RUNLENGTH_S), "fit_confidence": c},
 }
 FRONTIER = ((0.95, 0.80), (0.90, 0.80), (0.90, 0.70))   # (c, a) of the frontier rows (0.95, 0.90: the main table)
 PROCESSES = 2              # at most 2 worker processes (a shared 2-core box)
@@ -76,8 +77,8 @@ def spec_for(fields, overhead_s: float, **kw) -> RatingSpec:
 
 
 def _rate_one(args) -> tuple:
-    family, n, i, spec = args
-    srv = family_servers(family, n)[i]
+    family, n, i, spec, seed = args
+    srv = family_servers(family, n, seed)[i]
     res = find_peak(spec, srv.measure)
     lo, hi = true_region(srv, spec.r_sat_ms, spec.width)
     true = srv.true_peak_rate(spec.r_sat_ms)
@@ -88,9 +89,9 @@ def _rate_one(args) -> tuple:
             (m_lo <= true <= m_hi) if math.isfinite(m_lo) and math.isfinite(m_hi) else None)
 
 
-def rate_family(family: str, spec: RatingSpec, n: int, pool=None) -> dict:
-    """Rate n servers of `family` with `spec`; the study's figures for that cell."""
-    jobs = [(family, n, i, spec) for i in range(n)]
+def rate_family(family: str, spec: RatingSpec, n: int, pool=None, seed: int = STUDY_SEED) -> dict:
+    """Rate n servers of `family` (server draws seeded by `seed`) with `spec`; the study's figures for that cell."""
+    jobs = [(family, n, i, spec, seed) for i in range(n)]
     out = pool.map(_rate_one, jobs, chunksize=4) if pool is not None else list(map(_rate_one, jobs))
     ok, cov, conv, fit, costs, trials, widths, model = (list(col) for col in zip(*out))
     fit_stops = sum(fit)
@@ -104,13 +105,13 @@ def rate_family(family: str, spec: RatingSpec, n: int, pool=None) -> dict:
             "model_ci_defined": 100.0 * len(model_def) / n}
 
 
-def run_cells(families, labels, n, overhead_s, spec_kw=None, pool=None) -> list[dict]:
+def run_cells(families, labels, n, overhead_s, spec_kw=None, pool=None, seed: int = STUDY_SEED) -> list[dict]:
     rows = []
     for fam in families:
         for label in labels:
             fields = {**POLICIES, **CANDIDATES}[label]
             t0 = time.perf_counter()
-            r = rate_family(fam, spec_for(fields, overhead_s, **(spec_kw or {})), n, pool)
+            r = rate_family(fam, spec_for(fields, overhead_s, **(spec_kw or {})), n, pool, seed)
             r.update(family=fam, policy=label, wall_s=time.perf_counter() - t0)
             rows.append(r)
             print(f"  {fam:5s} {label:16s} in region {r['in_region']:5.1f} %  CI covers {r['ci_covers']:5.1f} %"
@@ -135,10 +136,10 @@ COLS = [("family", "family"), ("policy", "policy"), ("in region %", "in_region")
         ("model CI covers % (when defined)", "model_ci_covers"), ("model CI defined %", "model_ci_defined")]
 
 
-def frontier(families, labels, n, overhead_s, pool=None) -> list[dict]:
+def frontier(families, labels, n, overhead_s, pool=None, seed: int = STUDY_SEED) -> list[dict]:
     rows = []
     for c, a in FRONTIER:
-        for r in run_cells(families, labels, n, overhead_s, {"confidence": c, "accuracy": a}, pool):
+        for r in run_cells(families, labels, n, overhead_s, {"confidence": c, "accuracy": a}, pool, seed):
             r.update(confidence=c, accuracy=a)
             rows.append(r)
     return rows
@@ -152,6 +153,8 @@ def main(argv=None) -> int:
     ap.add_argument("--policies", default=",".join(POLICIES), help=f"of {', '.join({**POLICIES, **CANDIDATES})}")
     ap.add_argument("--frontier", default="", help="policies (comma-separated) whose (c, a) frontier to add")
     ap.add_argument("--overhead-s", type=float, default=TRIAL_OVERHEAD_S, help="per-trial overhead, s")
+    ap.add_argument("--seed", type=int, default=STUDY_SEED,
+                    help=f"seed of the server draws (default {STUDY_SEED}, the study's; another one checks a change)")
     ap.add_argument("--processes", type=int, default=PROCESSES, help=f"worker processes (at most {PROCESSES})")
     args = ap.parse_args(argv)
     n = 20 if args.quick else args.servers
@@ -162,17 +165,17 @@ def main(argv=None) -> int:
         ap.error(f"unknown policies {unknown}")
     print("$ python " + " ".join(shlex.quote(a) for a in [sys.argv[0], *(argv if argv is not None else sys.argv[1:])]))
     print(f"# validity: {n} servers per family; R_sat {R_SAT_MS} ms, s {WIDTH}, c {CONFIDENCE}, a {ACCURACY}, "
-          f"{RUNLENGTH_S:g} s trials, overhead {args.overhead_s:g} s/trial", flush=True)
+          f"{RUNLENGTH_S:g} s trials, overhead {args.overhead_s:g} s/trial, server seed {args.seed}", flush=True)
     t0 = time.perf_counter()
     cells = labels if DEFAULT_LABEL in labels else [DEFAULT_LABEL, *labels]
     pool = multiprocessing.Pool(max(1, min(PROCESSES, args.processes))) if args.processes > 1 else None
-    rows = run_cells(families, cells, n, args.overhead_s, pool=pool)
+    rows = run_cells(families, cells, n, args.overhead_s, pool=pool, seed=args.seed)
     ref = {r["family"]: r["median_cost_s"] for r in rows if r["policy"] == DEFAULT_LABEL}
     add_ratios(rows, ref)
     print(f"\n## family × policy ({n} servers each; × default = median cost / {DEFAULT_LABEL}'s)\n")
     print(md_table(rows, COLS, FMT))
     if args.frontier and not args.quick:
-        fr = frontier(families, [p for p in args.frontier.split(",") if p], n, args.overhead_s, pool)
+        fr = frontier(families, [p for p in args.frontier.split(",") if p], n, args.overhead_s, pool, args.seed)
         add_ratios(fr, ref)
         print(f"\n## frontier: c and a varied (× default = median cost / {DEFAULT_LABEL}'s at c 0.95, a 0.90)\n")
         print(md_table(fr, [("family", "family"), ("c", "confidence"), ("a", "accuracy"), *COLS[1:6]], FMT))

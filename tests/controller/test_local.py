@@ -10,7 +10,7 @@ from scipy import stats as st
 
 from workbench.config.profiles import PROFILES, local_policy
 from workbench.controller.decide import decide, find_peak
-from workbench.controller.fit import local_fit
+from workbench.controller.fit import FIT_STOP_MIN_TRIALS, local_fit, on_curve
 from workbench.controller.result import _peak_ci
 from workbench.controller.spec import RatingSpec
 from workbench.controller.state import LoadStatus
@@ -119,6 +119,66 @@ def test_identical_means_are_no_evidence_under_local():
     same = [_t(500.0, math.log(39.0)), _t(500.0, math.log(39.0))]
     assert summarize(spec, same)[0].status == LoadStatus.OPEN
     assert summarize(RatingSpec(), same)[0].status == LoadStatus.PEAK   # other policies unchanged
+    # one repeat among three (a knee server past capacity: two trials clamped at 0.05·R) is no
+    # evidence either; three distinct means there give the CI [21.0, 36.7] ms, below R_sat
+    clamped = [_t(1168.75, math.log(m)) for m in (25.22, 30.69, 30.69)]
+    assert summarize(spec, clamped)[0].status == LoadStatus.OPEN
+    assert summarize(spec, clamped[:2] + [_t(1168.75, math.log(30.68))])[0].side == -1
+
+
+def test_far_above_by_the_median_saturates_an_undecided_load():
+    # past capacity trial means swing by orders of magnitude: 16 ms and 570 ms at one load. Its
+    # median (293 ms) is above far_factor·R_sat = 160 ms: saturated, by its median (not confident)
+    spec = RatingSpec(**local_policy(0.95))
+    s = summarize(spec, [_t(2125.0, math.log(16.2)), _t(2125.0, math.log(570.0))])[0]
+    assert (s.status, s.side, s.confident) == (LoadStatus.ABOVE_BY_MEAN, 1, False)
+    # a load in the region with one 5× outlier: median 120 ms < 160 ms, still undecided
+    s = summarize(spec, [_t(900.0, math.log(40.0)), _t(900.0, math.log(200.0))])[0]
+    assert s.status == LoadStatus.OPEN
+    assert summarize(RatingSpec(), [_t(2125.0, math.log(16.2)), _t(2125.0, math.log(570.0))])[0].side == 0
+
+
+def test_monotone_check_reads_medians_not_means():
+    # one 3× outlier at 50 ops/s (mean 12.2 ms, median 7.7 ms) must not keep 200 ops/s (7.3 ms,
+    # tight CI far below R_sat) open: with means it did, and a knee server ran 397 trials there
+    spec = RatingSpec(**local_policy(0.95))
+    trials = [_t(50.0, math.log(m)) for m in (7.73, 21.8, 6.97)]
+    trials += [_t(200.0, math.log(m)) for m in (6.67, 7.67, 6.69, 7.2)]
+    at = {s.load: s for s in summarize(spec, trials)}
+    assert at[200.0].status == LoadStatus.BELOW
+    # a load reading far below a lower load's median still stays open (past capacity)
+    trials += [_t(400.0, math.log(m)) for m in (3.1, 3.3, 3.2, 3.0)]
+    assert {s.load: s for s in summarize(spec, trials)}[400.0].status == LoadStatus.OPEN
+
+
+def test_fit_ignores_loads_reading_below_a_saturated_load_beneath_them():
+    # the line crosses R_sat at 1000; 1030 is saturated (one trial at 500 ms > 4·R_sat); 1050 is
+    # past capacity and its trials read ~45 ms, below 1030's: not on the curve, not in the fit
+    rng = np.random.default_rng(5)
+    spec = RatingSpec(**local_policy(0.95))
+    trials = [_t(x, B0 + B1 * x + rng.normal(0, 0.03)) for x in (980.0, 1000.0, 1020.0) for _ in range(4)]
+    trials += [_t(1030.0, math.log(500.0))] + [_t(1050.0, math.log(m)) for m in (44.0, 47.0, 45.5)]
+    loads = summarize(spec, trials)
+    assert [s.side for s in loads if s.load == 1030.0] == [1]
+    fit = local_fit(loads, 40.0, 0.1, 0.95)
+    assert fit.loads == (980.0, 1000.0, 1020.0)
+    assert fit.peak_rate == pytest.approx(1000.0, abs=5.0)
+    # a load above a saturated one that reads higher is on the curve: it stays
+    trials[-3:] = [_t(1050.0, math.log(m)) for m in (700.0, 650.0, 720.0)]
+    assert on_curve(summarize(spec, trials))[-1].load == 1050.0
+
+
+def test_fit_does_not_stop_a_rating_on_few_trials():
+    # 2 trials ±6 % at each of 5 loads (every load's own CI is wide): the fit of 10 trials is
+    # inside at once, but it may stop the rating only from FIT_STOP_MIN_TRIALS = 12 trials on
+    def at(xs):
+        return [_t(x, B0 + B1 * x + d * (-1) ** i) for i, x in enumerate(xs) for d in (0.06, -0.06)]
+    base = dict(policy="local", stop_rule="fit", max_trials_per_load=1000)
+    trials = at(np.linspace(972.0, 1028.0, 5))
+    fit = local_fit(summarize(RatingSpec(**base), trials), 40.0, 0.1, 0.95)
+    assert fit.level_inside and fit.n_trials == 10 < FIT_STOP_MIN_TRIALS
+    assert not hasattr(decide(RatingSpec(**base), trials), "result")
+    assert decide(RatingSpec(**base), at(np.linspace(972.0, 1028.0, 6))).result.reason.startswith("fit:")
 
 
 def test_latency_bound_needs_confidence():

@@ -33,7 +33,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
-from workbench.controller.fit import LOCAL_WINDOW, fit_peak, local_fit
+from workbench.controller.fit import FIT_STOP_MIN_TRIALS, LOCAL_WINDOW, fit_peak, local_fit
 from workbench.controller.local import Local
 from workbench.controller.pickers import Binsearch, Linear, Model, Picker
 from workbench.controller.result import PeakResult, result_of
@@ -104,6 +104,8 @@ def _stop_now(spec: RatingSpec, r_sat: float, loads: list[LoadSummary]) -> tuple
                            report_confidence=spec.fit_ci_confidence or spec.confidence)
             if lf is not None and spec.accuracy > 1.0 - spec.width and _accuracy(*lf.level_ci) < spec.accuracy:
                 lf = None    # Eq. 2 on the fitted mean's CI (a CI inside [R_sat ± s] has accuracy ≥ 1 − s)
+            if lf is not None and lf.n_trials < FIT_STOP_MIN_TRIALS:
+                lf = None    # σ̂ on < 10 residual df: a look at a fluke-small σ̂ would stop the rating
             if lf is not None and not lf.inside and lf.level_inside:
                 return (True, f"fit: mean at λ̂* {lf.peak_rate:.5g} CI [{lf.level_ci[0]:.4g}, {lf.level_ci[1]:.4g}] ms "
                               f"inside the peak-rate region ({lf.n_trials} trials at {len(lf.loads)} loads)",

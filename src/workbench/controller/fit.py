@@ -68,6 +68,7 @@ def fit_peak(loads: Sequence[LoadSummary], r_sat: float, width: float, confidenc
 
 LOCAL_WINDOW = 2.0         # loads whose median trial lies within R_sat/2 … 2·R_sat enter the local fit
 LOCAL_MIN_TRIALS = 8       # valid trials in the window before the local fit exists
+FIT_STOP_MIN_TRIALS = 12   # trials kept in the local fit before it may stop a rating (≥ 9 residual df)
 
 
 @dataclass(frozen=True)
@@ -109,17 +110,28 @@ class LocalFit:
         return FitPeak(self.peak_rate, self.ci, self.region, self.n_trials, self.loads)
 
 
+def on_curve(loads: Sequence[LoadSummary]) -> list[LoadSummary]:
+    """The loads whose median trial does not contradict a saturated load below them. R(λ) is
+    monotone, so a load above a saturated one reads at least as high; one that reads lower is past
+    capacity, where a trial reads a transient (the noise of a growing queue can put it anywhere,
+    R_sat included), and a fit through it would place λ* past capacity."""
+    med = {id(s): float(np.median(s.means)) if s.means else s.mean for s in loads}
+    sat = [s for s in loads if s.side > 0]
+    return [s for s in loads if not any(t.load < s.load and med[id(t)] > med[id(s)] for t in sat)]
+
+
 def local_fit(loads: Sequence[LoadSummary], r_sat: float, width: float, confidence: float,
               window: float = LOCAL_WINDOW, min_trials: int = LOCAL_MIN_TRIALS,
               first_effect: bool = True, robust: bool = True,
               report_confidence: float | None = None) -> LocalFit | None:
     """log R = b0 + b1·λ (+ b2·[first valid trial at its load]) by WLS (weights = runlength, [CC]
-    §3.2) over every valid trial of the loads whose median trial mean lies within R_sat/window …
-    window·R_sat, after Bonferroni outlier deletion (`stats.calibration.robust_wls`); λ̂* =
-    (log R_sat − b0)/b1 with its Fieller interval (Draper & Smith §3.2) at `confidence`. The
-    first-trial term (a cache warm-up inflates the first trial at a new load) is fitted only
-    when some load in the window has a second trial; λ* is read off the warm line."""
-    near = [s for s in loads if s.n >= 1 and not s.latency_saturated and all(m > 0 for m in s.means)
+    §3.2) over every valid trial of the loads on the curve (`on_curve`) whose median trial mean
+    lies within R_sat/window … window·R_sat, after Bonferroni outlier deletion
+    (`stats.calibration.robust_wls`); λ̂* = (log R_sat − b0)/b1 with its Fieller interval
+    (Draper & Smith §3.2) at `confidence`. The first-trial term (a cache warm-up inflates the first
+    trial at a new load) is fitted only when some load in the window has a second trial; λ* is
+    read off the warm line."""
+    near = [s for s in on_curve(loads) if s.n >= 1 and not s.latency_saturated and all(m > 0 for m in s.means)
             and abs(math.log(float(np.median(s.means)) / r_sat)) <= math.log(window)]
     rows = []
     for s in near:

@@ -84,6 +84,11 @@ def _classify(spec: RatingSpec, r_sat: float, n: int, ci: MeanCI, lat: float,
             # accurate, straddling a region edge and R_sat: fitting it inside would take many
             # trials; a load nearer R_sat is cheaper. Classified by its mean (not confident).
             return (LoadStatus.BELOW_BY_MEAN, -1, False) if ci.mean < r_sat else (LoadStatus.ABOVE_BY_MEAN, +1, False)
+    if spec.far_factor is not None and median_ms > r_sat * spec.far_factor:
+        # undecided, but half its trials read above far_factor·R_sat: past capacity (a queue's
+        # transient swings trial means by orders of magnitude), and no number of trials will put
+        # it in the region. Saturated by its median (not confident; never a bound of the λ* CI)
+        return LoadStatus.ABOVE_BY_MEAN, +1, False
     if n >= spec.max_trials_per_load:
         # Not confident: classify by the median trial mean, not the mean. One cold-start outlier
         # (316 ms among 0.25 ms trials) must not flip the side; with n this small Auto-pilot's
@@ -109,9 +114,10 @@ def summarize(spec: RatingSpec, trials: Sequence[TrialResult],
         rls = tuple(float(t.runlength_s) for t in valid)
         w = None if len(set(rls)) <= 1 else rls
         ci = mean_ci(means, spec.confidence, weights=w) if valid else mean_ci([], spec.confidence)
-        if spec.policy == "local" and len(means) >= 2 and max(means) == min(means):
-            # identical trial means: a continuous measurement never repeats exactly (a clamped or
-            # quantised reading); a zero sample variance is no evidence of precision
+        if spec.policy == "local" and len(set(means)) < len(means):
+            # a repeated trial mean: a continuous measurement never repeats exactly (a clamped or
+            # quantised reading: past capacity the simulated families clamp a trial at 0.05·R);
+            # such a sample is no evidence of precision, nor of the load's side
             ci = MeanCI(ci.mean, -math.inf, math.inf, ci.n, math.nan, math.inf)
         lats = [_lat_value(spec, t) for t in valid]
         if any(math.isinf(v) for v in lats):
@@ -144,15 +150,18 @@ MONOTONE_FACTOR = 1.5   # policy "local": a load reading this much below a lower
 
 
 def _monotone_check(loads: list[LoadSummary]) -> list[LoadSummary]:
-    """R(λ) is monotone: a load classified unsaturated whose mean is below 1/MONOTONE_FACTOR of the
-    mean at a lower load (with ≥ 2 trials) contradicts it — past capacity a trial's noise can read
-    far below R_sat — so it stays open (more trials) instead of raising the bracket's low end."""
+    """R(λ) is monotone: a load classified unsaturated whose median trial is below 1/MONOTONE_FACTOR
+    of the median at a lower load (with ≥ 2 trials) contradicts it — past capacity a trial's noise
+    can read far below R_sat — so it stays open (more trials) instead of raising the bracket's low
+    end. Medians, not means: one outlier trial at a lower load must not keep every load above it
+    open for ever (a knee server sampled 200 ops/s 397 times behind one 3× outlier at 50 ops/s)."""
     out, run_max = [], 0.0
     for s in sorted(loads, key=lambda s: s.load):
-        if s.side < 0 and s.mean * MONOTONE_FACTOR < run_max:
+        med = float(np.median(s.means)) if s.means else s.mean
+        if s.side < 0 and med * MONOTONE_FACTOR < run_max:
             s = dataclasses.replace(s, status=LoadStatus.OPEN, side=0, confident=False)
-        elif s.n >= 2 and math.isfinite(s.mean):
-            run_max = max(run_max, s.mean)
+        elif s.n >= 2 and math.isfinite(med):
+            run_max = max(run_max, med)
         out.append(s)
     return out
 

@@ -334,9 +334,8 @@ def rating_report_html(spec: Mapping[str, Any], result: Mapping[str, Any],
                         _num(r["p99_ms"], ".3g"), _num(r["time_pct"], ".1f")] for r in ops])
                if ops else '<p class="muted">no valid trial with per-op data</p>')
     goals = goal_rows(result)
-    goals_html = "<h2>Goals: one search, one trial log</h2>" + _table(GOAL_HEADERS, goals, left=(6,)) if goals else ""
     body = "".join([
-        *head, goals_html,
+        *head, *(["<h2>Goals: one search, one trial log</h2>", _table(GOAL_HEADERS, goals, left=(6,))] if goals else []),
         "<h2>Warnings</h2>", _warnings_html(result),
         "<h2>Plots</h2>", _plots_html(plots),
         f"<h2>Per-operation breakdown at {_num(near)} ops/s (load nearest λ*)</h2>", op_html,

@@ -131,7 +131,7 @@ def test_cli_rate_with_fake_harness_writes_results(tmp_path, capsys, private_lea
         return AnsibleHarness(runner=fake, **kw)
 
     args = cli._parser().parse_args(["rate", "--out", str(tmp_path), "--profile", "quick", "--quiet",
-                                     "--r-sat-ms", "40,20,80"])
+                                     "--r-sat-ms", "40,20,80", "--budget-s", "600"])
     rc = cli.cmd_rate(args, harness_factory=factory)
     out = capsys.readouterr().out
     assert rc == 0 and "peak rate λ*" in out

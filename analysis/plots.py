@@ -20,6 +20,7 @@ import numpy as np  # noqa: E402
 from hdrh.histogram import HdrHistogram  # noqa: E402
 from matplotlib.backends.backend_agg import FigureCanvasAgg  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
+from matplotlib.ticker import MaxNLocator  # noqa: E402
 
 from workbench.controller.trial import record_outcome  # noqa: E402
 from workbench.stats.intervals import mean_ci, region  # noqa: E402
@@ -337,9 +338,11 @@ def mape_png(by_samples: Sequence[Sequence[Any]], target_pct: float | None = Non
         _message(ax, "LOO MAPE undefined: no more samples than model terms")
     if _finite(target_pct):
         ax.axhline(float(target_pct), color=_ACCENT, ls="--", label=f"target {float(target_pct):g} %")
-    for n, m in by_samples:
-        if not _finite(m):
-            ax.axvline(int(n), color="0.8", lw=0.8)       # a round whose LOO was undefined
+    undefined = [int(n) for n, m in by_samples if not _finite(m)]
+    for j, n in enumerate(undefined):                 # rounds with no more samples than model terms
+        ax.axvline(n, color="0.75", lw=1.0, label="LOO undefined" if j == 0 else None)
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.set_ylim(bottom=0)
     ax.set_xlabel("samples rated")
     ax.set_ylabel("LOO MAPE of λ* (%)")
     ax.set_title("Active design: model error against samples")

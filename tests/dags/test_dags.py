@@ -72,7 +72,6 @@ def test_decide_skips_the_whole_rest_of_the_chain_at_once():
     assert [t for t, _ in go.value.tasks] == ["done_3"]
 
 
-@SLOT1             # beside rate_peak's dag.test: one `airflow db migrate` for both (no slot used)
 @pytest.mark.timeout(300)
 def test_map_surface_grows_an_active_design_round_by_round_then_skips_the_rest(airflow_env, monkeypatch):
     """The unrolled rounds under dag.test, ratings answered by the simulated web surface (the sweep's

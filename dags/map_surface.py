@@ -20,7 +20,8 @@ round at once; else round_{k+1} with the `batch` grid samples of largest predict
 (the D-optimal augmentation). One-shot designs (fullfact, dopt, lhs) are round 0 and done_0.
 
 **Budget and deadline** (every design): `sweep_budget_s` bounds the ratings' summed cost (runlengths
-+ trial overheads, as a rating's budget_s): a round starts only as many ratings as the rest pays
++ trial overheads: the controller's account, which a rating's budget_s caps; the measured wall time,
+with provisioning, is reported beside it): a round starts only as many ratings as the rest pays
 for at their own budget_s, the last one getting what is left. No rating starts after `deadline`
 (an interrupted one resumes); no round is planned after it. The report gives why the sweep stopped
 and, for the active design, LOO MAPE against samples.

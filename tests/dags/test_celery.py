@@ -167,7 +167,7 @@ def test_samples_run_at_once_on_two_workers_and_a_killed_one_s_resumes_each_tria
     assert states["done_0"] == "success" and states["fit_surface"] == "success", states
     assert all(states[f"{t}_{k}"] == "skipped" for k in range(1, 6) for t in ("round", "next", "done")), states
     model = store.get_json(f"surfaces/{sid}/model.json")
-    assert model["n_samples"] == 2 and model["stopped"] == decision["reason"] and model["cost_s"] <= 240, model
+    assert model["n_samples"] == 2 and model["stopped"] == decision["reason"] and model["cost_spec_s"] <= 240, model
     page = store.get_bytes(f"surfaces/{sid}/report.html").decode()
     assert all(f'href="../../ratings/{r["rating_id"]}/report.html"' in page for r in rows)
     assert "deadline passed after 2 samples" in page and "mape_vs_samples.png" in page

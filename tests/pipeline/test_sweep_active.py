@@ -68,7 +68,7 @@ def test_the_sweep_budget_cuts_a_one_shot_design_and_pays_every_rating_from_it(s
     assert ds == [{**ds[0], "done": True, "items": [],
                    "reason": "one-shot design: 2 of 12 samples rated; 10 not paid by the sweep budget"}]
     summary = sweep.finish_sweep(store, "sw")
-    assert summary["cost_s"] == 100.0 <= 250.0 and summary["not_rated"] == 10
+    assert summary["cost_spec_s"] == 100.0 <= 250.0 and summary["cost_s"] == 160.0 and summary["not_rated"] == 10
     # active: the start set is cut to its D-optimal 2 (opposite corners), then each round buys one
     # more rating from what is left: 150 s → 120, 100 s → the rest, 50 s → the rest
     ds = _sweep(store, {**ACTIVE, "sweep_budget_s": 250.0}, "sw2")

@@ -4,8 +4,9 @@ map_surface: factors + levels → a design (pydoe: full factorial, D-optimal n o
 a D-optimal start grown a batch a round, planning.active) → samples in seeding order → one rating
 per sample (``run_rating``), each seeded from the nearest finished sample (seed 000 §5.4) → after
 each round a decision (rounds/<k>.json: LOO MAPE, more samples or done) → quadratic RSM fit with
-MAPE (LOO, and in-sample on a full factorial) → report. A sweep budget (Σ rating cost) and a
-deadline bound every design. Everything lives under ``surfaces/<sweep_id>/`` in the store.
+MAPE (LOO, and in-sample on a full factorial) → report. A sweep budget (Σ of the ratings' cost in
+the controller's account, cost_spec_s, which each rating's budget_s caps) and a deadline bound
+every design. Everything lives under ``surfaces/<sweep_id>/`` in the store.
 """
 from __future__ import annotations
 
@@ -233,7 +234,7 @@ def rate_sample(store: Store, sweep: Mapping[str, Any], item: Mapping[str, Any],
     res = run_rating(plan, store, log=log)
     row = strict_json({"i": item["i"], "sample": item["sample"], "rating_id": plan.rating_id, "seed_load": seed,
            "peak_rate": res["peak_rate"], "converged": res["converged"], "n_trials": res["n_trials"],
-           "cost_s": res["cost_s"], "bracket": res["bracket"], "peak_rate_ci": res["peak_rate_ci"],
+           "cost_s": res["cost_s"], "cost_spec_s": res.get("cost_spec_s", res["cost_s"]), "bracket": res["bracket"], "peak_rate_ci": res["peak_rate_ci"],
            "reason": res["reason"]})
     store.put_json(key, row)
     return row
@@ -288,7 +289,7 @@ def decide_round(store: Store, sweep_id: str, k: int, now_s: float | None = None
     items = sample_items(plan, d.samples, n_items, d.budget_each_s)
     validate_plans([RatingPlan.from_dict(it["plan"]) for it in items], "sample")
     out = strict_json({"round": k, "done": d.done, "reason": reason, "n_samples": d.n_samples,
-                       "mape_loo_pct": d.mape_loo_pct, "cost_s": sum(float(r.get("cost_s") or 0) for r in rows),
+                       "mape_loo_pct": d.mape_loo_pct, "cost_spec_s": active.spent_s(rows),
                        "items": items})
     store.put_json(key, out)
     mape_text = "undefined" if d.mape_loo_pct is None else f"{d.mape_loo_pct:.3g} %"
@@ -367,7 +368,8 @@ def finish_sweep(store: Store, sweep_id: str, rows: Sequence[Mapping[str, Any]] 
     model, summary = fit_surface(plan, rows)
     history = rounds(store, sweep_id)
     summary.update(design=plan["design"], stopped=history[-1]["reason"] if history else None,
-                   cost_s=sum(float(r.get("cost_s") or 0.0) for r in rows), sweep_budget_s=plan.get("sweep_budget_s"),
+                   cost_s=sum(float(r.get("cost_s") or 0.0) for r in rows), cost_spec_s=active.spent_s(rows),
+                   sweep_budget_s=plan.get("sweep_budget_s"),
                    mape_target_pct=plan.get("mape_target_pct") if plan["design"] == "active" else None,
                    mape_by_samples=[[h["n_samples"], h["mape_loo_pct"]] for h in history],
                    not_rated=len(plan.get("unrated") or []) + len(skipped))

@@ -110,6 +110,12 @@ def budget_split(remaining_s: float, rating_budget_s: float, floor_s: float, wan
     return m, (min(rating_budget_s, remaining_s / m) if m else 0.0)
 
 
+def spent_s(rows: Sequence[Mapping[str, Any]]) -> float:
+    """Σ cost of the rated samples in the controller's account (cost_spec_s: runlengths + trial
+    overheads, what a rating's budget_s caps; cost_s where it is not given)."""
+    return sum(float(r.get("cost_spec_s", r.get("cost_s")) or 0.0) for r in rows)
+
+
 @dataclass(frozen=True)
 class Settings:
     """The active design's stopping rule and round shape."""
@@ -118,7 +124,7 @@ class Settings:
     batch: int = 1
     degree: int = 2
     max_rounds: int = 6
-    budget_s: float = math.inf            # Σ rating cost (runlengths + overheads) of the sweep
+    budget_s: float = math.inf            # Σ rating cost of the sweep in the controller's account (spent_s)
     deadline_s: float = math.inf          # epoch seconds: no rating starts, no round is planned after it
 
 
@@ -136,7 +142,7 @@ class Round:
 
 def next_round(space: FactorSpace, grid: Sequence[Sample], rows: Sequence[Mapping[str, Any]], k: int,
                st: Settings, now_s: float, rating_budget_s: float, floor_s: float) -> Round:
-    """After round k (rows: the rated samples, each with sample, peak_rate, cost_s): stop or go on."""
+    """After round k (rows: the rated samples, each with sample, peak_rate, cost_spec_s): stop or go on."""
     samples = [r["sample"] for r in rows]
     y = [float(r["peak_rate"]) for r in rows]
     m = loo_mape_pct(space, samples, y, st.degree)
@@ -155,7 +161,7 @@ def next_round(space: FactorSpace, grid: Sequence[Sample], rows: Sequence[Mappin
         return stop(f"every one of the {len(grid)} grid samples rated")
     if k + 1 >= st.max_rounds:
         return stop(f"all {st.max_rounds} rounds run ({n} samples)")
-    spent = sum(float(r.get("cost_s") or 0.0) for r in rows)
+    spent = spent_s(rows)
     take, each = budget_split(st.budget_s - spent, rating_budget_s, floor_s, min(st.batch, left))
     if take == 0:
         return stop(f"budget end: {spent:.0f} s of {st.budget_s:g} s spent after {n} samples")

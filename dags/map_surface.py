@@ -71,6 +71,7 @@ def decide(k: int):
         return f"done_{k}" if d["done"] else f"round_{k + 1}"
     return fn
 
+
 with DAG(
     dag_id="map_surface",
     description="Response surface of λ* over workload/resource/configuration factors (Cutting Corners §5)",

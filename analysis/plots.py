@@ -20,6 +20,7 @@ import numpy as np  # noqa: E402
 from hdrh.histogram import HdrHistogram  # noqa: E402
 from matplotlib.backends.backend_agg import FigureCanvasAgg  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
+from matplotlib.ticker import MaxNLocator  # noqa: E402
 
 from workbench.controller.result import goal_results  # noqa: E402
 from workbench.controller.trial import record_outcome  # noqa: E402
@@ -27,7 +28,7 @@ from workbench.stats.intervals import mean_ci, region  # noqa: E402
 
 __all__ = [
     "HDR_UNIT_MS", "rating_spec", "load_summary", "merge_histograms", "latency_cdf", "cdf_trials",
-    "latency_vs_load_png", "search_trace_png", "latency_cdf_png", "surface_png", "history_png",
+    "latency_vs_load_png", "search_trace_png", "latency_cdf_png", "surface_png", "history_png", "mape_png",
 ]
 
 HDR_UNIT_MS = 1e-3            # fstress HDR histogram values are microseconds
@@ -344,6 +345,31 @@ def surface_png(points_df: Any, factor_x: str, factor_y: str, fit: Any = None, *
     ax.set_xlabel(factor_x)
     ax.set_ylabel(factor_y)
     ax.set_title(f"{value} over {factor_x} × {factor_y}" + (" (points: measured)" if fit is not None else ""))
+    fig.tight_layout()
+    return _png(fig)
+
+
+def mape_png(by_samples: Sequence[Sequence[Any]], target_pct: float | None = None) -> bytes:
+    """Leave-one-out MAPE (%) of the surface model against the number of samples, one point per round
+    of an active design ([n, mape or None]: None while LOO is undefined), with the target as a line."""
+    pts = [(int(n), float(m)) for n, m in by_samples if _finite(m)]
+    fig = _figure()
+    ax = fig.add_subplot()
+    if pts:
+        ax.plot([n for n, _ in pts], [m for _, m in pts], "o-", color=_VALID, label="LOO MAPE")
+    else:
+        _message(ax, "LOO MAPE undefined: no more samples than model terms")
+    if _finite(target_pct):
+        ax.axhline(float(target_pct), color=_ACCENT, ls="--", label=f"target {float(target_pct):g} %")
+    undefined = [int(n) for n, m in by_samples if not _finite(m)]
+    for j, n in enumerate(undefined):                 # rounds with no more samples than model terms
+        ax.axvline(n, color="0.75", lw=1.0, label="LOO undefined" if j == 0 else None)
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.set_ylim(bottom=0)
+    ax.set_xlabel("samples rated")
+    ax.set_ylabel("LOO MAPE of λ* (%)")
+    ax.set_title("Active design: model error against samples")
+    ax.legend(loc="best")
     fig.tight_layout()
     return _png(fig)
 

@@ -1,31 +1,76 @@
 """map_surface — λ* over a factor space: designed samples, one rating each, a quadratic model.
 
-    plan_samples → rate_sample[i] (mapped; ≤ 2 at once, pool workbench_sut) → fit_surface → report
+    plan_samples → rate_sample_0[i] → next_0 ─┬→ round_1 → rate_sample_1[i] → next_1 ─┬→ round_2 → …
+                                              └→ done_0 ─┐                           └→ done_1 ─┐
+    … → next_5 → done_5 ─────────────────────────────────┴──────────────────────────────────────┴→ fit_surface
 
-plan_samples builds the design with pydoe (full factorial, D-optimal n of the grid, LHS) and orders
-the samples so each can be seeded from a near finished one; every sample goes through the validation
-pass (pipeline.validation) before anything is stored or provisioned. Each rate_sample runs a whole rating in
-its task (the per-trial branch loop stays in rate_peak: Airflow 3.3.2 ignores branch skips inside
-mapped task groups, apache/airflow#67265) and seeds from the nearest sample finished so far.
+plan_samples builds the design with pydoe (full factorial, D-optimal n of the grid, LHS, or
+active) and orders the samples so each can be seeded from a near finished one; every sample goes
+through the validation pass (pipeline.validation) before anything is stored or provisioned. Each
+rate_sample_k[i] (mapped; ≤ 2 at once, pool workbench_sut) runs a whole rating in its task (the
+per-trial branch loop stays in rate_peak: Airflow 3.3.2 ignores branch skips inside mapped task
+groups, apache/airflow#67265) and seeds from the nearest sample finished so far.
+
+**Rounds.** A DAG is acyclic, so the active design's loop is unrolled into MAX_ROUNDS rounds. After
+round k, next_k (a branch in the plain DAG, where skips work) reads the rated samples from the
+store, fits the model and decides (planning.active, stored at rounds/<k>.json so a retry decides
+the same): done_k when the leave-one-out MAPE reaches `mape_target_pct`, the sweep budget or the
+deadline is spent, every grid sample is rated or the last round ran — it then skips every later
+round at once; else round_{k+1} with the `batch` grid samples of largest prediction variance
+(the D-optimal augmentation). One-shot designs (fullfact, dopt, lhs) are round 0 and done_0.
+
+**Budget and deadline** (every design): `sweep_budget_s` bounds the ratings' summed cost (runlengths
++ trial overheads: the controller's account, which a rating's budget_s caps; the measured wall time,
+with provisioning, is reported beside it): a round starts only as many ratings as the rest pays
+for at their own budget_s, the last one getting what is left. No rating starts after `deadline`
+(an interrupted one resumes); no round is planned after it. The report gives why the sweep stopped
+and, for the active design, LOO MAPE against samples.
 """
 from __future__ import annotations
 
 import datetime as dt
 
+from airflow.providers.common.compat.sdk import DownstreamTasksSkipped
+from airflow.providers.standard.operators.empty import EmptyOperator
+from airflow.providers.standard.operators.python import BranchPythonOperator
+from airflow.providers.standard.utils.skipmixin import XCOM_SKIPMIXIN_FOLLOWED, XCOM_SKIPMIXIN_KEY
 from airflow.sdk import DAG, Param, task
 from airflow.sdk.exceptions import AirflowFailException
 
 from workbench import pipeline
-from workbench.config.vocabulary import DESIGNS, SLOTS
+from workbench.config.vocabulary import DESIGNS, MAX_ROUNDS, SLOTS
 from workbench.pipeline import sweep
 from workbench.pipeline.notify import RunNotifier
 from workbench.pipeline.runner import RATING_TIMEOUT_S
 
 POOL = "workbench_sut"
+R = MAX_ROUNDS
 
 
 def _sweep_id(dag_run) -> str:
     return pipeline.rating_id_for(dag_run.dag_id, dag_run.run_id)
+
+
+class RoundBranch(BranchPythonOperator):
+    """next_k. On done_k it skips every later round's tasks at once; the plain branch skips only
+    round_{k+1}, and the skip then cascades one level per scheduler loop (~1 s each, 4 a round)."""
+
+    def skip_all_except(self, ti, branch_task_ids):
+        k = int(self.task_id.rsplit("_", 1)[1])
+        followed = [branch_task_ids] if isinstance(branch_task_ids, str) else list(branch_task_ids or [])
+        if followed != [f"done_{k}"]:
+            return super().skip_all_except(ti, followed)
+        rest = [f"{t}_{j}" for j in range(k + 1, R) for t in ("round", "rate_sample", "next", "done")]
+        ti.xcom_push(key=XCOM_SKIPMIXIN_KEY, value={XCOM_SKIPMIXIN_FOLLOWED: [f"done_{k}"]})
+        raise DownstreamTasksSkipped(tasks=[(t, -1) for t in rest])
+
+
+def decide(k: int):
+    def fn(dag_run, **_):
+        d = sweep.decide_round(pipeline.open_store(), _sweep_id(dag_run), k)
+        return f"done_{k}" if d["done"] else f"round_{k + 1}"
+    return fn
+
 
 with DAG(
     dag_id="map_surface",
@@ -44,10 +89,20 @@ with DAG(
                                      + "; categorical: " + ", ".join(sweep.CATEGORICAL_FACTORS)),
         "fixed": Param({}, type="object", description="other factors held fixed, e.g. {\"fs\": \"xfs\"}"),
         "design": Param("fullfact", type="string", enum=list(DESIGNS),
-                        description="fullfact, dopt (D-optimal n_samples of the grid) or lhs"),
+                        description="fullfact, dopt (D-optimal n_samples of the grid), lhs, or active (rounds "
+                                    "until the MAPE target)"),
         "n_samples": Param(None, type=["null", "integer"], minimum=1, maximum=256,
-                           description="samples for dopt / lhs"),
+                           description="samples for dopt / lhs; active: the start set (default terms + 1)"),
         "seeding": Param(True, type="boolean", description="seed each rating from the nearest finished sample"),
+        "mape_target_pct": Param(10.0, type="number", minimum=0.1, maximum=100,
+                                 description="active: stop when the leave-one-out MAPE of λ* is at most this (%)"),
+        "batch": Param(1, type="integer", minimum=1, maximum=sweep.MAX_BATCH,
+                       description="active: samples added a round (up to the slots for parallel ratings)"),
+        "degree": Param(2, type="integer", enum=[1, 2], description="model: 2 quadratic (seed 000 §5.5), 1 planar"),
+        "sweep_budget_s": Param(None, type=["null", "number"], minimum=10,
+                                description="every design: Σ cost of the ratings (runlengths + overheads, s)"),
+        "deadline": Param(None, type=["null", "string"],
+                          description="every design: no rating starts after this UTC time (ISO 8601)"),
     },
     tags=["workbench"],
     doc_md=__doc__,
@@ -61,13 +116,32 @@ with DAG(
         except pipeline.ParamError as e:
             raise AirflowFailException(f"bad parameters: {e}") from None
 
-    @task(pool=POOL, max_active_tis_per_dagrun=len(SLOTS), retries=1,
-          retry_delay=dt.timedelta(seconds=10), execution_timeout=dt.timedelta(seconds=RATING_TIMEOUT_S))
-    def rate_sample(job):
-        return sweep.rate_sample(pipeline.open_store(), job["sweep"], job["item"])
+    def rate_sample(k: int):
+        @task(task_id=f"rate_sample_{k}", pool=POOL, max_active_tis_per_dagrun=len(SLOTS), retries=1,
+              retry_delay=dt.timedelta(seconds=10), execution_timeout=dt.timedelta(seconds=RATING_TIMEOUT_S))
+        def fn(job):
+            return sweep.rate_sample(pipeline.open_store(), job["sweep"], job["item"])
+        return fn
 
-    @task
-    def fit_surface(rows, dag_run=None):
-        return sweep.finish_sweep(pipeline.open_store(), _sweep_id(dag_run), rows)
+    def next_round(k: int):
+        @task(task_id=f"round_{k}")
+        def fn(dag_run=None):
+            return sweep.round_jobs(pipeline.open_store(), _sweep_id(dag_run), k)
+        return fn
 
-    fit_surface(rate_sample.expand(job=plan_samples()))
+    @task(trigger_rule="none_failed_min_one_success")
+    def fit_surface(dag_run=None):
+        return sweep.finish_sweep(pipeline.open_store(), _sweep_id(dag_run))
+
+    fit = fit_surface()
+    jobs = plan_samples()
+    for k in range(R):
+        rated = rate_sample(k).expand(job=jobs)
+        # none_failed_min_one_success: runs after its round (an empty one included), skipped with it
+        branch = RoundBranch(task_id=f"next_{k}", python_callable=decide(k),
+                             trigger_rule="none_failed_min_one_success")
+        done = EmptyOperator(task_id=f"done_{k}")
+        [jobs, rated] >> branch >> done >> fit
+        if k + 1 < R:
+            jobs = next_round(k + 1)()
+            branch >> jobs

@@ -6,6 +6,7 @@ import json
 import os
 import re
 from pathlib import Path
+from typing import Callable
 
 from workbench.controller.spec import RatingSpec
 from workbench.controller.trial import TrialResult
@@ -196,3 +197,19 @@ class WebhookReceiver:
         self._server.shutdown()
         self._server.server_close()
         self._thread.join(timeout=10)
+
+
+def web_surface_ratings(rated: list) -> Callable:
+    """A stand-in for `sweep.run_rating` answering λ* from the simulated server's web family at the
+    sample's threads and disks (workbench.measure.simulated.family_capacity); cost 50 s or the
+    rating's budget in the controller's account (30 s more measured); the plans it rated are
+    appended to `rated`."""
+    from workbench.measure.simulated import family_capacity
+
+    def rating(plan, store, log=print):
+        lam = family_capacity("web", {"threads": plan.factors["threads"], "disks": plan.factors["disks"]})[0]
+        rated.append(plan)
+        spec_s = min(50.0, plan.spec["budget_s"])     # the controller's account; the wall time is longer
+        return {"peak_rate": lam, "converged": True, "n_trials": 5, "cost_s": spec_s + 30.0, "cost_spec_s": spec_s,
+                "bracket": [lam, lam], "peak_rate_ci": [lam, lam], "reason": "converged"}
+    return rating

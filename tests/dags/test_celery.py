@@ -4,8 +4,9 @@ and two Celery workers (one task at a time each), real MinIO, real Ganesha slots
 map_surface samples spread over the workers: two samples run at the same time, one on each worker.
 Then one worker is SIGKILLed in the middle of its sample (with its task processes, like a crashed
 host): the sample is retried on the other worker and resumes from the trial log in S3, with every
-trial in it exactly once (one map_surface run shows both).  Then the stack stops cleanly: no process
-left, its ports closed.
+trial in it exactly once (one map_surface run shows both).  The sweep is an active 2-factor design
+whose budget pays for 2 of its 4 start samples and whose deadline passes during them: it reports
+that end and skips its later rounds.  Then the stack stops cleanly: no process left, its ports closed.
 
 The module's slots are slot6 and slot7 (slot1/slot2 of a renumbered local inventory), so it runs
 beside the tests of slot1, slot2 and slot5.
@@ -15,6 +16,7 @@ beside the tests of slot1, slot2 and slot5.
 from __future__ import annotations
 
 import dataclasses
+import datetime as dt
 import io
 import os
 import re
@@ -36,11 +38,14 @@ pytestmark = [
 
 DAG_ID = "map_surface"
 SLOTS = ("slot6", "slot7")
-# two samples of a sweep over a workload factor: web_server's file popularity at seed 003's lowest Zipf α
-# for web servers (0.6) and at its own (0.75), I/O-bound at the smoke profile's 100 read IOPS. (At 0.9
-# the cache serves most reads: λ* ≈ 1270 against 800 at 0.6 on slot22, but the smoke rating's latency
-# there is bimodal and it ran out of trials — no level for a test that wants convergence.)
-CONF = {"profile": "smoke", "workload": "web_server", "factors": {"zipf_alpha": [0.6, 0.75]}}
+# an active planar design over a workload factor and a server factor, a 3 × 2 grid (4 start
+# samples): web_server's file popularity from seed 003's lowest Zipf α for web servers (0.6) to its
+# own (0.75), I/O-bound at the smoke profile's 100 read IOPS (at 0.9 the cache serves most reads and
+# the smoke rating's latency is bimodal), and 8 or 16 server threads. smoke's ratings cap at 120 s,
+# so the sweep budget pays for 2 of the start samples: opposite corners.
+CONF = {"profile": "smoke", "workload": "web_server", "design": "active", "degree": 1, "sweep_budget_s": 240,
+        "factors": {"zipf_alpha": [0.6, 0.675, 0.75], "threads": [8, 16]}}
+DEADLINE_S = 120       # after the two ratings start (seconds), before they end (≥ 150 s at once, then the retry)
 TRIAL_KEY = re.compile(r"/trials/(\d{5})\.json$")
 
 
@@ -64,12 +69,12 @@ def stack(minio_server, tmp_path_factory):
 
 
 def _samples(stack, run_id: str) -> dict[int, dict]:
-    return {ti["map_index"]: ti for ti in stack.task_instances(DAG_ID, run_id) if ti["task_id"] == "rate_sample"}
+    return {ti["map_index"]: ti for ti in stack.task_instances(DAG_ID, run_id) if ti["task_id"] == "rate_sample_0"}
 
 
 def _tries(stack, run_id: str, map_index: int) -> list[dict]:
     from urllib.parse import quote
-    path = f"/dags/{DAG_ID}/dagRuns/{quote(run_id, safe='')}/taskInstances/rate_sample/{map_index}/tries"
+    path = f"/dags/{DAG_ID}/dagRuns/{quote(run_id, safe='')}/taskInstances/rate_sample_0/{map_index}/tries"
     return stack.api("GET", path)["task_instances"]
 
 
@@ -121,7 +126,8 @@ def test_samples_run_at_once_on_two_workers_and_a_killed_one_s_resumes_each_tria
 
     st, store = stack
     t0 = time.monotonic()
-    run_id = st.trigger(DAG_ID, CONF)
+    deadline = (dt.datetime.now(dt.timezone.utc) + dt.timedelta(seconds=DEADLINE_S)).isoformat()
+    run_id = st.trigger(DAG_ID, {**CONF, "deadline": deadline})
     try:
         tis, ratings, victim = _busy_sample(st, store, run_id)
         assert {ti["hostname"] for ti in tis.values()} == _workers(), tis
@@ -160,9 +166,20 @@ def test_samples_run_at_once_on_two_workers_and_a_killed_one_s_resumes_each_tria
         assert res["workload_factors"] == {"zipf_alpha": alpha}
         stored = store.get_bytes(store.rating_key(r["rating_id"], "workload.wl")).decode()
         assert f"file_popularity = zipf:{alpha:g}\n" in stored
-    assert store.get_json(f"surfaces/{sid}/model.json")["n_samples"] == 2
+    # the active design: 2 of its 4 start samples paid for, the deadline passed during them, the
+    # later rounds skipped, the end in the model and the report; the ratings' cost within the budget
+    plan = store.get_json(f"surfaces/{sid}/plan.json")
+    assert (len(plan["samples"]), len(plan["unrated"])) == (2, 2), plan
+    decision = store.get_json(f"surfaces/{sid}/rounds/000.json")
+    assert decision["done"] and decision["reason"] == "deadline passed after 2 samples", decision
+    states = st.task_states(DAG_ID, run_id)
+    assert states["done_0"] == "success" and states["fit_surface"] == "success", states
+    assert all(states[f"{t}_{k}"] == "skipped" for k in range(1, 6) for t in ("round", "next", "done")), states
+    model = store.get_json(f"surfaces/{sid}/model.json")
+    assert model["n_samples"] == 2 and model["stopped"] == decision["reason"] and model["cost_spec_s"] <= 240, model
     page = store.get_bytes(f"surfaces/{sid}/report.html").decode()
     assert all(f'href="../../ratings/{r["rating_id"]}/report.html"' in page for r in rows)
+    assert "deadline passed after 2 samples" in page and "mape_vs_samples.png" in page
 
 
 @pytest.mark.timeout(300)

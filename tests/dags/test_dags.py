@@ -79,6 +79,29 @@ def test_decide_skips_the_whole_rest_of_the_chain_at_once():
     assert [t for t, _ in go.value.tasks] == ["done_3"]
 
 
+@pytest.mark.timeout(300)
+def test_map_surface_grows_an_active_design_round_by_round_then_skips_the_rest(airflow_env, monkeypatch):
+    """The unrolled rounds under dag.test, ratings answered by the simulated web surface (the sweep's
+    own logic: tests/pipeline/test_sweep_active.py): 7 start samples, then one a round until the LOO
+    MAPE target at 9 of 12; next_2 skips every later round's tasks at once; the fit reads the store."""
+    from helpers import web_surface_ratings
+
+    from workbench.pipeline import sweep
+    rated = []
+    monkeypatch.setattr(sweep, "run_rating", web_surface_ratings(rated))
+    conf = {"profile": "smoke", "design": "active", "mape_target_pct": 15.0, "fixed": {"fs": "btrfs"},
+            "factors": {"threads": [2, 4, 6, 8], "disks": [1, 2, 3]}}
+    dr = _dag("map_surface").test(run_conf=conf)
+    states = _states(dr)
+    assert str(dr.state).endswith("success"), states
+    assert len(rated) == 9 and [states[f"done_{k}"] for k in range(3)] == ["skipped", "skipped", "success"]
+    assert all(states[f"rate_sample_{k}[{i}]"] == "success" for k, n in ((0, 7), (1, 1), (2, 1)) for i in range(n))
+    later = [t for t in states if t.rsplit("_", 1)[-1].split("[")[0] in ("3", "4", "5")]
+    assert later and all(states[t] == "skipped" for t in later), states
+    model = airflow_env.get_json(f"surfaces/{pipeline.rating_id_for('map_surface', dr.run_id)}/model.json")
+    assert model["n_samples"] == 9 and model["stopped"].startswith("MAPE target reached"), model
+
+
 def _dag(dag_id):
     from workbench.dagrun import load_dag
     return load_dag(dag_id)

@@ -9,6 +9,7 @@ STOP_RULES = ("inside", "overlap", "fit")
 CANNED_WORKLOADS = ("web_server", "web_proxy", "db_tp", "mail", "news", "specsfs97", "p2p",
                     "genomics")                 # genomics: approximates SPECstorage 2020 GENOMICS
 SEED_SOURCES = ("none", "load", "history")
-DESIGNS = ("fullfact", "dopt", "lhs")                               # map_surface designs
+DESIGNS = ("fullfact", "dopt", "lhs", "active")                     # map_surface designs
+MAX_ROUNDS = 6                # rounds of samples unrolled in map_surface (one-shot designs use one)
 SLOTS = tuple(os.environ.get("WB_SLOTS", "slot1,slot2").split(","))  # inventory groups of the SUT slots
 MAX_TRIAL_TASKS = 40          # trial_k tasks unrolled in rate_peak; max_trials may not exceed it

@@ -16,7 +16,7 @@ import pytest
 from hdrh.histogram import HdrHistogram
 from scipy import stats as st
 
-from analysis import plots, report
+from analysis import plots, report, surface_plots
 from workbench.controller.result import GOAL_FIELDS, goal_results
 from workbench.controller.steadiness import records_as_read
 from workbench.stats.rsm import fit_quadratic
@@ -187,22 +187,22 @@ def _grid():
 
 def test_surface_png_2x2_without_and_with_fit():
     df = _grid()
-    assert _decode_png(plots.surface_png(df, "disks", "threads")).shape == (550, 700, 4)
+    assert _decode_png(surface_plots.surface_png(df, "disks", "threads")).shape == (550, 700, 4)
     fit = fit_quadratic(df[["disks", "threads"]].to_numpy(float), df["peak_rate"], degree=2)
-    assert _decode_png(plots.surface_png(df, "disks", "threads", fit)).shape == (550, 700, 4)
+    assert _decode_png(surface_plots.surface_png(df, "disks", "threads", fit)).shape == (550, 700, 4)
     # a model fitted on coded factors, with the coding passed in
     code = lambda rows: np.array([[(r["disks"] - 2.5) / 1.5, (r["threads"] - 18) / 14] for r in rows])  # noqa: E731
     coded = fit_quadratic(code(df.to_dict("records")), df["peak_rate"], degree=2)
-    assert _decode_png(plots.surface_png(df, "disks", "threads", coded, code=code)).shape == (550, 700, 4)
+    assert _decode_png(surface_plots.surface_png(df, "disks", "threads", coded, code=code)).shape == (550, 700, 4)
 
 
 def test_surface_png_rejects_bad_inputs():
     df = _grid()
     with pytest.raises(ValueError, match="column 'memory_mb' missing"):
-        plots.surface_png(df, "disks", "memory_mb")
+        surface_plots.surface_png(df, "disks", "memory_mb")
     fit3 = fit_quadratic(np.random.default_rng(0).random((12, 3)), np.arange(12.0) + 1, degree=2)
     with pytest.raises(ValueError, match="exactly 2 numeric factors"):
-        plots.surface_png(df, "disks", "threads", fit3)
+        surface_plots.surface_png(df, "disks", "threads", fit3)
 
 
 def test_history_png():
@@ -279,7 +279,7 @@ def test_surface_report_html():
         {"sweep_id": "sw1", "factors": ["disks", "threads"], "levels": {"disks": [1, 4], "threads": [4, 32]},
          "design": "fullfact"},
         samples, {"mape_loo": 12.5, "mape_all": 3.25, "r2": 0.97, "coefficients": {"1": 546.25, "disks": 216.2}},
-        {"surface.png": plots.surface_png(_grid(), "disks", "threads")})
+        {"surface.png": surface_plots.surface_png(_grid(), "disks", "threads")})
     assert "fullfact" in page and "12.5" in page and "3.25" in page and "216.2" in page and "905" in page
     assert "&lt;img src=x&gt;" in page and "<img src=x>" not in page
     assert not _EXTERNAL.search(page)

@@ -18,7 +18,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from analysis.plots import mape_png, surface_png
+from analysis.surface_plots import mape_png, surface_png
 from analysis.report import surface_report_html
 from workbench.config.factors import sweep_factors
 from workbench.config.vocabulary import DESIGNS, MAX_ROUNDS

@@ -232,6 +232,7 @@ class AnsibleHarness:
         t0 = time.monotonic()
         try:
             run = self._play("run_trial.yml", timeout_s=self.trial_timeout_s(runlength_s), trial_id=n if isinstance(n, int) else 0,   # seeds fstress
+                             warmup_trial=not isinstance(n, int),
                              load_ops_s=float(load_ops_s),
                              runlength_s=float(runlength_s), warmup_s=self.warmup_s,
                              trial_out=str(out), start_margin_s=self.start_margin_s,

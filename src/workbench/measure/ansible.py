@@ -206,8 +206,9 @@ class AnsibleHarness:
 
     def warm_up(self, load_ops_s: float, duration_s: float) -> TrialResult:
         """A discarded trial after deploy (Auto-pilot, seed 001 §4: run n+1 times, drop the first):
-        the first trial on a fresh server pays for cold metadata and page cache (seen: 2 s mean
-        response at a load whose next trial took 0.2 ms). Recorded as trials/warmup.json only."""
+        the first trial on a fresh server pays for cold metadata and page cache. Its own seed: with
+        trial 0's, trial 0 replayed its files from the cache (0.2 ms after the warm-up's 2 s, then
+        642 ms at the same load). Recorded as trials/warmup.json only."""
         return self.measure(load_ops_s, duration_s, trial_id="warmup", check_server=True)
 
     def measure(self, load_ops_s: float, runlength_s: float, *, trial_id: int | str | None = None,

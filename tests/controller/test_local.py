@@ -151,6 +151,24 @@ def test_monotone_check_reads_medians_not_means():
     assert {s.load: s for s in summarize(spec, trials)}[400.0].status == LoadStatus.OPEN
 
 
+def test_monotone_check_resamples_the_lower_load_when_it_has_fewer_trials():
+    # a smoke rating on Ganesha at 40 read IOPS (2 s trials, CI two-slots test): 250 ops/s read
+    # 19.8 and 1.6 ms, 275 ops/s 6.1 and 5.5 ms; the check held 275 open, and 12 more trials there
+    # (median 1.6 ms) could never lift 250's 2-trial median of 10.7 ms: max_trials exhausted
+    spec = RatingSpec(**PROFILES["smoke"]["spec"])
+    log = [(400, 272.4), (200, 0.7), (200, 0.3), (300, 161.2), (250, 19.8), (250, 1.6), (275, 6.1), (275, 5.5)]
+    trials = [TrialResult(mean_ms=m, p95_ms=m, achieved_rate=x).at(x, 2.0) for x, m in log]
+    assert {s.load: s for s in summarize(spec, trials)}[275.0].held_by == 250.0
+    d = decide(spec, trials)
+    assert d.load_ops_s == 250.0 and d.reason.startswith("monotone check: 250 ops/s"), d
+    # its third trial settles the median (1.6 ms): 275 is below and the bracket [275, 300] resolved
+    done = decide(spec, [*trials, TrialResult(mean_ms=0.9, p95_ms=0.9, achieved_rate=250.0).at(250.0, 2.0)])
+    assert done.result.converged and done.result.bracket == (275.0, 300.0), done
+    # with more trials than the load it holds open, the lower load keeps its median: the upper is sampled
+    more = [*trials, *(TrialResult(mean_ms=m, p95_ms=m, achieved_rate=250.0).at(250.0, 2.0) for m in (15.0, 12.0))]
+    assert decide(spec, more).load_ops_s == 275.0
+
+
 def test_fit_ignores_loads_reading_below_a_saturated_load_beneath_them():
     # the line crosses R_sat at 1000; 1030 is saturated (one trial at 500 ms > 4·R_sat); 1050 is
     # past capacity and its trials read ~45 ms, below 1030's: not on the curve, not in the fit

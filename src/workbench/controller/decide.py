@@ -163,6 +163,12 @@ def _decide_goal(spec: RatingSpec, r_sat: float, trials: Sequence[TrialResult],
     if open_in:
         last = {(load_key(t.load_ops_s)): i for i, t in enumerate(trials)}
         cur = max(open_in, key=lambda s: last[load_key(s.load)])
+        holder = next((s for s in loads if cur.held_by is not None and s.load == cur.held_by), None)
+        if holder is not None and holder.n <= cur.n:
+            # the lower load's median on fewer trials is the likelier fluke: one more trial there
+            return "next", (holder.load, f"monotone check: {holder.load:g} ops/s (median "
+                                         f"{np.median(holder.means):.4g} ms, {holder.n} trials) reads above "
+                                         f"{cur.load:g} ops/s ({cur.n} trials): another trial at the lower load")
         if cur.n < spec.min_trials:
             why = "first trials"
         elif cur.n < spec.min_trials_at(cur.load):

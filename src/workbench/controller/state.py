@@ -45,6 +45,7 @@ class LoadSummary:
     latency_saturated: bool = False
     runlengths: tuple[float, ...] = ()
     means: tuple[float, ...] = ()
+    held_by: float | None = None       # the lower load whose median keeps this one open (monotone check)
 
 
 @dataclass(frozen=True)

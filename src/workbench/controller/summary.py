@@ -154,14 +154,16 @@ def _monotone_check(loads: list[LoadSummary]) -> list[LoadSummary]:
     of the median at a lower load (with ≥ 2 trials) contradicts it — past capacity a trial's noise
     can read far below R_sat — so it stays open (more trials) instead of raising the bracket's low
     end. Medians, not means: one outlier trial at a lower load must not keep every load above it
-    open for ever (a knee server sampled 200 ops/s 397 times behind one 3× outlier at 50 ops/s)."""
-    out, run_max = [], 0.0
+    open for ever (a knee server sampled 200 ops/s 397 times behind one 3× outlier at 50 ops/s).
+    The open load names the lower load (held_by) with the highest median, for decide to resample
+    when that one has fewer trials."""
+    out, run_max, holder = [], 0.0, None
     for s in sorted(loads, key=lambda s: s.load):
         med = float(np.median(s.means)) if s.means else s.mean
         if s.side < 0 and med * MONOTONE_FACTOR < run_max:
-            s = dataclasses.replace(s, status=LoadStatus.OPEN, side=0, confident=False)
-        elif s.n >= 2 and math.isfinite(med):
-            run_max = max(run_max, med)
+            s = dataclasses.replace(s, status=LoadStatus.OPEN, side=0, confident=False, held_by=holder)
+        elif s.n >= 2 and math.isfinite(med) and med > run_max:
+            run_max, holder = med, s.load
         out.append(s)
     return out
 

@@ -155,6 +155,8 @@ def test_rate_peak_end_to_end(airflow_env):
     rid = pipeline.rating_id_for("rate_peak", dr.run_id)
     res = store.get_json(store.rating_key(rid, "result.json"))
     n = res["n_trials"]
+    print(f"rate_peak end to end: {n} trials, {res['reason']}; per goal "
+          f"{ {g: (r['peak_rate'], r['converged']) for g, r in res['per_goal'].items()} }")
     assert res["converged"], res["reason"]
     # one search served both goals: λ* ordered with R_sat, each inside its own CI, from the one log
     low, high = goal_results(res)

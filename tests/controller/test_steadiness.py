@@ -46,6 +46,12 @@ def test_a_long_warmup_makes_the_rerun_longer_up_to_the_max_runlength():
     assert rerun_runlength_s(SPEC, trial(60.0, late, runlength_s=5.0)) == 10.0
     # a runlength already above the cap is never shortened
     assert rerun_runlength_s(SPEC, trial(60.0, late, runlength_s=20.0)) == 20.0
+    # a rise from a low start is judged whole (stats.steady): no warm-up, the same runlength
+    rise = {"verdict": "trend up", "warmup_intervals": 0, "intervals": 10, "low_start": 5, "mk_tau": 1.0,
+            "mk_p": 5.5e-7}
+    d = decide(SPEC, [trial(10.0, STEADY), trial(350.0, rise)])
+    assert d.runlength_s == 10.0 and d.reason == ("re-run not steady: trend up (Mann–Kendall τ 1.00, p 5.5e-07; "
+                                                  "a rise from a low start of 5 intervals, judged whole)"), d
 
 
 def test_a_not_steady_trial_is_not_counted_in_the_mean():

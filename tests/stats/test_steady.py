@@ -44,6 +44,15 @@ def test_judge_names_what_is_not_steady():
     assert late["verdict"] == "steady" and late["warmup_intervals"] >= 2
     # a trend that lasts: MSER drops up to half of it, the rest still trends (16 → ≥ 8 intervals)
     assert judge(_series([1.0 + 0.5 * i for i in range(16)]), 1000)["verdict"] == "trend up"
+    # a rise from a low start (quick rating at 4000 ops/s, 400 IOPS): MSER drops its first half as
+    # warm-up and 5 rising intervals cannot reach p < 0.01 (2/5! = 0.0167); the whole series does
+    rise = [6.2, 85.2, 135.7, 177.7, 305.7, 405.1, 479.6, 552.9, 585.5, 730.1]
+    assert mser_truncation(rise) == 5 and mann_kendall(rise[5:])[1] == pytest.approx(2 / math.factorial(5))
+    up = judge(_series(rise, outstanding=3039), 4000)
+    assert up["verdict"] == "trend up" and up["low_start"] == 5 and up["intervals"] == 10, up
+    assert up["mk_p"] == pytest.approx(stats.kendalltau(range(10), rise).pvalue)
+    # a high start stays a warm-up even when the whole series trends down
+    assert judge(_series([40.0, 30.0, 20.0, 12.0, 5.0] + flat[:5]), 1000)["verdict"] == "steady"
     stall = judge(_series(flat[:4] + [1400.0] + flat[4:]), 1000)
     assert stall["verdict"] == "stall" and stall["stall_intervals"] == [4]
     # 300 calls in flight where Little's law expects 1000 ops/s × 1 ms = 1: the server fell behind

@@ -42,6 +42,8 @@ def _why(v: Mapping[str, Any]) -> str:
     elif v.get("verdict") == "backlog" and v.get("backlog_ratio") is not None:
         parts.append(f"{v.get('outstanding_at_stop')} calls outstanding at the stop, "
                      f"{v['backlog_ratio']:.1f}× Little's L")
+    if v.get("low_start"):
+        parts.append(f"a rise from a low start of {v['low_start']} intervals, judged whole")
     if v.get("warmup_intervals"):
         parts.append(f"warm-up {v['warmup_intervals']} of {v['warmup_intervals'] + (v.get('intervals') or 0)} intervals")
     return f"not steady: {v.get('verdict')}" + (f" ({'; '.join(parts)})" if parts else "")

@@ -5,7 +5,11 @@
    the kept mean; d > 0 means the start of the trial was still paying for something (the previous
    trial's backlog, a cold cache).
 2. Trend: the Mann–Kendall test on the kept means (Mann 1945, Kendall 1975), which is Kendall's τ
-   between the means and their positions; two-sided p from scipy.stats.kendalltau.
+   between the means and their positions; two-sided p from scipy.stats.kendalltau. A start that
+   MSER would drop although it reads *below* the rest is no warm-up (the drain leaves an empty
+   queue, a cold cache reads high): it is where a rise begins, and the trend is tested on the whole
+   series — MSER's cut (d ≤ n/2) on a 10-interval rise of 6 → 730 ms kept 5 intervals, on which the
+   test cannot reach α (its smallest p is 2/5! = 0.0167).
 3. Stall: a kept interval whose mean exceeds both STALL_FACTOR (10) × the median interval mean and
    the median + STALL_MS (100 ms): the server stopped answering for a while (a transient that
    neither MSER nor a monotone trend test sees).
@@ -74,6 +78,11 @@ def judge(series: Mapping[str, Any] | None, load_ops_s: float) -> dict[str, Any]
     if len(kept) < MIN_INTERVALS:
         return {**out, "verdict": "short"}
     tau, p = mann_kendall(kept)
+    if d and np.mean(means[:d]) < mean_ms:
+        tau_all, p_all = mann_kendall(means)
+        if p_all < ALPHA and tau_all > 0:          # a rise from a low start, not a warm-up: judged whole
+            tau, p = tau_all, p_all
+            out.update(warmup_intervals=0, intervals=len(means), low_start=d)
     out.update(mk_tau=tau, mk_p=p)
     if p < ALPHA:
         return {**out, "verdict": "trend up" if tau > 0 else "trend down"}

@@ -49,9 +49,22 @@ def test_a_long_warmup_makes_the_rerun_longer_up_to_the_max_runlength():
     # a rise from a low start is judged whole (stats.steady): no warm-up, the same runlength
     rise = {"verdict": "trend up", "warmup_intervals": 0, "intervals": 10, "low_start": 5, "mk_tau": 1.0,
             "mk_p": 5.5e-7}
-    d = decide(SPEC, [trial(10.0, STEADY), trial(350.0, rise)])
+    d = decide(SPEC, [trial(10.0, STEADY), trial(350.0, {**rise, "first_ms": 6.2})])
     assert d.runlength_s == 10.0 and d.reason == ("re-run not steady: trend up (Mann–Kendall τ 1.00, p 5.5e-07; "
                                                   "a rise from a low start of 5 intervals, judged whole)"), d
+
+
+def test_a_rise_overloaded_from_its_first_interval_counts_without_a_rerun():
+    # 4800 ops/s on the quick profile's server: 437 → 2854 ms; its first second already > 4·R_sat
+    spec = dataclasses.replace(SPEC, far_factor=4.0)
+    rise = {"verdict": "trend up", "warmup_intervals": 0, "intervals": 10, "low_start": 5, "mk_tau": 1.0,
+            "mk_p": 5.5e-7, "first_ms": 437.0}
+    log = [trial(10.0, STEADY), trial(1700.0, rise, load=2 * LOAD)]
+    assert excluding_not_steady(spec, log)[1] == {}
+    d = decide(spec, log)
+    assert isinstance(d, NextTrial) and d.load_ops_s < 2 * LOAD and not d.reason.startswith("re-run"), d
+    # one that started below it is a transient until its re-runs say otherwise
+    assert excluding_not_steady(spec, [log[0], trial(1700.0, {**rise, "first_ms": 150.0}, load=2 * LOAD)])[1]
 
 
 def test_a_not_steady_trial_is_not_counted_in_the_mean():

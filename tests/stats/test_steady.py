@@ -50,6 +50,7 @@ def test_judge_names_what_is_not_steady():
     assert mser_truncation(rise) == 5 and mann_kendall(rise[5:])[1] == pytest.approx(2 / math.factorial(5))
     up = judge(_series(rise, outstanding=3039), 4000)
     assert up["verdict"] == "trend up" and up["low_start"] == 5 and up["intervals"] == 10, up
+    assert up["first_ms"] == 6.2
     assert up["mk_p"] == pytest.approx(stats.kendalltau(range(10), rise).pvalue)
     # a high start stays a warm-up even when the whole series trends down
     assert judge(_series([40.0, 30.0, 20.0, 12.0, 5.0] + flat[:5]), 1000)["verdict"] == "steady"

@@ -69,7 +69,7 @@ def judge(series: Mapping[str, Any] | None, load_ops_s: float) -> dict[str, Any]
     means = [m for _, m in rows]
     d = mser_truncation(means)
     kept = means[d:]
-    out: dict[str, Any] = {"warmup_intervals": d, "intervals": len(kept)}
+    out: dict[str, Any] = {"warmup_intervals": d, "intervals": len(kept), "first_ms": means[0] if means else None}
     mean_ms = float(np.mean(kept)) if kept else math.nan
     in_flight = load_ops_s * mean_ms / 1000.0 if kept else math.nan        # Little: L = λ·R
     outstanding = series.get("outstanding_at_stop")

@@ -169,6 +169,16 @@ def test_monotone_check_resamples_the_lower_load_when_it_has_fewer_trials():
     assert decide(spec, more).load_ops_s == 275.0
 
 
+def test_monotone_check_ignores_the_flat_part_of_the_curve():
+    # a quick rating (R_sat 40 ms): 200 ops/s read 0.21 ms, 800 and 3200 ops/s 0.1 ms. Below
+    # 0.1·R_sat that is noise, not a queue: both are below, and nothing is resampled
+    spec = RatingSpec(**PROFILES["quick"]["spec"])
+    log = [(200, 0.21), (200, 0.20), (800, 0.11), (800, 0.10), (3200, 0.09), (3200, 0.095)]
+    trials = [TrialResult(mean_ms=m, p95_ms=m, achieved_rate=x).at(x, 10.0) for x, m in log]
+    assert all(s.status == LoadStatus.BELOW and s.held_by is None for s in summarize(spec, trials))
+    assert decide(spec, trials).load_ops_s > 3200
+
+
 def test_fit_ignores_loads_reading_below_a_saturated_load_beneath_them():
     # the line crosses R_sat at 1000; 1030 is saturated (one trial at 500 ms > 4·R_sat); 1050 is
     # past capacity and its trials read ~45 ms, below 1030's: not on the curve, not in the fit

@@ -141,28 +141,31 @@ def summarize(spec: RatingSpec, trials: Sequence[TrialResult],
             lat=lat, status=status, side=side, confident=conf,
             latency_saturated=bool(lat > spec.l_sat_ms), runlengths=rls, means=means))
     if spec.policy == "local":
-        out = _monotone_check(out)
+        out = _monotone_check(out, MONOTONE_FLOOR * r_sat)
     out.sort(key=lambda s: s.order)
     return out
 
 
 MONOTONE_FACTOR = 1.5   # policy "local": a load reading this much below a lower load is not "below"
+MONOTONE_FLOOR = 0.1    # … unless that lower load reads below this share of R_sat (the flat part)
 
 
-def _monotone_check(loads: list[LoadSummary]) -> list[LoadSummary]:
+def _monotone_check(loads: list[LoadSummary], floor_ms: float) -> list[LoadSummary]:
     """R(λ) is monotone: a load classified unsaturated whose median trial is below 1/MONOTONE_FACTOR
     of the median at a lower load (with ≥ 2 trials) contradicts it — past capacity a trial's noise
     can read far below R_sat — so it stays open (more trials) instead of raising the bracket's low
     end. Medians, not means: one outlier trial at a lower load must not keep every load above it
     open for ever (a knee server sampled 200 ops/s 397 times behind one 3× outlier at 50 ops/s).
     The open load names the lower load (held_by) with the highest median, for decide to resample
-    when that one has fewer trials."""
+    when that one has fewer trials. A lower load whose median is below floor_ms witnesses nothing:
+    in the flat part of the curve 0.2 against 0.1 ms is cache and scheduling noise, not a queue
+    (a quick rating resampled 200 ops/s four times behind 800 and 3200 ops/s at 0.1 ms)."""
     out, run_max, holder = [], 0.0, None
     for s in sorted(loads, key=lambda s: s.load):
         med = float(np.median(s.means)) if s.means else s.mean
         if s.side < 0 and med * MONOTONE_FACTOR < run_max:
             s = dataclasses.replace(s, status=LoadStatus.OPEN, side=0, confident=False, held_by=holder)
-        elif s.n >= 2 and math.isfinite(med) and med > run_max:
+        elif s.n >= 2 and math.isfinite(med) and med > run_max and med >= floor_ms:
             run_max, holder = med, s.load
         out.append(s)
     return out

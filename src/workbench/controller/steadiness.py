@@ -46,7 +46,8 @@ def _why(v: Mapping[str, Any]) -> str:
         parts.append(f"{v.get('outstanding_at_stop')} calls outstanding at the stop, "
                      f"{v['backlog_ratio']:.1f}× Little's L")
     if v.get("low_start"):
-        parts.append(f"a rise from a low start of {v['low_start']} intervals, judged whole")
+        n = v["low_start"]
+        parts.append(f"a rise from a low start of {n} interval{'s' if n != 1 else ''}, judged whole")
     if v.get("warmup_intervals"):
         parts.append(f"warm-up {v['warmup_intervals']} of {v['warmup_intervals'] + (v.get('intervals') or 0)} intervals")
     return f"not steady: {v.get('verdict')}" + (f" ({'; '.join(parts)})" if parts else "")

@@ -15,6 +15,8 @@ from typing import Any, Iterable, Mapping, Sequence
 from analysis import plots as _plots
 from analysis.cost import cost_text
 from analysis.goals import GOAL_HEADERS, goal_rows
+from analysis.per_op import per_op_rows
+from analysis.tenants import BACKGROUND_HEADERS, background_rows, tenants_png
 from analysis.trial_series import intervals_png
 from analysis.workload import workload_html
 from workbench.config.external import external_text
@@ -114,61 +116,6 @@ def _fmt_dict(d: Any) -> str:
     return ", ".join(f"{k}={v}" for k, v in d.items()) if isinstance(d, Mapping) else "" if d is None else str(d)
 
 
-# --------------------------------------------------------------------------- per-op table
-
-def _percentile_ms(hists: list[str], p: float) -> float:
-    merged = _plots.merge_histograms(hists)
-    if merged is None or merged.get_total_count() == 0:
-        return math.nan
-    return merged.get_value_at_percentile(p) * _plots.HDR_UNIT_MS
-
-
-def per_op_rows(trials: Sequence[Mapping[str, Any]], load: float) -> list[dict[str, Any]]:
-    """Seed 003 Table 4 for the valid trials at ``load``, ops merged over trials.
-
-    count = Σ counts; mean = Σ latency / count (exact ns sums when recorded, else Σ mean·count);
-    actual % = count / Σ all counts; time % = Σ latency of the op / Σ latency of all ops;
-    p50/p95/p99 from the merged per-op HDR histograms (the trial's own values when only one trial;
-    "—" when histograms are missing).
-    """
-    ts = [t for t in trials if t.get("valid") and isinstance(t.get("raw"), Mapping)
-          and _plots._finite(t.get("load_ops_s")) and float(t["load_ops_s"]) == float(load)]
-    agg: dict[str, dict[str, Any]] = {}
-    target: dict[str, float] = {}
-    for t in ts:
-        raw = t["raw"]
-        for op, f in (raw.get("mix_target") or {}).items():
-            target.setdefault(op, float(f))
-        for op, o in (raw.get("ops") or {}).items():
-            a = agg.setdefault(op, {"count": 0, "time_ms": 0.0, "hists": [], "single": o, "n": 0})
-            c = int(o.get("count") or 0)
-            ex = o.get("exact") or {}
-            a["count"] += c
-            a["time_ms"] += float(ex["sum_ns"]) / 1e6 if "sum_ns" in ex else c * float(o.get("mean_ms") or 0.0)
-            a["n"] += 1
-            if o.get("histogram"):
-                a["hists"].append(o["histogram"])
-    total_n = sum(a["count"] for a in agg.values())
-    total_t = sum(a["time_ms"] for a in agg.values())
-    rows = []
-    for op in sorted(agg, key=lambda k: -agg[k]["count"]):
-        a = agg[op]
-        if a["hists"] and len(a["hists"]) == a["n"]:
-            pct = {q: _percentile_ms(a["hists"], q) for q in (50, 95, 99)}
-        elif a["n"] == 1:
-            pct = {q: float(a["single"].get(f"p{q}_ms", math.nan)) for q in (50, 95, 99)}
-        else:
-            pct = {q: math.nan for q in (50, 95, 99)}
-        rows.append({
-            "op": op, "mix_target_pct": 100.0 * target[op] if op in target else math.nan,
-            "actual_pct": 100.0 * a["count"] / total_n if total_n else math.nan,
-            "count": a["count"], "mean_ms": a["time_ms"] / a["count"] if a["count"] else math.nan,
-            "p50_ms": pct[50], "p95_ms": pct[95], "p99_ms": pct[99],
-            "time_pct": 100.0 * a["time_ms"] / total_t if total_t else math.nan,
-        })
-    return rows
-
-
 # --------------------------------------------------------------------------- rating report
 
 def rating_plots(spec: Mapping[str, Any], result: Mapping[str, Any],
@@ -180,6 +127,7 @@ def rating_plots(spec: Mapping[str, Any], result: Mapping[str, Any],
         "search_trace.png": _plots.search_trace_png(trials, result),
         "latency_cdf.png": _plots.latency_cdf_png(trials, result),
         "intervals.png": intervals_png(trials, result, spec),
+        **({"tenants.png": tenants_png(trials, result, spec)} if (result.get("background") or {}).get("by_load") else {}),
     }
 
 
@@ -324,6 +272,7 @@ def rating_report_html(spec: Mapping[str, Any], result: Mapping[str, Any],
               f" / {result.get('n_invalid', '?')} / {result.get('n_harness', 0)}"),
              *([("excluded as not steady", f"{result['n_not_steady']} trial(s), each re-run at its load "
                                             f"(trial table: steady column)")] if "n_not_steady" in result else []),
+             *([("shared tenant", (result.get("background") or {}).get("text"))] if result.get("background") else []),
              ("cost", cost_text(result))]),
     ]
     ops = per_op_rows(trials, near) if near is not None else []
@@ -335,7 +284,9 @@ def rating_report_html(spec: Mapping[str, Any], result: Mapping[str, Any],
                if ops else '<p class="muted">no valid trial with per-op data</p>')
     goals = goal_rows(result)
     body = "".join([
-        *head, *(["<h2>Goals: one search, one trial log</h2>", _table(GOAL_HEADERS, goals, left=(6,))] if goals else []),
+        *head, *(["<h2>Goals: one search, one trial log</h2>", _table(GOAL_HEADERS, goals, left=(7,))] if goals else []),
+        *(["<h2>Shared tenants: B's own figures beside A's, per A load (valid trials)</h2>",
+           _table(BACKGROUND_HEADERS, background_rows(result))] if background_rows(result) else []),
         "<h2>Warnings</h2>", _warnings_html(result),
         "<h2>Plots</h2>", _plots_html(plots),
         f"<h2>Per-operation breakdown at {_num(near)} ops/s (load nearest λ*)</h2>", op_html,

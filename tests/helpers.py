@@ -77,13 +77,14 @@ def load_host(slot: str) -> str:
     return "load" + slot.removeprefix("slot")
 
 
-def renumbered_inventory(dst: Path, new_numbers: dict[int, int]) -> Path:
-    """inventory/local/hosts.yml with slot K renamed slot new_numbers[K]: groups, hosts, namespaces
-    and addresses (10.251.K.x); every other setting as in the original."""
-    text = (REPO / "inventory" / "local" / "hosts.yml").read_text()
+def renumbered_inventory(dst: Path, new_numbers: dict[int, int], source: str = "local") -> Path:
+    """inventory/<source>/hosts.yml with slot K renamed slot new_numbers[K]: groups, hosts, namespaces,
+    bridges and addresses (10.251.K.x local, 10.252.K.x tenants); every other setting as in the original."""
+    text = (REPO / "inventory" / source / "hosts.yml").read_text()
+    net = {"local": "10.251", "tenants": "10.252"}[source]
     for old, k in new_numbers.items():
-        text = re.sub(rf"\b(slot|sut|load){old}\b", rf"\g<1>{k}", text)
-        text = text.replace(f"10.251.{old}.", f"10.251.{k}.")
+        text = re.sub(rf"\b(slot|t?sut|t?load|wbt){old}(b?)\b", rf"\g<1>{k}\g<2>", text)
+        text = text.replace(f"{net}.{old}.", f"{net}.{k}.")
     dst.write_text(text)
     return dst
 

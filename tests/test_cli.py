@@ -103,6 +103,8 @@ def test_cli_bad_input_one_line_before_provisioning(tmp_path, capsys):
                         (["rate", "--r-sat-ms", "40,x"], "'x' (goal 2 of '40,x') is not a number"),
                         (["rate", "--r-sat-ms", "40,0"], "goal 2 of '40,0' is 0; r_sat_ms must be"),
                         (["rate", "--r-sat-ms", "40,20,40"], "40 ms is given twice"),
+                        (["rate", "--r-sat-ms", "40,20/0"], "goal 2 of '40,20/0' has L_sat 0; it must be"),
+                        (["rate", "--r-sat-ms", "40,20/x"], "'x' (goal 2 of '40,20/x') is not a number"),
                         (["rate", "--r-sat-ms", "1,2,3,4,5,6,7,8,9"], "9 goals in '1,2,3,4,5,6,7,8,9'; at most 8")):
         rc = cli.main(argv + ["--out", str(tmp_path / "out")])
         err = capsys.readouterr().err
@@ -362,3 +364,54 @@ def test_a_dead_server_still_gets_a_result_and_a_report_saying_why(tmp_path, cap
     out = capsys.readouterr()
     assert any(line.split()[:3] == ["peak", "rate", "λ*"] and line.endswith("— ops/s") for line in out.out.splitlines())
     assert "λ* = — ops/s" in out.err
+
+
+@pytest.mark.integration
+@pytest.mark.timeout(900)
+def test_a_background_tenant_lowers_the_rated_peak(tmp_path):
+    """Shared tenants (seed 004): `workbench rate` of web_server on two slots of the tenants
+    inventory at once, one with tenant B idle (background_ops_s 0), one with B at a fixed 150 ops/s
+    from its own load host beside every trial. B runs A's workload (the default) with its own op
+    stream over the same file set, so the tenants compete for the server's 40 read IOPS and its
+    128 MiB cache. (B with another workload builds a second file set of 16 000 files: Ganesha's
+    metadata for both does not fit 128 MiB, and the memory cgroup killed it during B's deploy.)
+    B lowers λ*_A; B is measured on its own (its merged result, never mixed into A's); result and
+    report show both tenants. Slots 5 and 6 (renumbered), so the tests of the other slots may run
+    beside this one."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root (network namespaces, loop devices, cgroups)")
+    exe = str(Path(sys.executable).parent / "workbench")
+    inventory = renumbered_inventory(tmp_path / "hosts.yml", {1: 5, 2: 6}, source="tenants")
+    procs = {}
+    for k, b_ops_s in ((5, 0), (6, 150)):
+        out = tmp_path / f"slot{k}"
+        cmd = [exe, "rate", "--workload", "web_server", "--profile", "smoke", "--slot", f"slot{k}",
+               "--inventory", str(inventory), "--read-iops", "40", "--background-ops-s", str(b_ops_s),
+               "--quiet", "--out", str(out)]
+        procs[k] = (out, subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
+    got = {}
+    for k, (out, p) in procs.items():
+        text, _ = p.communicate(timeout=840)
+        assert p.returncode == 0, f"slot{k}:\n{text[-3000:]}"
+        got[k] = rating_files(out)
+        assert got[k][0]["converged"], (k, got[k][0]["reason"])
+    (idle, idle_trials, _), (busy, busy_trials, rating) = got[5], got[6]
+    assert idle["background"]["text"] == "tenant B idle (web_server)" and idle["background"]["by_load"] == []
+    assert all("background" not in (t.get("raw") or {}) for t in idle_trials)
+    assert busy["peak_rate"] < 0.85 * idle["peak_rate"], (busy["peak_rate"], idle["peak_rate"])
+    measured = [t for t in busy_trials if (t.get("raw") or {}).get("background")]
+    assert len(measured) == len(busy_trials) >= 4, busy_trials
+    for t in measured:
+        a, b = t["raw"], t["raw"]["background"]
+        assert [h["host"] for h in a["per_host"]] == ["tload6"] and a["offered_rate"] == pytest.approx(t["load_ops_s"])
+        assert [h["host"] for h in b["per_host"]] == ["tload6b"], b
+        assert b["workload"] == "web_server" and b["offered_rate"] == pytest.approx(150) and b["ops_total"] > 0, b
+        assert b["per_host"][0]["seed"] != a["per_host"][0]["seed"]
+    by_load = busy["background"]["by_load"]
+    assert [r["load_ops_s"] for r in by_load] == sorted({t["load_ops_s"] for t in busy_trials if t["valid"]})
+    assert all(r["b_offered_ops_s"] == pytest.approx(150) for r in by_load), by_load
+    # B is slower beside A's highest load than beside its lowest: the tenants share one server
+    assert by_load[-1]["b_mean_ms"] > by_load[0]["b_mean_ms"], by_load
+    html = (rating / "report.html").read_text()
+    assert "tenant B: web_server at 150 ops/s from 1 load host" in html and "Shared tenants" in html
+    assert (rating / "plots" / "tenants.png").is_file()

@@ -37,7 +37,7 @@ import time
 from pathlib import Path
 from typing import Any, Sequence
 
-from workbench.config import workloads
+from workbench.config import tenants, workloads
 from workbench.config.external import EXTERNAL_PARAMS
 from workbench.config.factors import FACTORS, add_cli_flags
 from workbench.config.paths import DEFAULT_INVENTORY, FSTRESS, REPO
@@ -65,7 +65,8 @@ def _parser() -> argparse.ArgumentParser:
         sp.add_argument("--policy", choices=POLICIES, help="search policy")
         sp.add_argument("--r-sat-ms", metavar="MS[,MS...]",
                         help="R_sat: mean response time threshold (ms); several goals comma-separated, "
-                             "e.g. 40,20,80: one search rates them all, the first is the headline λ*")
+                             "e.g. 40,20,80: one search rates them all, the first is the headline λ*; "
+                             "/L_sat after a goal gives its own p95 threshold (ms), e.g. 40,20/500")
         sp.add_argument("--runlength-s", type=float, help="runlength of a trial (s)")
         sp.add_argument("--first-load", type=float, help="first offered load (ops/s)")
         sp.add_argument("--seed-load", type=float, help="seeded search: start near this load (ops/s)")
@@ -80,6 +81,7 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--slot", default="slot1")
     r.add_argument("--inventory", type=Path, default=DEFAULT_INVENTORY)
     r.add_argument("--load-hosts", type=int, help="the slot's first N load hosts share the load (default: all)")
+    tenants.add_cli_flags(r)
     r.add_argument("--results", "--out", dest="results", type=Path,
                    help="results directory (default results/<time>-<workload>-<slot>); re-use it to resume")
     r.add_argument("--warmup-s", type=float)
@@ -102,27 +104,43 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
+def _goal_ms(text: str, part: str, i: int, what: str) -> float:
+    try:
+        g = float(part)
+    except ValueError:
+        raise UsageError(f"--r-sat-ms: {part.strip()!r} (goal {i} of {text!r}) is not a number; give R_sat "
+                         f"in ms, several comma-separated, each with an optional /L_sat, e.g. 40,20/500") from None
+    if not (math.isfinite(g) and g > 0):
+        raise UsageError(f"--r-sat-ms: goal {i} of {text!r} is {g:g}; r_sat_ms must be a number of ms > 0"
+                         if what == "R_sat" else f"--r-sat-ms: goal {i} of {text!r} has L_sat {g:g}; it must be "
+                                                 f"a number of ms > 0")
+    return g
+
+
 def r_sat_goals(text: str | None) -> dict[str, Any]:
-    """--r-sat-ms "40" or "40,20,80" → {"r_sat_ms": 40.0, "goals_ms": [20.0, 80.0] or None}
-    ({} when not given); a bad list fails in one line naming what is wrong."""
+    """--r-sat-ms "40", "40,20,80" or "40/1000,20/500,80" (R_sat[/L_sat] per goal) → {"r_sat_ms": 40.0,
+    "goals_ms": [20.0, 80.0] or None} plus l_sat_ms / goals_l_sat_ms where an L_sat is given ({} when
+    not given); a bad list fails in one line naming what is wrong."""
     from workbench.pipeline.plan import MAX_GOALS
     if text is None:
         return {}
-    goals = []
+    goals: list[float] = []
+    l_sats: list[float | None] = []
     for i, part in enumerate(text.split(","), 1):
-        try:
-            g = float(part)
-        except ValueError:
-            raise UsageError(f"--r-sat-ms: {part.strip()!r} (goal {i} of {text!r}) is not a number; give R_sat "
-                             f"in ms, several comma-separated, e.g. 40,20") from None
-        if not (math.isfinite(g) and g > 0):
-            raise UsageError(f"--r-sat-ms: goal {i} of {text!r} is {g:g}; r_sat_ms must be a number of ms > 0")
+        r, _, l_sat = part.partition("/")
+        g = _goal_ms(text, r, i, "R_sat")
         if g in goals:
             raise UsageError(f"--r-sat-ms: {g:g} ms is given twice in {text!r}; each goal once")
         goals.append(g)
+        l_sats.append(_goal_ms(text, l_sat, i, "L_sat") if l_sat.strip() else None)
     if len(goals) > MAX_GOALS:
         raise UsageError(f"--r-sat-ms: {len(goals)} goals in {text!r}; at most {MAX_GOALS}")
-    return {"r_sat_ms": goals[0], "goals_ms": goals[1:] or None}
+    out: dict[str, Any] = {"r_sat_ms": goals[0], "goals_ms": goals[1:] or None}
+    if l_sats[0] is not None:
+        out["l_sat_ms"] = l_sats[0]
+    if any(x is not None for x in l_sats[1:]):
+        out["goals_l_sat_ms"] = l_sats[1:]
+    return out
 
 
 def check_rate_inputs(plan) -> dict[str, Any]:
@@ -151,6 +169,7 @@ def build_plan(args: argparse.Namespace, rating_id: str):
     params.update({k: getattr(args, k) for k in EXTERNAL_PARAMS})
     params.update(r_sat_goals(args.r_sat_ms))
     params["load_hosts"] = args.load_hosts
+    params.update({name: getattr(args, name, None) for name in tenants.params_schema()})
     if args.seed_load is not None:
         params["seed_source"] = "load"
     try:

@@ -246,14 +246,14 @@ def test_several_goals_give_a_row_and_a_line_each(rating):
     table has one row per goal, the latency-vs-load plot one λ* line per goal in its own colour."""
     res = copy.deepcopy(rating["result"])
     head = {f: res.get(f) for f in GOAL_FIELDS}
-    low = {**head, "r_sat_ms": 10.0, "peak_rate": 850.5, "peak_rate_ci": [800.0, 880.0], "bracket": [800.0, 900.0],
+    low = {**head, "r_sat_ms": 10.0, "l_sat_ms": 500.0, "peak_rate": 850.5, "peak_rate_ci": [800.0, 880.0], "bracket": [800.0, 900.0],
            "converged": False, "reason": "budget exhausted <b>"}
     res["per_goal"] = {"40": head, "10": low}
     page = report.rating_report_html(rating["spec"], res, rating["trials"])
     table = page.split("<h2>Goals: one search, one trial log</h2>")[1].split("<h2>")[0]
     rows = re.findall(r"<tr>(.*?)</tr>", table)[1:]
-    assert [re.findall(r"<td[^>]*>(.*?)</td>", r)[:4] for r in rows] == [
-        ["10", "850.5", "[800, 880]", "[800, 900]"], ["40", "898.9", "[875, 1200]", "[875, 900]"]]
+    assert [re.findall(r"<td[^>]*>(.*?)</td>", r)[:5] for r in rows] == [    # recorded before L_sat per goal: —
+        ["10", "500", "850.5", "[800, 880]", "[800, 900]"], ["40", "—", "898.9", "[875, 1200]", "[875, 900]"]]
     assert "<td>NO</td>" in rows[0] and "budget exhausted &lt;b&gt;" in rows[0] and "<td>yes</td>" in rows[1]
     assert "Goals:" not in report.rating_report_html(rating["spec"], rating["result"], rating["trials"])
     ax = matplotlib.figure.Figure().add_subplot()

@@ -236,6 +236,21 @@ def test_multi_goal_one_peak_per_goal_trials_reused():
     assert r.n_trials < alone                     # the opening loads are shared
 
 
+def test_a_goal_with_its_own_l_sat_is_judged_by_its_percentile_rule():
+    """Goal 80 ms with L_sat 60 ms (p95 = 3·R̄ in mm1): its p95 binds first, at R̄ = 20 ms, so its λ*
+    is 1000·(1 − 2/20) = 900, below the 40 ms goal's 950 (L_sat 2000 ms: the mean binds)."""
+    spec = RatingSpec(goals_ms=[80], goals_l_sat_ms=[60], policy="safeguarded")
+    assert (spec.l_sat_for(40), spec.l_sat_for(80), spec.at_goal(40) is spec) == (2000.0, 60.0, True)
+    r = find_peak(spec, mm1())
+    low, main = r.per_goal[80.0], r.per_goal[40.0]
+    assert r.converged and (low.l_sat_ms, main.l_sat_ms) == (60.0, 2000.0)
+    assert low.bracket[0] <= 900 <= low.bracket[1] and main.bracket[0] <= 950 <= main.bracket[1], (low, main)
+    assert low.peak_rate < main.peak_rate == r.peak_rate
+    assert r.to_dict()["per_goal"]["80"]["l_sat_ms"] == 60.0
+    with pytest.raises(ValueError, match="goals_l_sat_ms must be one L_sat per goals_ms goal"):
+        RatingSpec(goals_ms=[80, 20], goals_l_sat_ms=[60])
+
+
 def test_seed_trials_fix_the_sample_at_the_seed_load_only():
     # the nightly comparison sample: 6 valid trials at the seed load although a load is otherwise
     # classified after at most 2 (max_trials_per_load); other loads keep the cap

@@ -2,11 +2,15 @@
 from __future__ import annotations
 
 import pytest
-from helpers import REPO, FakeRunner
+import json
+from pathlib import Path
+
+from helpers import REPO, FakeRunner, fstress_json
 
 from workbench import cli
 from workbench.measure.ansible import AnsibleHarness
-from workbench.measure.inventory import InventoryError, host_vars, inventory_groups, inventory_slots, slot_load_hosts
+from workbench.measure.inventory import (InventoryError, host_vars, inventory_groups, inventory_slots,
+                                        slot_background_hosts, slot_load_hosts)
 
 LOCAL = REPO / "inventory" / "local" / "hosts.yml"
 
@@ -67,3 +71,38 @@ def test_the_playbooks_run_on_the_chosen_load_hosts(tmp_path):
     h.deploy()
     h.measure(100, 1)
     assert {c[1]["wb_load_hosts"] for c in runner.calls} == {"load2"}
+
+
+TENANTS = REPO / "inventory" / "tenants" / "hosts.yml"
+
+
+def test_tenant_b_hosts_are_apart_from_the_rated_workloads():
+    """Group `background` (config.tenants): never a load host of A; tenant B's, asked by number."""
+    assert slot_load_hosts(TENANTS, "slot1") == ["tload1"]
+    assert slot_background_hosts(TENANTS, "slot2", 1) == ["tload2b"]
+    with pytest.raises(InventoryError, match="background_load_hosts: tenant B needs 2 load hosts .* it has 1"):
+        slot_background_hosts(TENANTS, "slot1", 2)
+    with pytest.raises(InventoryError, match="it has 0"):
+        slot_background_hosts(LOCAL, "slot1", 1)
+
+
+def test_tenant_b_runs_beside_every_trial_and_its_result_is_read_apart(tmp_path):
+    """The harness names B's hosts, load and workload to the playbooks and reads B's merge (its own
+    file, beside the trial's) into raw["background"]; B idle (0 ops/s) passes nothing."""
+    def result(extravars):
+        b = fstress_json(offered_rate=150.0, achieved_rate=150.0, mean_ms=7.0)
+        Path(extravars["background_out"]).write_text(json.dumps(b))
+        return fstress_json()
+    runner = FakeRunner(result=result)
+    h = AnsibleHarness(slot="slot1", inventory=TENANTS, results_dir=tmp_path, runner=runner,
+                       background={"ops_s": 150.0, "workload": "mail", "load_hosts": 1})
+    t = h.measure(500, 5, trial_id=3)
+    v = runner.calls[-1][1]
+    assert (v["wb_load_hosts"], v["wb_background_hosts"], v["background_ops_s"], v["background_workload"]) == \
+        ("tload1", "tload1b", 150.0, "mail")
+    assert v["background_out"] == str(tmp_path / "trials" / "3.background.json")
+    assert t.valid and t.mean_ms == 3.5 and t.raw["background"]["mean_ms"] == 7.0
+    idle = FakeRunner()
+    AnsibleHarness(slot="slot1", inventory=TENANTS, results_dir=tmp_path, runner=idle,
+                   background={"ops_s": 0.0, "workload": "mail", "load_hosts": 1}).measure(500, 5)
+    assert not any("wb_background_hosts" in c[1] or "background_out" in c[1] for c in idle.calls)

@@ -45,3 +45,20 @@ def test_each_load_host_shows_its_own_drain():
     parts = {"load1": fstress_json(drain={"drain_s": 0.04}), "load1b": fstress_json(drain={"drain_s": 1.2}),
              "old": fstress_json()}
     assert [h["drain_s"] for h in per_host_figures(parts)] == [0.04, 1.2, None]
+
+
+def test_tenant_b_is_judged_apart_from_a():
+    """Tenant B's figures (config.tenants) stay beside A's: B slow or with errors leaves A's trial
+    valid (the server's answer to both); B's generator saturated, or no B result, invalidates it."""
+    from workbench.measure.trialjson import background_figures
+    b_plan = {"ops_s": 150.0, "workload": "web_server", "load_hosts": 1}
+    slow = background_figures(b_plan, fstress_json(mean_ms=900.0, errors=3), {"load1b": fstress_json(mean_ms=900.0)})
+    assert slow["mean_ms"] == 900.0 and slow["per_host"][0]["host"] == "load1b" and slow["workload"] == "web_server"
+    t = result_from_json({**fstress_json(), "background": slow}, 500, 5)
+    assert t.valid and t.mean_ms == fstress_json()["mean_ms"] and t.raw["background"]["errors"] == 3
+    part = fstress_json(generator_saturated=True, saturation_reason="send lag p99 12 ms > 10 ms")
+    sat = background_figures(b_plan, part, {"load1b": part})
+    t = result_from_json({**fstress_json(), "background": sat}, 500, 5)
+    assert not t.valid and t.reason == "background tenant: generator saturated on load1b: send lag p99 12 ms > 10 ms"
+    t = result_from_json({**fstress_json(), "background": background_figures(b_plan, None, {})}, 500, 5)
+    assert not t.valid and t.reason == "background tenant: no result from its load hosts"

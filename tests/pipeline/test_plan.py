@@ -46,6 +46,22 @@ def test_goals_ms_param_reaches_the_spec_and_airflow_validates_the_same_schema()
             Param(**pipeline.PARAMS["goals_ms"]).resolve(bad)
 
 
+def test_each_goal_may_have_its_own_l_sat():
+    """goals_l_sat_ms: the p95 goal of each goals_ms goal (null = l_sat_ms), through Params and the CLI."""
+    plan = pipeline.plan_from_params({"profile": "smoke", "goals_ms": [80, 10], "goals_l_sat_ms": [500, None],
+                                      "l_sat_ms": 900}, "r1")
+    spec = plan.rating_spec()
+    assert [spec.l_sat_for(g) for g in spec.goals] == [900.0, 900.0, 500.0]       # goals 10, 40, 80 ms
+    with pytest.raises(pipeline.ParamError, match="goals_l_sat_ms: 1 L_sat for 2 goals_ms goal"):
+        pipeline.plan_from_params({"profile": "smoke", "goals_ms": [80, 10], "goals_l_sat_ms": [500]}, "r1")
+    from airflow.sdk import Param
+    assert Param(**pipeline.PARAMS["goals_l_sat_ms"]).resolve([500, None]) == [500, None]
+    from workbench.cli import r_sat_goals
+    assert r_sat_goals("40/1000,20,80/300") == {"r_sat_ms": 40.0, "goals_ms": [20.0, 80.0], "l_sat_ms": 1000.0,
+                                                "goals_l_sat_ms": [None, 300.0]}
+    assert r_sat_goals("40,20") == {"r_sat_ms": 40.0, "goals_ms": [20.0]}
+
+
 def test_plan_takes_profile_defaults_and_overrides():
     plan = pipeline.plan_from_params({"profile": "smoke", "memory_mb": 256, "runlength_s": 2}, "r1")
     assert plan.factors["memory_mb"] == 256 and plan.factors["fs"] == "ext4"

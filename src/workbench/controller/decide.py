@@ -301,7 +301,7 @@ def decide(spec: RatingSpec, trials: Sequence[TrialResult]) -> NextTrial | Done:
     open_search = nxt is None and stop_reason is None
     if open_search or len(goals) > 1:   # several goals: each is judged, so a stop reports every met one
         for g in goals:
-            kind, payload = _decide_goal(spec, g, server, unmeasurable)
+            kind, payload = _decide_goal(spec.at_goal(g), g, server, unmeasurable)
             if kind == "done":
                 done[g] = payload
                 continue
@@ -312,7 +312,7 @@ def decide(spec: RatingSpec, trials: Sequence[TrialResult]) -> NextTrial | Done:
             valid = [t for t in server if t.valid and load_key(t.load_ops_s) == load_key(load)]
             rl = next_runlength(spec, [t.mean_ms for t in valid],
                                 [float(t.runlength_s) for t in valid]).runlength_s
-            if _probe(spec, g, valid, why):
+            if _probe(spec.at_goal(g), g, valid, why):
                 rl = float(spec.probe_runlength_s)
     if nxt is not None and trials and trials[-1].harness_failure:
         nxt = (nxt[0], f"re-run after a harness failure ({trials[-1].reason or 'no reason given'}): {nxt[1]}")

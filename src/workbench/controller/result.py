@@ -17,7 +17,7 @@ from workbench.stats.intervals import accuracy as _accuracy, mean_ci
 
 
 # what differs between the goals of one search (the trials, loads and cost are shared)
-GOAL_FIELDS = ("r_sat_ms", "peak_rate", "converged", "reason", "bracket", "peak_rate_ci", "peak_rate_ci_model",
+GOAL_FIELDS = ("r_sat_ms", "l_sat_ms", "peak_rate", "converged", "reason", "bracket", "peak_rate_ci", "peak_rate_ci_model",
                "mean_ms_at_peak", "mean_ms_ci", "accuracy", "mean_load_ops_s", "n_trials_at_peak")
 
 
@@ -38,6 +38,7 @@ class PeakResult:
     trace: list[tuple[float, float]] = field(default_factory=list, repr=False)
     per_goal: dict[float, "PeakResult"] = field(default_factory=dict, repr=False)
     r_sat_ms: float = 40.0
+    l_sat_ms: float = math.inf             # the goal's percentile threshold (RatingSpec.l_sat_for)
     n_invalid: int = 0                     # the server's invalid trials (harness failures are not)
     n_trials_at_peak: int = 0
     peak_rate_ci_model: tuple[float, float] = (math.nan, math.nan)
@@ -56,7 +57,7 @@ class PeakResult:
     def to_dict(self) -> dict[str, Any]:
         d = {k: getattr(self, k) for k in (
             "peak_rate", "converged", "reason", "bracket", "peak_rate_ci", "mean_ms_at_peak",
-            "mean_ms_ci", "accuracy", "n_loads", "n_trials", "cost_s", "trace", "r_sat_ms",
+            "mean_ms_ci", "accuracy", "n_loads", "n_trials", "cost_s", "trace", "r_sat_ms", "l_sat_ms",
             "n_invalid", "n_trials_at_peak", "peak_rate_ci_model", "stop_rule", "policy",
             "mean_load_ops_s", "n_harness")}
         d["n_not_steady"] = self.n_not_steady
@@ -160,7 +161,7 @@ def _goal_result(spec: RatingSpec, r_sat: float, trials: Sequence[TrialResult], 
         peak_rate_ci=pci, mean_ms_at_peak=mean, mean_ms_ci=mci,
         accuracy=_accuracy(*mci) if near is not None else 0.0,
         n_loads=len({load_key(t.load_ops_s) for t in server}), n_trials=len(trials),
-        cost_s=trial_cost_s(spec, trials), trials=list(trials), trace=trace, r_sat_ms=r_sat,
+        cost_s=trial_cost_s(spec, trials), trials=list(trials), trace=trace, r_sat_ms=r_sat, l_sat_ms=spec.l_sat_ms,
         n_invalid=sum(1 for t in server if not t.valid) - len(not_steady or {}),    # excluded: not_steady
         n_harness=len(trials) - len(server), not_steady=dict(not_steady or {}),
         n_trials_at_peak=near.n if near is not None else 0,
@@ -175,9 +176,10 @@ def result_of(spec: RatingSpec, trials: Sequence[TrialResult], done: dict[float,
     for g in spec.goals:
         if g in done:
             conv, why, peak, loads, *fit = done[g]
-            per[g] = _goal_result(spec, g, trials, conv, why, peak, loads, fit[0] if fit else None, not_steady)
+            per[g] = _goal_result(spec.at_goal(g), g, trials, conv, why, peak, loads, fit[0] if fit else None,
+                                  not_steady)
         else:
-            per[g] = _goal_result(spec, g, trials, False, stop_reason or "not reached", None, None,
+            per[g] = _goal_result(spec.at_goal(g), g, trials, False, stop_reason or "not reached", None, None,
                                   not_steady=not_steady)
     main = per[float(spec.r_sat_ms)]
     missed = [r for r in per.values() if not r.converged]

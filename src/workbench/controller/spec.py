@@ -4,7 +4,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 from workbench.config.vocabulary import POLICIES, STOP_RULES
 from workbench.controller.state import load_key
@@ -38,6 +38,7 @@ class RatingSpec:
     budget_s: float = math.inf             # total cost cap (runlengths + overheads), seconds
     trial_overhead_s: float = 0.0          # per-trial setup/teardown cost, seconds
     goals_ms: tuple[float, ...] | None = None   # extra R_sat goals (multi-goal; trials reused)
+    goals_l_sat_ms: tuple[float | None, ...] | None = None   # L_sat of each goals_ms goal (None: l_sat_ms)
     stop_rule: str = "inside"              # inside (default, valid) | overlap (the paper's) | fit
                                            # (inside, or a local fit's λ* CI inside the region)
     min_trials: int = 2                    # trials before the first CI (Algorithm 2 step 7)
@@ -122,11 +123,7 @@ class RatingSpec:
         pos("budget_s", allow_inf=True)
         if not _num(self.trial_overhead_s) or self.trial_overhead_s < 0 or math.isinf(self.trial_overhead_s):
             raise bad("trial_overhead_s", "a finite number >= 0")
-        if self.goals_ms is not None:
-            g = self.goals_ms
-            if isinstance(g, (int, float)) or not all(_num(x) and 0 < x < math.inf for x in g) or len(g) == 0:
-                raise bad("goals_ms", "a non-empty sequence of numbers > 0 (ms)")
-            object.__setattr__(self, "goals_ms", tuple(float(x) for x in g))
+        self._check_goals(bad)
         if self.stop_rule not in STOP_RULES:
             raise bad("stop_rule", "'inside', 'overlap' or 'fit'")
         for name, lo, hi in (("min_trials", 2, 1000), ("max_trials_per_load", self.min_trials, 10**5),
@@ -182,5 +179,32 @@ class RatingSpec:
     def region(self) -> tuple[float, float]:
         return region(self.r_sat_ms, self.width)
 
+    def _check_goals(self, bad: Callable[[str, str], ValueError]) -> None:
+        """goals_ms: numbers > 0; goals_l_sat_ms: one per goal, each > 0 or None."""
+        if self.goals_ms is not None:
+            g = self.goals_ms
+            if isinstance(g, (int, float)) or not all(_num(x) and 0 < x < math.inf for x in g) or len(g) == 0:
+                raise bad("goals_ms", "a non-empty sequence of numbers > 0 (ms)")
+            object.__setattr__(self, "goals_ms", tuple(float(x) for x in g))
+        if self.goals_l_sat_ms is not None:
+            ls = self.goals_l_sat_ms
+            if isinstance(ls, (int, float, str)) or len(ls) != len(self.goals_ms or ()) or \
+                    not all(x is None or (_num(x) and x > 0) for x in ls):
+                raise bad("goals_l_sat_ms", "one L_sat per goals_ms goal: a number > 0 (ms) or None (l_sat_ms)")
+            object.__setattr__(self, "goals_l_sat_ms", tuple(None if x is None else float(x) for x in ls))
+
+    def l_sat_for(self, r_sat_ms: float) -> float:
+        """The L_sat of goal `r_sat_ms`: its own from goals_l_sat_ms, else l_sat_ms."""
+        if float(r_sat_ms) != float(self.r_sat_ms) and self.goals_l_sat_ms is not None:
+            own = self.goals_l_sat_ms[self.goals_ms.index(float(r_sat_ms))]
+            return self.l_sat_ms if own is None else own
+        return self.l_sat_ms
+
+    def at_goal(self, r_sat_ms: float) -> "RatingSpec":
+        """The spec that judges goal `r_sat_ms` of this search: itself with that goal's L_sat."""
+        l_sat = self.l_sat_for(r_sat_ms)
+        return self if l_sat == self.l_sat_ms else dataclasses.replace(self, l_sat_ms=l_sat)
+
     def for_goal(self, r_sat_ms: float) -> "RatingSpec":
-        return dataclasses.replace(self, r_sat_ms=float(r_sat_ms), goals_ms=None)
+        return dataclasses.replace(self, r_sat_ms=float(r_sat_ms), l_sat_ms=self.l_sat_for(r_sat_ms), goals_ms=None,
+                                   goals_l_sat_ms=None)

@@ -39,10 +39,11 @@ from workbench.config.external import ExternalServer, refuse_server_factors
 from workbench.config.factors import factor_vars
 from workbench.config.paths import DEFAULT_INVENTORY, PLAYBOOKS
 from workbench.controller.trial import TrialResult
-from workbench.measure.inventory import slot_load_hosts
+from workbench.config import tenants
+from workbench.measure.inventory import slot_background_hosts, slot_load_hosts
 from workbench.measure.playbook import PlaybookRun, Runner, ansible_runner_run
-from workbench.measure.trialjson import (MIN_ACHIEVED_FRACTION, harness_result, per_host_figures, result_from_json,
-                                        with_timeseries)
+from workbench.measure.trialjson import (MIN_ACHIEVED_FRACTION, background_figures, harness_result, per_host_figures,
+                                        result_from_json, with_timeseries)
 
 
 __all__ = ["AnsibleHarness", "HarnessError"]
@@ -75,6 +76,24 @@ def _parts(parts_dir: Path) -> dict[str, dict[str, Any]]:
     return out
 
 
+def _read_json(path: Path) -> dict[str, Any] | None:
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def background_out(out: Path) -> Path:
+    """Where run_trial.yml merges tenant B's result of the trial whose result is `out`."""
+    return out.with_name(f"{out.stem}.background.json")
+
+
+def background_vars(background: Mapping[str, Any], hosts: list[str]) -> dict[str, Any]:
+    """run_trial.yml's and deploy_loadgen.yml's extra-vars of tenant B (config.tenants) on `hosts`."""
+    return {"wb_background_hosts": ",".join(hosts), "background_ops_s": float(background["ops_s"]),
+            "background_workload": background["workload"]}
+
+
 class HarnessError(RuntimeError):
     """A provisioning / deployment / teardown step failed (measure() never raises this)."""
 
@@ -94,6 +113,9 @@ class AnsibleHarness:
     extravars: further extra-vars for every playbook (data, e.g. fstress_cpus / nfs_server_cpus).
     load_hosts: the slot's first N load hosts share the load (0 = all); InventoryError when the slot
         has fewer.
+    background: tenant B beside every trial (config.tenants: ops_s, workload, load_hosts; None or
+        ops_s 0 = none): its load hosts from group `background`, its own merged result kept in the
+        trial's raw["background"]; a trial where B's generator saturated is invalid, named.
     external: an external server's fields (config.external.ExternalServer; {} = the slot's SUT): no
         provision, cache policy or server teardown; `provision` describes it from a load host.
     runner: ``runner(playbook, extravars, *, inventory, private_data_dir, log_path) -> PlaybookRun``
@@ -107,7 +129,8 @@ class AnsibleHarness:
                  runner: Runner | None = None, playbook_dir: str | Path | None = None,
                  start_margin_s: float = 0.5, min_achieved: float = MIN_ACHIEVED_FRACTION,
                  overload_ms: float | None = None, keep_parts: bool = False,
-                 external: Mapping[str, Any] | None = None, load_hosts: int = 0) -> None:
+                 external: Mapping[str, Any] | None = None, load_hosts: int = 0,
+                 background: Mapping[str, Any] | None = None) -> None:
         if not isinstance(slot, str) or not slot or not slot.replace("_", "").replace("-", "").isalnum():
             raise ValueError(f"slot must be an inventory group name like slot1, got {slot!r}")
         if not isinstance(workload, str) or not workload:
@@ -153,6 +176,10 @@ class AnsibleHarness:
         if self.inventory.is_file():     # the load hosts (and enough of them) before any host changes
             self.load_hosts = slot_load_hosts(self.inventory, slot, load_hosts, server=self.external is None)
             self.extravars["wb_load_hosts"] = ",".join(self.load_hosts)
+        self.background = dict(background) if tenants.is_active(background) else {}
+        if self.background:
+            self.extravars.update(background_vars(self.background, slot_background_hosts(
+                self.inventory, slot, self.background["load_hosts"]) if self.inventory.is_file() else []))
         (self.results_dir / "trials").mkdir(parents=True, exist_ok=True)
 
     # ------------------------------------------------------------------ plumbing
@@ -228,8 +255,9 @@ class AnsibleHarness:
         if check_server is not None:
             self._server_suspect = bool(check_server)
         out = (self.results_dir / "trials" / f"{n}.json").resolve()
-        out.unlink(missing_ok=True)
-        shutil.rmtree(f"{out}.d", ignore_errors=True)
+        for stale in (out, background_out(out)):
+            stale.unlink(missing_ok=True)
+            shutil.rmtree(f"{stale}.d", ignore_errors=True)
         t0 = time.monotonic()
         try:
             run = self._play("run_trial.yml", timeout_s=self.trial_timeout_s(runlength_s), trial_id=n if isinstance(n, int) else 0,   # seeds fstress
@@ -237,6 +265,7 @@ class AnsibleHarness:
                              load_ops_s=float(load_ops_s),
                              runlength_s=float(runlength_s), warmup_s=self.warmup_s,
                              trial_out=str(out), start_margin_s=self.start_margin_s,
+                             **({"background_out": str(background_out(out))} if self.background else {}),
                              ensure_server=self._server_suspect and self.external is None)
         except Exception as e:  # the runner itself broke: this trial is lost, the rating goes on
             run = PlaybookRun(rc=-1, status="error", failures=[f"runner error: {type(e).__name__}: {e}"],
@@ -248,6 +277,7 @@ class AnsibleHarness:
         result = self._judge(run, out, load_ops_s, runlength_s)
         if not self.keep_parts:
             shutil.rmtree(f"{out}.d", ignore_errors=True)
+            shutil.rmtree(f"{background_out(out)}.d", ignore_errors=True)
         # after any invalid trial (a killed server shows up as errors or a failed run) the next
         # run_trial first makes sure the server runs
         self._server_suspect = not result.valid
@@ -276,6 +306,9 @@ class AnsibleHarness:
         raw["per_host"] = per_host_figures(parts)
         if not raw.get("series"):              # merged by an fstress without series: the hosts' own
             raw = with_timeseries(raw, parts)
+        if self.background:
+            bg = background_out(out)
+            raw["background"] = background_figures(self.background, _read_json(bg), _parts(Path(f"{bg}.d")))
         return result_from_json(raw, load_ops_s, runlength_s, self.min_achieved, self.overload_ms)
 
     __call__ = measure

@@ -14,6 +14,8 @@ from typing import Any
 
 import yaml
 
+from workbench.config.tenants import BACKGROUND_GROUP
+
 MAX_INVENTORY_BYTES = 1 << 20
 NOT_SLOTS = ("all", "ungrouped", "loadgen", "sut")
 
@@ -127,7 +129,7 @@ def slot_load_hosts(path: Path, slot: str, wanted: int = 0, server: bool = False
     if slot not in slots:
         raise InventoryError(f"slot: {slot!r} is not a slot of {path}; slots: {', '.join(slots) or 'none'} "
                              f"(a group that lists its hosts, one of them in loadgen)")
-    loadgen = set(groups.get("loadgen", []))
+    loadgen = set(groups.get("loadgen", [])) - set(groups.get(BACKGROUND_GROUP, []))
     hosts = [h for h in groups[slot] if h in loadgen]
     if server and not set(groups[slot]) & set(groups.get("sut", [])):
         raise InventoryError(f"slot: slot {slot} of {path} has no SUT host (a member of group sut) to provision; "
@@ -136,6 +138,21 @@ def slot_load_hosts(path: Path, slot: str, wanted: int = 0, server: bool = False
         raise InventoryError(f"load_hosts: the rating needs {wanted} load hosts; slot {slot} of {path} has {len(hosts)} "
                              f"({', '.join(hosts)})")
     return hosts[:wanted] if wanted else hosts
+
+
+def slot_background_hosts(path: Path, slot: str, wanted: int) -> list[str]:
+    """The first `wanted` load hosts of `slot` in group `background` (config.tenants: tenant B's);
+    InventoryError when the slot has fewer."""
+    groups = inventory_groups(path)
+    if slot not in groups:
+        raise InventoryError(f"slot: {slot!r} is not a slot of {path}")
+    loadgen = set(groups.get("loadgen", []))
+    hosts = [h for h in groups[slot] if h in loadgen and h in set(groups.get(BACKGROUND_GROUP, []))]
+    if wanted > len(hosts):
+        raise InventoryError(f"background_load_hosts: tenant B needs {wanted} load host{'s' * (wanted > 1)} of group "
+                             f"'{BACKGROUND_GROUP}' in slot {slot} of {path}; it has {len(hosts)}"
+                             f"{' (' + ', '.join(hosts) + ')' if hosts else ''} (inventory/tenants/hosts.yml has them)")
+    return hosts[:wanted]
 
 
 def slot_sut_hosts(path: Path, slot: str) -> list[str]:

@@ -63,6 +63,35 @@ def with_timeseries(raw: Mapping[str, Any], parts: Mapping[str, Mapping[str, Any
     return out
 
 
+BACKGROUND_FIELDS = ("offered_rate", "achieved_rate", "ops_total", "mean_ms", "p95_ms", "p99_ms", "errors", "timeouts",
+                     "generator_saturated", "saturation_reason")
+
+
+def background_figures(background: Mapping[str, Any], raw: Mapping[str, Any] | None,
+                       parts: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+    """Tenant B's own figures of a trial (config.tenants): its merged result and each of its load
+    hosts'; `missing` when B delivered no merged result."""
+    out: dict[str, Any] = {"workload": background.get("workload"), "ops_s": background.get("ops_s")}
+    if raw is None:
+        return {**out, "missing": True}
+    return {**out, **{k: raw.get(k) for k in BACKGROUND_FIELDS if k in raw}, "drain_s": drain_s(raw),
+            "per_host": per_host_figures(parts)}
+
+
+def _background_reasons(bg: Mapping[str, Any] | None) -> list[str]:
+    """Tenant B did not offer its load (its generator saturated, or no result): the trial did not
+    measure A beside B. B's slow answers or errors are the server's, kept in raw["background"]."""
+    if not bg:
+        return []
+    if bg.get("missing"):
+        return ["background tenant: no result from its load hosts"]
+    if bg.get("generator_saturated"):
+        sat = [h["host"] for h in bg.get("per_host") or () if h.get("generator_saturated")]
+        return [f"background tenant: generator saturated{' on ' + ', '.join(sat) if sat else ''}: "
+                f"{bg.get('saturation_reason') or 'no reason given'}"]
+    return []
+
+
 def _host_reasons(hosts: list[Mapping[str, Any]], min_achieved: float) -> list[str]:
     """A load host that saturated or fell behind its share invalidates the trial, named: the
     merge would spread its shortfall over the others."""
@@ -95,6 +124,7 @@ def result_from_json(raw: Mapping[str, Any], load_ops_s: float, runlength_s: flo
     reasons = _host_reasons(hosts, min_achieved) if len(hosts) > 1 else []
     if raw.get("generator_saturated") and not reasons:
         reasons.append(f"generator saturated: {raw.get('saturation_reason') or 'no reason given'}")
+    reasons += _background_reasons(raw.get("background"))
     overloaded = (overload_ms is not None and errors == 0 and timeouts > 0
                   and _num(raw, "mean_ms") >= overload_ms)
     if (errors > 0 or timeouts > 0) and not overloaded:

@@ -64,9 +64,9 @@ def result_block(result: Mapping[str, Any], wall_s: float | None = None) -> str:
 
 def _goal_rows(result: Mapping[str, Any]) -> list[tuple[str, str]]:
     """One line per R_sat goal of a several-goal rating (all from the one trial log); none for one goal."""
-    return [(f"goal R_sat {g} ms", f"λ* {lam} ops/s, CI {ci}, bracket {br}: "
+    return [(f"goal R_sat {g} ms", f"λ* {lam} ops/s, CI {ci}, bracket {br}, p95 ≤ {l_sat} ms: "
              + ("converged" if conv == "yes" else f"NOT converged ({why})"))
-            for g, lam, ci, br, _, conv, why in goal_rows(result, '.1f')]
+            for g, l_sat, lam, ci, br, _, conv, why in goal_rows(result, '.1f')]
 
 
 class Progress:

@@ -15,7 +15,7 @@ from workbench.config.external import (EXTERNAL_PARAMS, external_server, externa
 from workbench.config.factors import factor_vars, params_schema, with_rules
 from workbench.config.paths import CANNED_WORKLOADS_DIR, DEFAULT_INVENTORY, rating_dir
 from workbench.config.profiles import PROFILES, resolve_policy
-from workbench.config import workloads
+from workbench.config import tenants, workloads
 from workbench.config.vocabulary import CANNED_WORKLOADS, MAX_TRIAL_TASKS, POLICIES, SEED_SOURCES, SLOTS
 from workbench.controller.spec import RatingSpec
 
@@ -41,6 +41,11 @@ PARAMS: dict[str, dict[str, Any]] = {
                                  "the result gives λ* with its CI per goal"),
     "l_sat_ms": dict(type=["null", "number"], exclusiveMinimum=0, maximum=1000000, default=None,
                      description="L_sat: p95 threshold (ms)"),
+    "goals_l_sat_ms": dict(type=["null", "array"], items=dict(type=["null", "number"], exclusiveMinimum=0,
+                                                              maximum=1000000),
+                           minItems=1, maxItems=MAX_GOALS - 1, default=None,
+                           description="L_sat (p95, ms) of each goals_ms goal, in its order, e.g. [500, null]: "
+                                       "null = l_sat_ms"),
     "width": dict(type=["null", "number"], exclusiveMinimum=0, maximum=0.9, default=None,
                   description="s: half-width of the peak-rate region, fraction of R_sat"),
     "confidence": dict(type=["null", "number"], minimum=0.5, maximum=0.999, default=None,
@@ -57,6 +62,7 @@ PARAMS: dict[str, dict[str, Any]] = {
                        description=f"trial cap (≤ {MAX_TRIAL_TASKS}, the unrolled trial tasks)"),
     "load_hosts": dict(type=["null", "integer"], minimum=1, maximum=64, default=None,
                        description="load hosts that share the load: the slot's first N (empty = all of them)"),
+    **tenants.params_schema(),               # the background tenant B (config.tenants)
     "seed_source": dict(type="string", enum=list(SEED_SOURCES), default="none",
                         description="seeding: none, load (seed_load), history (last λ* of this configuration)"),
     "seed_load": dict(type=["null", "number"], exclusiveMinimum=0, maximum=1e7, default=None,
@@ -71,7 +77,7 @@ PARAMS: dict[str, dict[str, Any]] = {
 FACTOR_PARAMS = tuple(params_schema())
 
 
-SPEC_PARAMS = ("r_sat_ms", "goals_ms", "l_sat_ms", "width", "confidence", "accuracy", "policy", "runlength_s",
+SPEC_PARAMS = ("r_sat_ms", "goals_ms", "goals_l_sat_ms", "l_sat_ms", "width", "confidence", "accuracy", "policy", "runlength_s",
                "budget_s", "max_trials")
 
 
@@ -121,6 +127,7 @@ class RatingPlan:
     workload_text: str = ""        # the workload fstress runs, as text ("" = `workload` itself)
     external: dict[str, Any] = field(default_factory=dict)   # ExternalServer fields; {} = the slot's SUT
     load_hosts: int = 0            # the slot's first N load hosts share the load (0 = all)
+    background: dict[str, Any] = field(default_factory=dict)   # tenant B (config.tenants); {} = none
     lease_token: int = 0           # fencing token of the slot's lease (pipeline.leases); 0 = not leased
 
     def rating_spec(self) -> RatingSpec:
@@ -170,10 +177,9 @@ class RatingPlan:
             return ""
 
     def server_text(self) -> str:
-        """What is rated, for a log line: the sample's factors, or the external server."""
-        if self.external:
-            return external_text(self.external)
-        return f"factors {self.factors}"
+        """What is rated, for a log line: the sample's factors, or the external server; tenant B."""
+        what = external_text(self.external) if self.external else f"factors {self.factors}"
+        return f"{what}; {tenants.describe(self.background)}" if self.background else what
 
     def with_slot(self, slot: str) -> "RatingPlan":
         return dataclasses.replace(self, slot=slot)
@@ -222,8 +228,13 @@ def _check_value(name: str, value: Any, schema: Mapping[str, Any]) -> None:
 
 
 def _check_goals(spec: Mapping[str, Any]) -> None:
-    """goals_ms: no goal given twice, none the same as r_sat_ms (each would be rated once)."""
+    """goals_ms: no goal given twice, none the same as r_sat_ms (each would be rated once);
+    goals_l_sat_ms: one per goal."""
     goals, r_sat = [float(g) for g in spec.get("goals_ms") or ()], float(spec.get("r_sat_ms", RatingSpec.r_sat_ms))
+    l_sats = spec.get("goals_l_sat_ms")
+    if l_sats is not None and len(l_sats) != len(goals):
+        raise ParamError(f"goals_l_sat_ms: {len(l_sats)} L_sat for {len(goals)} goals_ms goal(s); one per goal "
+                         f"(null = l_sat_ms)")
     twice = sorted({g for g in goals if goals.count(g) > 1 or g == r_sat})
     if twice:
         raise ParamError(f"goals_ms: {', '.join(f'{g:g}' for g in twice)} ms given twice (r_sat_ms is "
@@ -245,6 +256,7 @@ def plan_from_params(params: Mapping[str, Any], rating_id: str, workload_files: 
     chosen = {name: p[name] for name in FACTOR_PARAMS}
     try:
         external = external_server(p)
+        background = tenants.background_from_params(p, label)
         if external is not None:           # the profile's server factors do not apply either
             refuse_server_factors(chosen)
         factors = {} if external else with_rules(prof["factors"], chosen)
@@ -283,7 +295,7 @@ def plan_from_params(params: Mapping[str, Any], rating_id: str, workload_files: 
                       warmup_trial_s=float(prof.get("warmup_trial_s", 0.0)),
                       fileset_rate=float(prof["fileset_rate"]), extravars=dict(prof.get("extravars", {})),
                       seed_source=p["seed_source"], external=external.to_dict() if external else {},
-                      load_hosts=int(p["load_hosts"] or 0))
+                      load_hosts=int(p["load_hosts"] or 0), background=background)
 
 
 def _workload(p: Mapping[str, Any], workload_files: bool) -> tuple[str, str, dict[str, Any]]:
@@ -331,7 +343,7 @@ def resumable_plan(store: Any, plan: RatingPlan, workdir: str | Path) -> RatingP
         return plan
     old = RatingPlan.from_dict(stored)
     differ = [f for f in ("workload", "workload_text", "profile", "slot", "factors", "spec", "inventory", "external",
-                          "load_hosts")
+                          "load_hosts", "background")
               if getattr(old, f) != getattr(plan, f)]
     if differ:
         raise ParamError(f"{store.url(store.rating_key(plan.rating_id, ''))} holds rating {plan.rating_id} "

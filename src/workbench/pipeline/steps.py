@@ -18,6 +18,7 @@ from typing import Any, Mapping
 
 from analysis.anomalies import rating_warnings
 from analysis.report import rating_plots, rating_report_html
+from analysis.tenants import background_result
 from analysis.validate import validate_trials
 from workbench.config.paths import FSTRESS
 from workbench.controller.decide import Done, NextTrial, decide
@@ -44,7 +45,8 @@ def harness_for(plan: RatingPlan, make: HarnessFactory = AnsibleHarness) -> Harn
     return make(slot=plan.slot, inventory=plan.inventory, factors=plan.factors, workload=plan.workload_file(),
                 results_dir=plan.local_dir(), warmup_s=plan.warmup_s, fileset_rate=plan.fileset_rate,
                 extravars=plan.extravars, overload_ms=spec.r_sat_ms * (1.0 + spec.width),
-                external=plan.external, load_hosts=plan.load_hosts)
+                external=plan.external, load_hosts=plan.load_hosts,
+                **({"background": plan.background} if plan.background else {}))
 
 
 def provision(plan: RatingPlan, store: Store, make: HarnessFactory = AnsibleHarness) -> dict[str, Any]:
@@ -244,6 +246,8 @@ def summarise_step(plan: RatingPlan, store: Store, validation: Mapping[str, Any]
     seen = [{"n": i, "load_ops_s": t.load_ops_s, "mean_ms": t.mean_ms, "valid": t.valid}      # as decide read them
             for i, t in enumerate(res.trials)]
     out.update(rating_warnings(seen, plan.rating_spec().confidence))   # Auto-pilot's warnings (seed 001)
+    if plan.background:
+        out["background"] = background_result(plan.background, records)
     out.update(measured_cost(store, plan.rating_id, records, out["cost_s"], out["finished_unix"]))
     out = strict_json(out)
     store.put_json(store.rating_key(plan.rating_id, "result.json"), out)

@@ -21,6 +21,7 @@ import pandas as pd
 from analysis.surface_plots import mape_png, surface_png
 from analysis.report import surface_report_html
 from workbench.config.factors import sweep_factors
+from workbench.config.tenants import TENANT_FACTOR_NAMES
 from workbench.config.vocabulary import DESIGNS, MAX_ROUNDS
 from workbench.config.workloads import WORKLOAD_BY_NAME, WORKLOAD_FACTOR_NAMES
 from workbench.pipeline.plan import ParamError, RatingPlan, check_param, plan_from_params, seeded, strict_json
@@ -33,7 +34,7 @@ from workbench.planning.doptimal import d_optimal
 from workbench.planning.seeding import nearest_seed, seed_order
 from workbench.stats.rsm import mape
 
-NUMERIC_FACTORS = sweep_factors("numeric") + WORKLOAD_FACTOR_NAMES     # server, then workload factors
+NUMERIC_FACTORS = sweep_factors("numeric") + WORKLOAD_FACTOR_NAMES + TENANT_FACTOR_NAMES  # server, workload, tenant B
 CATEGORICAL_FACTORS = sweep_factors("categorical")
 MAX_LEVELS = 64               # levels of one factor
 MAX_GRID = 4096               # points of the full grid (fullfact runs them all; dopt chooses among them)
@@ -70,7 +71,7 @@ def factor_space(levels: Mapping[str, Sequence[Any]]) -> FactorSpace:
             raise ParamError(f"factors: unknown factor {name!r}; numeric: {', '.join(NUMERIC_FACTORS)}; "
                              f"categorical: {', '.join(CATEGORICAL_FACTORS)}")
         _levels(name, lv)
-        integer = name not in WORKLOAD_BY_NAME or WORKLOAD_BY_NAME[name].kind is int
+        integer = name in sweep_factors("numeric") or (name in WORKLOAD_BY_NAME and WORKLOAD_BY_NAME[name].kind is int)
         out.append(Numeric(name, levels=tuple(lv), integer=integer) if name in NUMERIC_FACTORS
                    else Categorical(name, tuple(lv)))
     try:

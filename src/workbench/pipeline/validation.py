@@ -20,11 +20,13 @@ import tempfile
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
+from workbench.config import tenants
 from workbench.config.factors import BY_NAME, MEMORY_FLOOR_MB, TMPFS_DEFAULT_MB, parse_cpu_list
 from workbench.config.paths import FSTRESS
 from workbench.config.vocabulary import CANNED_WORKLOADS
 from workbench.config.workloads import FACTORS_MARK, WORKLOAD_BY_NAME, text_digest
-from workbench.measure.inventory import InventoryError, host_vars, slot_load_hosts, slot_sut_hosts
+from workbench.measure.inventory import (InventoryError, host_vars, slot_background_hosts, slot_load_hosts,
+                                        slot_sut_hosts)
 from workbench.pipeline import leases
 from workbench.pipeline.plan import ParamError, RatingPlan, history_seed, plan_from_params, seeded
 
@@ -95,6 +97,8 @@ def check_inventory(plan: RatingPlan, slots: Sequence[str]) -> set[tuple[str, in
     try:
         for slot in slots:
             loads = slot_load_hosts(inv, slot, plan.load_hosts, server=not plan.external)
+            if tenants.is_active(plan.background):
+                loads += slot_background_hosts(inv, slot, plan.background["load_hosts"])
             for host in loads:
                 hv = {**host_vars(inv, host), **plan.extravars}
                 ncpu = os.cpu_count() if hv.get("ansible_connection") == "local" else None
@@ -196,6 +200,11 @@ def validate_plan(plan: RatingPlan, slots: Sequence[str] | None = None,
                 fileset = fstress_check(wl, plan.fileset_rate, lag, conns)
         except ParamError as e:
             raise ParamError(text_error(plan, str(e))) from None
+    if tenants.is_active(plan.background):     # tenant B's workload, its file set at the same rate as A's
+        try:
+            fstress_check(plan.background["workload"], plan.fileset_rate, *sorted(runs, key=repr)[0])
+        except ParamError as e:
+            raise ParamError(f"background_workload: {e}") from None
     check_capacity(plan, fileset)
     return fileset
 
@@ -238,7 +247,7 @@ def validate_plans(plans: Sequence[RatingPlan], what: str) -> None:
         try:
             check_settings(plan)
             slots = tuple(leases.SLOTS) if plan.slot == "auto" else (plan.slot,)
-            key = json.dumps([plan.inventory, slots, plan.load_hosts, bool(plan.external), plan.extravars,
+            key = json.dumps([plan.inventory, slots, plan.load_hosts, plan.background, bool(plan.external), plan.extravars,
                               plan.factors.get("server_cpus")], sort_keys=True, default=str)
             if key not in seen:
                 seen[key] = check_inventory(plan, slots)

@@ -56,6 +56,36 @@ def surface_png(points_df: Any, factor_x: str, factor_y: str, fit: Any = None, *
     return _png(fig)
 
 
+def curve_png(points_df: Any, factor: str, fit: Any = None, *, value: str = "peak_rate",
+              code: Callable[[list[dict]], np.ndarray] | None = None, grid_n: int = 100) -> bytes:
+    """λ* over one numeric factor (e.g. tenant B's load: the interference curve): measured points with
+    their λ* CI (column ``peak_rate_ci``, an open end drawn to the plot's edge) and the fitted model's
+    curve (``code`` as in surface_png; other factors at the coder's slice)."""
+    x = points_df[factor].astype(float).to_numpy()
+    y = points_df[value].astype(float).to_numpy()
+    fig = _figure()
+    ax = fig.add_subplot()
+    if fit is not None:
+        gx = np.linspace(x.min(), x.max(), grid_n)
+        X = gx[:, None] if code is None else np.asarray(code([{factor: a} for a in gx]), float)
+        ax.plot(gx, fit.predict(X), color=_ACCENT, label="model")
+    cis = list(points_df["peak_rate_ci"]) if "peak_rate_ci" in points_df.columns else [None] * len(x)
+    top = max([*y, *(c[1] for c in cis if c and _finite(c[1]))]) * 1.1
+    for a, b, ci in zip(x, y, cis):
+        if ci and _finite(ci[0]):
+            hi = float(ci[1]) if _finite(ci[1]) else top
+            ax.plot([a, a], [float(ci[0]), hi], color=_VALID, alpha=0.5, linewidth=3)
+        ax.annotate(f"{b:.4g}", (a, b), xytext=(6, 6), textcoords="offset points", fontsize=8)
+    ax.scatter(x, y, color=_VALID, zorder=3, label=f"measured {value} (bar: its CI)")
+    ax.set_ylim(bottom=0, top=top)
+    ax.set_xlabel(factor)
+    ax.set_ylabel(value)
+    ax.set_title(f"{value} over {factor}")
+    ax.legend(loc="best", fontsize="small")
+    fig.tight_layout()
+    return _png(fig)
+
+
 def mape_png(by_samples: Sequence[Sequence[Any]], target_pct: float | None = None) -> bytes:
     """Leave-one-out MAPE (%) of the surface model against the number of samples, one point per round
     of an active design ([n, mape or None]: None while LOO is undefined), with the target as a line."""

@@ -376,14 +376,14 @@ def test_a_background_tenant_lowers_the_rated_peak(tmp_path):
     128 MiB cache. (B with another workload builds a second file set of 16 000 files: Ganesha's
     metadata for both does not fit 128 MiB, and the memory cgroup killed it during B's deploy.)
     B lowers λ*_A; B is measured on its own (its merged result, never mixed into A's); result and
-    report show both tenants. Slots 5 and 6 (renumbered), so the tests of the other slots may run
+    report show both tenants. Slots 8 and 9 (renumbered; slot1-7 are other tests'), so those may run
     beside this one."""
     if os.geteuid() != 0:
         pytest.skip("needs root (network namespaces, loop devices, cgroups)")
     exe = str(Path(sys.executable).parent / "workbench")
-    inventory = renumbered_inventory(tmp_path / "hosts.yml", {1: 5, 2: 6}, source="tenants")
+    inventory = renumbered_inventory(tmp_path / "hosts.yml", {1: 8, 2: 9}, source="tenants")
     procs = {}
-    for k, b_ops_s in ((5, 0), (6, 150)):
+    for k, b_ops_s in ((8, 0), (9, 150)):
         out = tmp_path / f"slot{k}"
         cmd = [exe, "rate", "--workload", "web_server", "--profile", "smoke", "--slot", f"slot{k}",
                "--inventory", str(inventory), "--read-iops", "40", "--background-ops-s", str(b_ops_s),
@@ -395,7 +395,7 @@ def test_a_background_tenant_lowers_the_rated_peak(tmp_path):
         assert p.returncode == 0, f"slot{k}:\n{text[-3000:]}"
         got[k] = rating_files(out)
         assert got[k][0]["converged"], (k, got[k][0]["reason"])
-    (idle, idle_trials, _), (busy, busy_trials, rating) = got[5], got[6]
+    (idle, idle_trials, _), (busy, busy_trials, rating) = got[8], got[9]
     assert idle["background"]["text"] == "tenant B idle (web_server)" and idle["background"]["by_load"] == []
     assert all("background" not in (t.get("raw") or {}) for t in idle_trials)
     assert busy["peak_rate"] < 0.85 * idle["peak_rate"], (busy["peak_rate"], idle["peak_rate"])
@@ -403,8 +403,8 @@ def test_a_background_tenant_lowers_the_rated_peak(tmp_path):
     assert len(measured) == len(busy_trials) >= 4, busy_trials
     for t in measured:
         a, b = t["raw"], t["raw"]["background"]
-        assert [h["host"] for h in a["per_host"]] == ["tload6"] and a["offered_rate"] == pytest.approx(t["load_ops_s"])
-        assert [h["host"] for h in b["per_host"]] == ["tload6b"], b
+        assert [h["host"] for h in a["per_host"]] == ["tload9"] and a["offered_rate"] == pytest.approx(t["load_ops_s"])
+        assert [h["host"] for h in b["per_host"]] == ["tload9b"], b
         assert b["workload"] == "web_server" and b["offered_rate"] == pytest.approx(150) and b["ops_total"] > 0, b
         assert b["per_host"][0]["seed"] != a["per_host"][0]["seed"]
     by_load = busy["background"]["by_load"]

@@ -103,3 +103,16 @@ def test_a_sweep_over_zipf_alpha_renders_each_sample_s_workload():
         assert plan.factors["read_iops"] == it["sample"]["read_iops"]
     space = sweep.factor_space(sw["factors"])
     assert not space["zipf_alpha"].integer and space["read_iops"].integer
+
+
+def test_one_numeric_factor_gets_its_curve_with_cis_and_the_fit():
+    """A sweep over tenant B's load alone (the interference curve): no pair to contour, so the plot
+    is λ* against B's load — the measured points with their CIs (one open above) and the quadratic."""
+    import numpy as np
+    plan = {"factors": {"background_ops_s": [0, 75, 150]}, "degree": 2, "design": "fullfact"}
+    rows = [{"sample": {"background_ops_s": b}, "peak_rate": lam, "peak_rate_ci": ci}
+            for b, lam, ci in ((0, 300.0, [280.0, 320.0]), (75, 250.0, [230.0, None]), (150, 185.0, [170.0, 200.0]))]
+    model, summary = sweep.fit_surface(plan, rows)
+    assert np.allclose(model.fitted, [300.0, 250.0, 185.0]) and summary["rank"] == 3      # 3 points, 3 terms
+    plots = sweep.surface_plots(plan, rows, model)
+    assert list(plots) == ["curve_background_ops_s.png"] and plots["curve_background_ops_s.png"][:4] == b"\x89PNG"

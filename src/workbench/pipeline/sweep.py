@@ -18,7 +18,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from analysis.surface_plots import mape_png, surface_png
+from analysis.surface_plots import curve_png, mape_png, surface_png
 from analysis.report import surface_report_html
 from workbench.config.factors import sweep_factors
 from workbench.config.tenants import TENANT_FACTOR_NAMES
@@ -351,10 +351,14 @@ def start_sweep(store: Store, params: Mapping[str, Any], sweep_id: str) -> list[
 
 
 def surface_plots(plan: Mapping[str, Any], rows: Sequence[Mapping[str, Any]], model: Any) -> dict[str, bytes]:
-    """One filled-contour plot of the fit per pair of numeric factors, with the samples on it."""
-    points = pd.DataFrame([{**r["sample"], "peak_rate": r["peak_rate"]} for r in rows])
+    """One filled-contour plot of the fit per pair of numeric factors, with the samples on it; with
+    one numeric factor, its curve (λ* with CIs and the fit)."""
+    points = pd.DataFrame([{**r["sample"], "peak_rate": r["peak_rate"], "peak_rate_ci": r.get("peak_rate_ci")}
+                           for r in rows])
     numeric = [f for f in plan["factors"] if f in NUMERIC_FACTORS]
     code = coder(factor_space(plan["factors"]), [r["sample"] for r in rows])
+    if len(numeric) == 1:
+        return {f"curve_{numeric[0]}.png": curve_png(points, numeric[0], fit=model, code=code)}
     return {f"surface_{fx}_{fy}.png": surface_png(points, fx, fy, fit=model, code=code)
             for i, fx in enumerate(numeric) for fy in numeric[i + 1:]}
 

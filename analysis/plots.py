@@ -310,8 +310,8 @@ def _label(v: Any) -> str:
 
 def _ci(row: Mapping[str, Any]) -> tuple[float, float]:
     ci = row.get("peak_rate_ci")
-    if isinstance(ci, (list, tuple)) and len(ci) == 2:
-        return float(ci[0]), float(ci[1])
+    if isinstance(ci, (list, tuple)) and len(ci) == 2:       # an open end (None) draws no bar
+        return tuple(float(x) if x is not None else math.nan for x in ci)
     return float(row.get("ci_lo", math.nan)), float(row.get("ci_hi", math.nan))
 
 

@@ -13,6 +13,7 @@ from typing import Any, Mapping, Sequence
 import yaml
 
 from analysis.anomalies import history_trend
+from analysis.plots import history_png
 from analysis.regression import compare_to_history, reference_load
 from analysis.report import nightly_report_html
 from workbench.config.paths import REPO
@@ -195,11 +196,26 @@ def compare(store: Store, night: str, records: Sequence[Mapping[str, Any]]) -> l
             v.update(name=rec["name"], config=rec["params"], rating_id=rec["rating_id"], r_sat_ms=goal,
                      n_goals=len(goals), history_nights=[h["night"] for h in past],
                      report_url=store.url(rating_report), report_href=store.link(report_key, rating_report),
-                     warnings=night_warnings(past, current, night, cfg["confidence"]))
+                     warnings=night_warnings(past, current, night, cfg["confidence"]),
+                     history=[history_point(h["night"], h["result"]) for h in past]
+                     + [history_point(night, current["result"])])
             print(f"{verdict_label(v)}: {verdict_word(v)} — {v['reason']}")
             verdicts.append(v)
     store.put_json(store.nightly_key(night, "verdicts.json"), verdicts)
     return verdicts
+
+
+def history_point(night: str, result: Mapping[str, Any]) -> dict[str, Any]:
+    """One night of a baseline goal's λ* history (the report's plot, verdicts.json)."""
+    return {"date": night, "peak_rate": result.get("peak_rate"), "peak_rate_ci": result.get("peak_rate_ci"),
+            "converged": result.get("converged")}
+
+
+def history_plots(verdicts: Sequence[Mapping[str, Any]]) -> dict[str, bytes]:
+    """λ* per night of each baseline (and goal), tonight's last, red when it regressed."""
+    return {f"history_{re.sub(r'[^A-Za-z0-9._-]+', '_', verdict_label(v))}.png": history_png(
+        v["history"][:-1], {**v["history"][-1], "regression": v["regression"]}, title=f"λ* history: {verdict_label(v)}")
+        for v in verdicts if v.get("history")}
 
 
 def night_warnings(history: Sequence[Mapping[str, Any]], current: Mapping[str, Any], night: str,
@@ -235,7 +251,8 @@ def verdict_word(v: Mapping[str, Any]) -> str:
 def report(store: Store, night: str, verdicts: Sequence[Mapping[str, Any]]) -> str:
     """The night's HTML report to the store; returns its URL."""
     key = store.nightly_key(night, "report.html")
-    store.put_bytes(key, nightly_report_html(night, verdicts, {}).encode(), "text/html; charset=utf-8")
+    store.put_bytes(key, nightly_report_html(night, verdicts, history_plots(verdicts)).encode(),
+                    "text/html; charset=utf-8")
     return store.url(key)
 
 

@@ -282,11 +282,11 @@ def rating_report_html(spec: Mapping[str, Any], result: Mapping[str, Any],
                         _num(r["mean_ms"], ".3g"), _num(r["p50_ms"], ".3g"), _num(r["p95_ms"], ".3g"),
                         _num(r["p99_ms"], ".3g"), _num(r["time_pct"], ".1f")] for r in ops])
                if ops else '<p class="muted">no valid trial with per-op data</p>')
-    goals = goal_rows(result)
+    goals, tenant_rows = goal_rows(result), background_rows(result)
     body = "".join([
         *head, *(["<h2>Goals: one search, one trial log</h2>", _table(GOAL_HEADERS, goals, left=(7,))] if goals else []),
         *(["<h2>Shared tenants: B's own figures beside A's, per A load (valid trials)</h2>",
-           _table(BACKGROUND_HEADERS, background_rows(result))] if background_rows(result) else []),
+           _table(BACKGROUND_HEADERS, tenant_rows)] if tenant_rows else []),
         "<h2>Warnings</h2>", _warnings_html(result),
         "<h2>Plots</h2>", _plots_html(plots),
         f"<h2>Per-operation breakdown at {_num(near)} ops/s (load nearest λ*)</h2>", op_html,

@@ -35,11 +35,11 @@ import time
 from pathlib import Path
 from typing import Any, Mapping
 
+from workbench.config import tenants
 from workbench.config.external import ExternalServer, refuse_server_factors
 from workbench.config.factors import factor_vars
 from workbench.config.paths import DEFAULT_INVENTORY, PLAYBOOKS
 from workbench.controller.trial import TrialResult
-from workbench.config import tenants
 from workbench.measure.inventory import slot_background_hosts, slot_load_hosts
 from workbench.measure.playbook import PlaybookRun, Runner, ansible_runner_run
 from workbench.measure.trialjson import (MIN_ACHIEVED_FRACTION, background_figures, harness_result, per_host_figures,

@@ -213,7 +213,7 @@ def history_point(night: str, result: Mapping[str, Any]) -> dict[str, Any]:
 
 def history_plots(verdicts: Sequence[Mapping[str, Any]]) -> dict[str, bytes]:
     """λ* per night of each baseline (and goal), tonight's last, red when it regressed."""
-    return {f"history_{re.sub(r'[^A-Za-z0-9._-]+', '_', verdict_label(v))}.png": history_png(
+    return {f"history_{UNSAFE_ID_CHARS.sub('_', verdict_label(v))}.png": history_png(
         v["history"][:-1], {**v["history"][-1], "regression": v["regression"]}, title=f"λ* history: {verdict_label(v)}")
         for v in verdicts if v.get("history")}
 

@@ -126,6 +126,18 @@ def test_identical_means_are_no_evidence_under_local():
     assert summarize(spec, clamped[:2] + [_t(1168.75, math.log(30.68))])[0].side == -1
 
 
+def test_a_load_near_r_sat_is_classified_on_three_trials_under_local():
+    spec = RatingSpec(**local_policy(0.95))
+    # two trials: 33.15 ± t(0.975; 1)·0.0707/√2 = ± 12.706·0.05 → [32.5, 33.8] ms, below [36, 44]
+    two = [_t(500.0, math.log(m)) for m in (33.1, 33.2)]
+    assert summarize(RatingSpec(), two)[0].side == -1           # Algorithm 2 alone: below on two trials
+    assert summarize(spec, two)[0].status == LoadStatus.OPEN     # local: within R_sat/2 … 2·R_sat, open
+    # three: 33.1 ± t(0.975; 2)·0.1/√3 = ± 4.303·0.0577 → [32.85, 33.35] ms: below
+    assert summarize(spec, two + [_t(500.0, math.log(33.0))])[0].side == -1
+    far = [_t(100.0, math.log(m)) for m in (5.0, 5.1)]          # outside the window: two trials decide
+    assert summarize(spec, far)[0].side == -1
+
+
 def test_far_above_by_the_median_saturates_an_undecided_load():
     # past capacity trial means swing by orders of magnitude: 16 ms and 570 ms at one load. Its
     # median (293 ms) is above far_factor·R_sat = 160 ms: saturated, by its median (not confident)
@@ -240,8 +252,9 @@ def test_another_policy_on_a_profile_rates_as_before():
     fields = resolve_policy({**PROFILES["standard"]["spec"], "policy": "binsearch"})
     spec = RatingSpec(**fields)
     assert (spec.policy, spec.stop_rule, spec.far_factor, spec.throughput_rule) == ("binsearch", "inside", None, False)
+    assert resolve_policy(PROFILES["standard"]["spec"])["fit_confidence"] == 0.96    # 1 − 0.8·(1 − 0.95)
     fields = resolve_policy({**PROFILES["standard"]["spec"], "confidence": 0.90})
-    assert (fields["fit_confidence"], fields["fit_ci_confidence"]) == (0.95, 0.98)
+    assert (fields["fit_confidence"], fields["fit_ci_confidence"]) == (0.92, 0.98)
 
 
 def test_local_fit_fieller_with_first_trial_term_covers_at_its_level():

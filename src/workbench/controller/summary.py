@@ -11,6 +11,7 @@ from typing import Sequence
 
 import numpy as np
 
+from workbench.controller.fit import LOCAL_WINDOW
 from workbench.controller.spec import RatingSpec
 from workbench.controller.state import LoadStatus, LoadSummary, SearchState, bracket_of, load_key
 from workbench.controller.trial import TrialResult
@@ -33,6 +34,7 @@ def _lat_value(spec: RatingSpec, t: TrialResult) -> float:
     return t.p99_ms if t.p99_ms is not None else t.p95_ms
 
 
+NEAR_MIN_TRIALS = 3    # policy local: trials before a load within the fit's window is classified
 THROUGHPUT_Z = 5.0     # throughput rule: saturated when the completed operations fall this many SDs short
 
 
@@ -63,6 +65,12 @@ def _classify(spec: RatingSpec, r_sat: float, n: int, ci: MeanCI, lat: float,
         return LoadStatus.OPEN, 0, False
     if lat > spec.l_sat_ms:     # percentile rule: saturated regardless of the mean
         return LoadStatus.ABOVE, +1, bool(lat_ci.low > spec.l_sat_ms) or math.isinf(lat)
+    if (spec.policy == "local" and n < NEAR_MIN_TRIALS and ci.mean > 0
+            and abs(math.log(ci.mean / r_sat)) <= math.log(LOCAL_WINDOW)):
+        # near R_sat two trials give a CI on 1 df: it rests on one difference, which a heavy tail,
+        # an outlier or a clamped reading past capacity makes small by chance (a knee load above
+        # the region classified below on 33.1 and 33.2 ms ended a rating outside it)
+        return LoadStatus.OPEN, 0, False
     rlo, rhi = region(r_sat, spec.width)
     acc = ci.accuracy
     if ci.high < rlo:

@@ -5,7 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 
-FIT_STOP_ERROR_SHARE = 0.8   # the fit's per-look error, a share of 1 − c (bench/validity.py: 0.5 cost 10–15 % more)
+# The fit's per-look error, as a share of 1 − c. The former 0.5 cost up to 15 % more; 1.0 fell
+# below 90 % in region on the knee and cold families (docs/performance.md, issue 16 fifth stage).
+FIT_STOP_ERROR_SHARE = 0.8
 
 
 def local_policy(confidence: float, runlength_s: float | None = None) -> dict[str, Any]:

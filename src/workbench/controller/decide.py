@@ -33,7 +33,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
-from workbench.controller.fit import FIT_STOP_MIN_TRIALS, LOCAL_WINDOW, fit_peak, local_fit
+from workbench.controller.fit import FIT_STOP_MIN_TRIALS, fit_peak, local_fit, near_r_sat
 from workbench.controller.local import Local
 from workbench.controller.pickers import Binsearch, Linear, Model, Picker
 from workbench.controller.result import PeakResult, result_of
@@ -230,7 +230,7 @@ def _probe(spec: RatingSpec, r_sat: float, valid: Sequence[TrialResult], why: st
     if not valid:
         return True
     med = float(np.median([t.mean_ms for t in valid]))
-    return not (med > 0 and abs(math.log(med / r_sat)) <= math.log(LOCAL_WINDOW))
+    return not near_r_sat(med, r_sat)
 
 
 def harness_failing(spec: RatingSpec, trials: Sequence[TrialResult]) -> str | None:

@@ -43,8 +43,7 @@ class FitPeak:
 
 def fit_peak(loads: Sequence[LoadSummary], r_sat: float, width: float, confidence: float) -> FitPeak | None:
     """The local fit over the loads near R_sat, or None when there is too little to fit."""
-    near = [s for s in loads if s.n >= 1 and s.mean > 0 and not s.latency_saturated
-            and abs(math.log(s.mean / r_sat)) <= math.log(FIT_WINDOW)]
+    near = [s for s in loads if s.n >= 1 and not s.latency_saturated and near_r_sat(s.mean, r_sat, FIT_WINDOW)]
     xs, ys, ws = [], [], []
     for s in near:
         rls = s.runlengths or (1.0,) * len(s.means)
@@ -69,6 +68,11 @@ def fit_peak(loads: Sequence[LoadSummary], r_sat: float, width: float, confidenc
 LOCAL_WINDOW = 2.0         # loads whose median trial lies within R_sat/2 … 2·R_sat enter the local fit
 LOCAL_MIN_TRIALS = 8       # valid trials in the window before the local fit exists
 FIT_STOP_MIN_TRIALS = 12   # trials kept in the local fit before it may stop a rating (≥ 9 residual df)
+
+
+def near_r_sat(mean_ms: float, r_sat: float, window: float = LOCAL_WINDOW) -> bool:
+    """Whether a mean response time lies within R_sat/window … window·R_sat (the fit's window)."""
+    return mean_ms > 0 and abs(math.log(mean_ms / r_sat)) <= math.log(window)
 
 
 @dataclass(frozen=True)
@@ -132,7 +136,7 @@ def local_fit(loads: Sequence[LoadSummary], r_sat: float, width: float, confiden
     trial at a new load) is fitted only when some load in the window has a second trial; λ* is
     read off the warm line."""
     near = [s for s in on_curve(loads) if s.n >= 1 and not s.latency_saturated and all(m > 0 for m in s.means)
-            and abs(math.log(float(np.median(s.means)) / r_sat)) <= math.log(window)]
+            and near_r_sat(float(np.median(s.means)), r_sat, window)]
     rows = []
     for s in near:
         rls = s.runlengths or (1.0,) * len(s.means)

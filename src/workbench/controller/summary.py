@@ -11,7 +11,7 @@ from typing import Sequence
 
 import numpy as np
 
-from workbench.controller.fit import LOCAL_WINDOW
+from workbench.controller.fit import near_r_sat
 from workbench.controller.spec import RatingSpec
 from workbench.controller.state import LoadStatus, LoadSummary, SearchState, bracket_of, load_key
 from workbench.controller.trial import TrialResult
@@ -65,8 +65,7 @@ def _classify(spec: RatingSpec, r_sat: float, n: int, ci: MeanCI, lat: float,
         return LoadStatus.OPEN, 0, False
     if lat > spec.l_sat_ms:     # percentile rule: saturated regardless of the mean
         return LoadStatus.ABOVE, +1, bool(lat_ci.low > spec.l_sat_ms) or math.isinf(lat)
-    if (spec.policy == "local" and n < NEAR_MIN_TRIALS and ci.mean > 0
-            and abs(math.log(ci.mean / r_sat)) <= math.log(LOCAL_WINDOW)):
+    if spec.policy == "local" and n < NEAR_MIN_TRIALS and near_r_sat(ci.mean, r_sat):
         # near R_sat two trials give a CI on 1 df: it rests on one difference, which a heavy tail,
         # an outlier or a clamped reading past capacity makes small by chance (a knee load above
         # the region classified below on 33.1 and 33.2 ms ended a rating outside it)

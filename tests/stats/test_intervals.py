@@ -118,3 +118,22 @@ def test_slope_test_against_linregress():
 def test_bad_confidence_rejected():
     with pytest.raises(ValueError, match="confidence"):
         S.mean_ci([1.0, 2.0], 1.5)
+
+
+def test_trials_within_hand_computed():
+    # Jain §13.9: n = (z·cv/s)²; cv 0.22, s 0.10, c 0.90: z = 1.6449, (1.6449·2.2)² = 13.095
+    assert S.trials_within(0.22, 0.10, 0.90) == pytest.approx(13.095, abs=1e-3)
+
+
+@pytest.mark.parametrize("cv,s,c", [(0.05, 0.10, 0.95), (0.22, 0.10, 0.96), (0.5, 0.25, 0.80)])
+def test_trials_within_gives_the_probability_asked(cv, s, c):
+    n = S.trials_within(cv, s, c)
+    # the mean of n trials is N(μ, (cv·μ)²/n): P(|error| ≤ s·μ) = 2Φ(s√n/cv) − 1
+    assert 2.0 * st.norm.cdf(s * math.sqrt(n) / cv) - 1.0 == pytest.approx(c, abs=1e-12)
+
+
+def test_trials_within_rejects_bad_input():
+    with pytest.raises(ValueError):
+        S.trials_within(0.2, 0.0, 0.9)
+    with pytest.raises(ValueError):
+        S.trials_within(0.2, 0.1, 1.0)

@@ -19,7 +19,7 @@ import numpy as np
 from scipy import stats as _st
 
 __all__ = [
-    "MeanCI", "mean_ci", "quantile", "accuracy", "region", "overlaps_region", "inside_region",
+    "MeanCI", "mean_ci", "quantile", "accuracy", "region", "overlaps_region", "inside_region", "trials_within",
     "WelchResult", "welch", "bootstrap_ci", "zscores", "zscore_outliers", "SlopeResult",
     "slope_test",
 ]
@@ -117,6 +117,16 @@ def inside_region(low: float, high: float, r_sat: float, s: float) -> bool:
     """Inclusion (stricter than [CC]'s overlap): the whole CI lies inside [R_sat ± s·R_sat]."""
     lo, hi = region(r_sat, s)
     return lo <= low and high <= hi
+
+
+def trials_within(cv: float, s: float, confidence: float) -> float:
+    """Trials (a real number) whose mean lies within ±s (relative) of the true mean with probability
+    `confidence` when the per-trial cv is KNOWN: n = (z_{(1+c)/2}·cv/s)² (Jain, The Art of Computer
+    Systems Performance Analysis, §13.9 "Determining sample size", with z: σ known, no t)."""
+    _check_confidence(confidence)
+    if not (cv >= 0 and s > 0):
+        raise ValueError(f"need cv ≥ 0 and s > 0, got cv {cv!r}, s {s!r}")
+    return (float(_st.norm.ppf((1.0 + confidence) / 2.0)) * cv / s) ** 2
 
 
 @dataclass(frozen=True)

@@ -15,8 +15,9 @@ Per server (the families of bench/validity.py, same seeds and spec), with σ = t
 
 and beside them binsearch's median cost (the old default), the bar (0.40× of it), the local
 policy's median cost, and the error of its λ̂*: e = log(R(λ̂*)/R_sat) on the true curve, its median
-and its robust sd (1.4826 × the median absolute deviation); the region is e in [log 0.9, log 1.1]. A floor near the bar means that the bar leaves no room for any trial away
-from λ*, for the model's own error, or for σ being estimated.
+and its robust sd (1.4826 × the median absolute deviation); the region is e in [log 0.9, log 1.1].
+A floor near the bar means that the bar leaves no room for any trial away from λ*, for the
+model's own error, or for σ being estimated.
 
 Usage:  nice -n 19 .venv/bin/python bench/cost_floor.py [--servers 200] [--families knee,mm] [--seed 12345]
 """
@@ -79,9 +80,9 @@ def family_floor(family: str, n: int, seed: int, pool) -> dict:
 
 
 COLS = [("family", "family"), (f"{DEFAULT_LABEL} median cost (s)", "ref"), (f"bar {BAR:g}× (s)", "bar"),
-        ("median σ at λ*", "sigma"), ("n at 90 %", "n90"), ("floor at 90 % (s)", "floor90"), ("× ref", "x90"),
-        ("n at stop level", "nstop"), ("floor at stop level (s)", "floorstop"), ("× ref ", "xstop"),
-        ("local opening (s)", "opening"), ("local median cost (s)", "cost"), ("× ref  ", "xcost"),
+        ("median σ at λ*", "sigma"), ("n at 90 %", "n90"), ("floor at 90 % (s)", "floor90"), ("× ref (90 %)", "x90"),
+        ("n at stop level", "nstop"), ("floor at stop level (s)", "floorstop"), ("× ref (stop level)", "xstop"),
+        ("local opening (s)", "opening"), ("local median cost (s)", "cost"), ("× ref (local)", "xcost"),
         ("local in region %", "in_region"), ("local median e", "err"), ("local robust sd of e", "err_sd")]
 FMT = {"ref": "{:.0f}", "bar": "{:.0f}", "sigma": "{:.3f}", "n90": "{:.1f}", "floor90": "{:.0f}", "x90": "{:.2f}",
        "nstop": "{:.1f}", "floorstop": "{:.0f}", "xstop": "{:.2f}", "opening": "{:.0f}", "cost": "{:.0f}",

@@ -289,15 +289,7 @@ func Merge(rs []*Result) (*Result, error) {
 	if len(rs) == 0 {
 		return nil, errors.New("merge: no results")
 	}
-	acc := NewRecorder()
-	out := &Result{MixTarget: map[string]float64{}}
-	var names, reasons []string
-	var series []*Series
-	hostSeen := map[string]bool{}
-	var offeredSum float64
-	minDur := math.Inf(1)
-	allStart := true
-	var winLo, winHi float64 = math.Inf(-1), math.Inf(1) // seconds since epoch
+	m := newMerger()
 	for i, r := range rs {
 		if r == nil {
 			return nil, fmt.Errorf("merge: result %d is nil", i+1)
@@ -306,83 +298,142 @@ func Merge(rs []*Result) (*Result, error) {
 		if err != nil {
 			return nil, fmt.Errorf("merge: result %d: %v", i+1, err)
 		}
-		acc.Merge(rec)
-		series = append(series, r.Series)
-		out.OfferedRate += r.OfferedRate
-		out.AchievedRate += r.AchievedRate
-		c := r.Clients
-		if c < 1 {
-			c = 1
-		}
-		out.Clients += c
-		if r.GeneratorSaturated {
-			out.GeneratorSaturated = true
-			if r.SaturationReason != "" {
-				reasons = append(reasons, r.SaturationReason)
-			}
-		}
-		if r.HostStealPct != nil && (out.HostStealPct == nil || *r.HostStealPct > *out.HostStealPct) {
-			v := *r.HostStealPct
-			out.HostStealPct = &v
-		}
-		if !contains(names, r.Workload) {
-			names = append(names, r.Workload)
-		}
-		hs := r.Hosts
-		if len(hs) == 0 && r.Host != "" {
-			hs = []string{r.Host}
-		}
-		for _, h := range hs {
-			if !hostSeen[h] {
-				hostSeen[h] = true
-				out.Hosts = append(out.Hosts, h)
-			}
-		}
-		w := r.OfferedRate
-		if !(w > 0) {
-			w = 1
-		}
-		offeredSum += w
-		for k, v := range r.MixTarget {
-			out.MixTarget[k] += w * v
-		}
-		if r.DurationS < minDur {
-			minDur = r.DurationS
-		}
-		if r.StartUnixNs <= 0 {
-			allStart = false
-		} else {
-			s := float64(r.StartUnixNs) / 1e9
-			winLo = math.Max(winLo, s)
-			winHi = math.Min(winHi, s+r.DurationS)
-			if out.StartUnixNs == 0 || r.StartUnixNs < out.StartUnixNs {
-				out.StartUnixNs = r.StartUnixNs
-			}
-		}
+		m.acc.Merge(rec)
+		m.series = append(m.series, r.Series)
+		m.addTotals(r)
+		m.addHosts(r)
+		m.addMix(r)
+		m.addWindow(r)
 		if i == 0 {
+			out := m.out
 			out.Server, out.Export, out.Pacing, out.Conns, out.Seed, out.WarmupS = r.Server, r.Export, r.Pacing, r.Conns, r.Seed, r.WarmupS
 		}
 	}
-	for k := range out.MixTarget {
-		out.MixTarget[k] /= offeredSum // offered-rate-weighted mean target
-	}
-	out.Workload = strings.Join(names, "+")
-	out.SaturationReason = strings.Join(reasons, "; ")
-	out.DurationS = minDur
-	if allStart && winHi > winLo {
-		out.DurationS = winHi - winLo // intersection of the clients' windows
-		out.StartUnixNs = int64(math.Round(winLo * 1e9))
-	}
-	if len(out.Hosts) == 1 {
-		out.Host = out.Hosts[0]
-	}
-	acc.fill(out)
+	out := m.finish()
+	m.acc.fill(out)
 	var err error
-	if out.Series, err = MergeSeries(series); err != nil {
+	if out.Series, err = MergeSeries(m.series); err != nil {
 		return nil, fmt.Errorf("merge: %v", err)
 	}
 	out.Drain = mergeDrain(rs)
 	return out, nil
+}
+
+// merger accumulates the clients' results for Merge.
+type merger struct {
+	out        *Result
+	acc        *Recorder
+	names      []string // the workloads, in order of first appearance
+	reasons    []string // the saturation reasons given
+	series     []*Series
+	hostSeen   map[string]bool
+	offeredSum float64 // the sum of the weights of MixTarget
+	minDur     float64
+	allStart   bool    // every result has a start time
+	winLo      float64 // the intersection of the clients' windows,
+	winHi      float64 // seconds since epoch
+}
+
+func newMerger() *merger {
+	return &merger{
+		out:      &Result{MixTarget: map[string]float64{}},
+		acc:      NewRecorder(),
+		hostSeen: map[string]bool{},
+		minDur:   math.Inf(1),
+		allStart: true,
+		winLo:    math.Inf(-1),
+		winHi:    math.Inf(1),
+	}
+}
+
+// addTotals sums the rates and clients, and gathers the saturation verdicts,
+// the worst host steal and the workload names.
+func (m *merger) addTotals(r *Result) {
+	out := m.out
+	out.OfferedRate += r.OfferedRate
+	out.AchievedRate += r.AchievedRate
+	c := r.Clients
+	if c < 1 {
+		c = 1
+	}
+	out.Clients += c
+	if r.GeneratorSaturated {
+		out.GeneratorSaturated = true
+		if r.SaturationReason != "" {
+			m.reasons = append(m.reasons, r.SaturationReason)
+		}
+	}
+	if r.HostStealPct != nil && (out.HostStealPct == nil || *r.HostStealPct > *out.HostStealPct) {
+		v := *r.HostStealPct
+		out.HostStealPct = &v
+	}
+	if !contains(m.names, r.Workload) {
+		m.names = append(m.names, r.Workload)
+	}
+}
+
+// addHosts adds the client hosts not seen yet, in order.
+func (m *merger) addHosts(r *Result) {
+	hs := r.Hosts
+	if len(hs) == 0 && r.Host != "" {
+		hs = []string{r.Host}
+	}
+	for _, h := range hs {
+		if !m.hostSeen[h] {
+			m.hostSeen[h] = true
+			m.out.Hosts = append(m.out.Hosts, h)
+		}
+	}
+}
+
+// addMix adds the target mix weighted by the offered rate (1 when none).
+func (m *merger) addMix(r *Result) {
+	w := r.OfferedRate
+	if !(w > 0) {
+		w = 1
+	}
+	m.offeredSum += w
+	for k, v := range r.MixTarget {
+		m.out.MixTarget[k] += w * v
+	}
+}
+
+// addWindow narrows the shortest duration, the window common to all the
+// clients and the earliest start.
+func (m *merger) addWindow(r *Result) {
+	if r.DurationS < m.minDur {
+		m.minDur = r.DurationS
+	}
+	if r.StartUnixNs <= 0 {
+		m.allStart = false
+		return
+	}
+	s := float64(r.StartUnixNs) / 1e9
+	m.winLo = math.Max(m.winLo, s)
+	m.winHi = math.Min(m.winHi, s+r.DurationS)
+	if m.out.StartUnixNs == 0 || r.StartUnixNs < m.out.StartUnixNs {
+		m.out.StartUnixNs = r.StartUnixNs
+	}
+}
+
+// finish sets what the whole of the results decides: the mean target mix,
+// the names, the reasons, the duration and window, the single host.
+func (m *merger) finish() *Result {
+	out := m.out
+	for k := range out.MixTarget {
+		out.MixTarget[k] /= m.offeredSum // offered-rate-weighted mean target
+	}
+	out.Workload = strings.Join(m.names, "+")
+	out.SaturationReason = strings.Join(m.reasons, "; ")
+	out.DurationS = m.minDur
+	if m.allStart && m.winHi > m.winLo {
+		out.DurationS = m.winHi - m.winLo // intersection of the clients' windows
+		out.StartUnixNs = int64(math.Round(m.winLo * 1e9))
+	}
+	if len(out.Hosts) == 1 {
+		out.Host = out.Hosts[0]
+	}
+	return out
 }
 
 func contains(ss []string, s string) bool {

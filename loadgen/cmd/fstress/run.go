@@ -1,0 +1,178 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"time"
+
+	"workbench/loadgen/internal/engine"
+	"workbench/loadgen/internal/probe"
+	"workbench/loadgen/internal/results"
+	"workbench/loadgen/internal/workload"
+)
+
+// runOpts are the flags of `run` beyond the common ones (`check` takes them too).
+type runOpts struct {
+	jsonPath       string
+	poisson        bool
+	seed           int64
+	clientID       int
+	maxOutstanding int
+	filesetRate    float64
+	duration       time.Duration
+	warmup         time.Duration
+	lagBound       time.Duration
+	interval       time.Duration // 0: not given (1 s, or the duration if shorter)
+	startAt        time.Time
+	drain          probe.DrainConfig // Timeout 0: no drain
+	drainState     string            // file remembering the idle RTTs ("": none)
+	drainProbe     string            // probe.ProbeRead: a READ stage after the NULL stage; probe.ProbeNull: none
+	drainRead      probe.DrainConfig // the READ stage's rule (Timeout: what the NULL stage left)
+}
+
+// register adds the flags; withJSON: --json FILE (run), not the bool --json of check.
+func (o *runOpts) register(fs *flag.FlagSet, withJSON bool) {
+	o.duration, o.warmup, o.lagBound = 10*time.Second, 1*time.Second, engine.DefaultLagBound
+	if withJSON {
+		fs.StringVar(&o.jsonPath, "json", "", "write the result JSON here")
+	}
+	fs.BoolVar(&o.poisson, "poisson", false, "Poisson arrivals instead of the fixed-rate metronome")
+	fs.Int64Var(&o.seed, "seed", 1, "random seed (op order, targets, Poisson gaps)")
+	fs.IntVar(&o.clientID, "client-id", 0, "client number (separates the scratch names of concurrent clients)")
+	fs.IntVar(&o.maxOutstanding, "max-outstanding", 0, "cap on calls in flight (0: rate x timeout x attempts x 1.25 + 1024)")
+	fs.Float64Var(&o.filesetRate, "fileset-rate", 0, "size the file set for this rate instead of --rate (e.g. the total of all clients)")
+	fs.Var(durationValue{&o.duration}, "duration", "measured interval (seconds or duration)")
+	fs.Var(durationValue{&o.warmup}, "warmup", "unrecorded warm-up before it (seconds or duration)")
+	fs.Var(durationValue{&o.interval}, "interval", "time-series interval, >= 100ms and <= --duration (default 1s)")
+	fs.Var(durationValue{&o.lagBound}, "lag-bound", "send-lag p99 above which the generator counts as saturated")
+	fs.Var(timeValue{&o.startAt}, "start-at", "wall-clock start (RFC 3339 or Unix seconds), to start several clients together")
+	o.drain = probe.DefaultDrain()
+	fs.Var(durationValue{&o.drain.Timeout}, "drain-timeout", "bound of the drain probe before the load (0: no probe)")
+	fs.Var(durationValue{&o.drain.IdleRTT}, "drain-idle-rtt", "the server's idle NULL RTT (0: from --drain-state, else measured)")
+	fs.StringVar(&o.drainState, "drain-state", "", "file remembering the idle RTTs the first drain measured")
+	fs.StringVar(&o.drainProbe, "drain-probe", probe.ProbeRead, "read: NULL calls, then READs of the file set; null: NULL calls only")
+	o.drainRead = probe.DefaultReadDrain()
+	fs.Var(durationValue{&o.drainRead.Margin}, "drain-read-margin", "the READ stage's margin (a cache miss on the idle server)")
+	fs.Float64Var(&o.drain.Factor, "drain-factor", o.drain.Factor, "drained: window median <= max(idle x factor, idle + margin)")
+	fs.Var(durationValue{&o.drain.Margin}, "drain-margin", "see --drain-factor")
+	fs.IntVar(&o.drain.Window, "drain-window", o.drain.Window, "consecutive RTTs whose median the rule compares")
+}
+
+// check validates the run flags (not --json, which only run needs).
+func (o *runOpts) check() error {
+	switch {
+	case o.duration <= 0:
+		return fmt.Errorf("--duration must be > 0 (got %v)", o.duration)
+	case o.warmup < 0:
+		return fmt.Errorf("--warmup must be >= 0 (got %v)", o.warmup)
+	case o.clientID < 0:
+		return fmt.Errorf("--client-id must be >= 0")
+	case o.maxOutstanding < 0:
+		return fmt.Errorf("--max-outstanding must be >= 0")
+	case math.IsNaN(o.filesetRate) || o.filesetRate < 0 || o.filesetRate > workload.MaxRate:
+		return fmt.Errorf("--fileset-rate must be in [0, %g] ops/s (got %v)", float64(workload.MaxRate), o.filesetRate)
+	case o.lagBound <= 0:
+		return fmt.Errorf("--lag-bound must be > 0")
+	case o.drain.Timeout < 0:
+		return fmt.Errorf("--drain-timeout must be >= 0 (got %v)", o.drain.Timeout)
+	case o.drainProbe != probe.ProbeRead && o.drainProbe != probe.ProbeNull:
+		return fmt.Errorf("--drain-probe must be read or null (got %q)", o.drainProbe)
+	case o.drain.Timeout > 0:
+		if err := o.drain.Check(); err != nil {
+			return err
+		}
+		if o.drainRead.Margin < 0 {
+			return fmt.Errorf("--drain-read-margin must be >= 0 (got %v)", o.drainRead.Margin)
+		}
+	}
+	if o.interval != 0 {
+		return results.CheckInterval(o.interval, o.warmup, o.duration)
+	}
+	return results.CheckIntervalCount(min(results.DefaultInterval, o.duration), o.warmup, o.duration)
+}
+
+// filesetFor is the rate the file set is sized for: --fileset-rate, else the offered rate.
+func (o *runOpts) filesetFor(rate float64) float64 {
+	if o.filesetRate > 0 {
+		return o.filesetRate
+	}
+	return rate
+}
+
+// cmdRun is `fstress run`: one trial at a fixed offered rate (after the
+// drain probe, when asked), its JSON written to --json.
+func cmdRun(args []string, _, stderr io.Writer) int {
+	fs := newFlagSet("run")
+	var c common
+	c.register(fs)
+	var o runOpts
+	o.register(fs, true)
+	if !parseFlags(fs, args, stderr) {
+		return exitUsage
+	}
+	w, err := c.check(fs)
+	if err != nil {
+		errLine(stderr, "%v", err)
+		return exitError
+	}
+	if o.jsonPath == "" {
+		err = errors.New("--json FILE is required")
+	}
+	if err == nil {
+		err = o.check()
+	}
+	if err == nil {
+		_, err = w.CheckFileset(o.filesetFor(c.rate))
+	}
+	if err == nil {
+		err = checkJSONPath(o.jsonPath)
+	}
+	if err != nil {
+		errLine(stderr, "%v", err)
+		return exitError
+	}
+	ctx, cancel := signalContext()
+	defer cancel()
+	jsonPath := o.jsonPath
+	var drained *results.Drain
+	if o.drain.Timeout > 0 {
+		if drained, err = drainServer(ctx, &c, &o, stderr); err != nil {
+			return drainFailed(err, stderr)
+		}
+	}
+	sess, err := engine.Connect(ctx, c.conn())
+	if err != nil {
+		errLine(stderr, "%v", err)
+		return exitError
+	}
+	defer sess.Close()
+	fset, drained, err := readStageAndFileset(ctx, &c, &o, w, sess, drained, stderr)
+	if err != nil {
+		return drainFailed(err, stderr)
+	}
+	out, err := engine.Run(ctx, sess, fset, engine.RunConfig{Workload: w, Rate: c.rate, Duration: o.duration, Warmup: o.warmup,
+		Poisson: o.poisson, Seed: o.seed, StartAt: o.startAt, Interval: o.interval, MaxOutstanding: o.maxOutstanding, LagBound: o.lagBound,
+		ClientID: o.clientID, Log: stderr})
+	if err != nil {
+		errLine(stderr, "%v", err)
+		return exitError
+	}
+	out.Result.Drain = drained
+	if ctx.Err() != nil {
+		errLine(stderr, "interrupted; no result written")
+		return exitError
+	}
+	out.Result.Summary(stderr)
+	if err := out.Result.WriteJSONFile(jsonPath); err != nil {
+		errLine(stderr, "writing %s: %v", jsonPath, err)
+		return exitError
+	}
+	if out.Saturated {
+		errLine(stderr, "generator saturated: %s (result written to %s)", out.Reason, jsonPath)
+		return exitSaturated
+	}
+	return exitOK
+}

@@ -61,7 +61,7 @@ def _one(args) -> tuple[float, ...]:
     lo, hi = true_region(srv, spec.r_sat_ms, spec.width)
     past = res.peak_rate >= srv.capacity_ops_s          # past capacity the true mean is unbounded
     err = math.inf if past else math.log(srv.true_mean_ms(res.peak_rate) / spec.r_sat_ms)
-    return (sigma, trials_within(sigma, spec.width, IN_REGION), trials_within(sigma, spec.width, spec.fit_confidence),
+    return (sigma, trials_within(sigma, spec.width, IN_REGION), trials_within(sigma, spec.width, spec.policy.fit_confidence(spec.confidence)),
             opening, res.cost_s, lo <= res.peak_rate <= hi, err)
 
 

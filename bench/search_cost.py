@@ -74,6 +74,7 @@ def spec_for(policy: str, **kw) -> RatingSpec:
     if policy == "linear":
         kw.setdefault("max_loads", LINEAR_MAX_LOADS)
         kw.setdefault("max_trials", LINEAR_MAX_TRIALS)
+        return RatingSpec(policy={"name": "linear", "trials": kw.pop("linear_trials", 10)}, **kw)
     return RatingSpec(policy=policy, **kw)
 
 

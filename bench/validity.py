@@ -16,7 +16,7 @@ For each server family (``workbench.measure.families``: mm, knee, heavy, cold) �
 Usage:  nice -n 19 .venv/bin/python bench/validity.py [--servers 200] [--quick] [--frontier local]
             [--families mm,knee] [--policies binsearch,local] [--overhead-s 0] [--processes 2] [--seed 12345]
 
-"local" is the profiles' default since issue 16 (`config.profiles.LOCAL_POLICY`: policy local, stop
+"local" is RatingSpec's default since issue 16 (`controller.policy.LocalPolicy`: policy local, stop
 rule fit); "binsearch" (the inside rule) was the default before it and is the reference of "× default".
 """
 from __future__ import annotations
@@ -38,7 +38,6 @@ for p in (ROOT / "src", ROOT):
 
 from bench.search_cost import md_table  # noqa: E402
 from workbench.controller.decide import find_peak  # noqa: E402
-from workbench.config.profiles import local_policy  # noqa: E402
 from workbench.controller.spec import RatingSpec  # noqa: E402
 from workbench.measure.families import FAMILY_NAMES, STUDY_SEED, family_servers, true_region  # noqa: E402
 
@@ -49,19 +48,19 @@ ACCURACY = 0.90            # a
 RUNLENGTH_S = 60.0         # every trial 60 s (fixed runlength)
 TRIAL_OVERHEAD_S = 0.0     # issue 16's costs are Σ runlengths (5880 s = 98 × 60 s); --overhead-s to change
 DEFAULT_LABEL = "binsearch"   # the reference ("× default"): the profiles' default before issue 16 (inside rule)
-NEW_DEFAULT_LABEL = "local"    # the profiles' default since issue 16 (config.profiles.LOCAL_POLICY)
-POLICIES = {  # label -> spec fields beyond the study's (a callable: of the study's c)
+NEW_DEFAULT_LABEL = "local"    # RatingSpec's default since issue 16 (controller.policy.LocalPolicy)
+POLICIES = {  # label -> spec fields beyond the study's
     "binsearch": {"policy": "binsearch"},
     "model": {"policy": "model"},
     "safeguarded": {"policy": "safeguarded"},
-    "local": lambda c: local_policy(c, RUNLENGTH_S),
+    "local": {},                 # the recommended policy: RatingSpec's default (controller.policy.LocalPolicy)
 }
 CANDIDATES = {  # issue 16 candidates and ablations (not defaults): label -> spec fields
     "binsearch+fit": {"policy": "binsearch", "stop_rule": "fit"},
     "safeguarded+fit": {"policy": "safeguarded", "stop_rule": "fit"},
-    "local-noprobe": lambda c: {**local_policy(c, RUNLENGTH_S), "probe_runlength_s": None},
-    "local-stopc": lambda c: {**local_policy(c, RUNLENGTH_S), "fit_confidence": c, "fit_ci_confidence": c},
-    "local-stopc-report": lambda c: {**local_policy(c, RUNLENGTH_S), "fit_confidence": c},
+    "local-noprobe": {"policy": {"name": "local", "probe_share": None}},
+    "local-stopc": {"policy": {"name": "local", "fit_stop_share": 1.0, "fit_ci_share": 1.0}},
+    "local-stopc-report": {"policy": {"name": "local", "fit_stop_share": 1.0}},
 }
 FRONTIER = ((0.95, 0.80), (0.90, 0.80), (0.90, 0.70))   # (c, a) of the frontier rows (0.95, 0.90: the main table)
 PROCESSES = 2              # at most 2 worker processes (a shared 2-core box)
@@ -71,8 +70,6 @@ def spec_for(fields, overhead_s: float, **kw) -> RatingSpec:
     base = dict(r_sat_ms=R_SAT_MS, width=WIDTH, confidence=CONFIDENCE, accuracy=ACCURACY,
                 runlength_s=RUNLENGTH_S, trial_overhead_s=overhead_s)
     base.update(kw)
-    if callable(fields):
-        fields = fields(base["confidence"])
     return RatingSpec(**{**base, **fields})
 
 

@@ -41,13 +41,17 @@ from workbench.config import tenants, workloads
 from workbench.config.external import EXTERNAL_PARAMS
 from workbench.config.factors import FACTORS, add_cli_flags
 from workbench.config.paths import DEFAULT_INVENTORY, FSTRESS, REPO
-from workbench.config.profiles import FAMILY_OF_WORKLOAD, PROFILES, resolve_policy
-from workbench.config.vocabulary import CANNED_WORKLOADS, POLICIES
+from workbench.config.profiles import FAMILY_OF_WORKLOAD, PROFILES, with_policy
+from workbench.config.settings import add_flags, bounds_of
+from workbench.config.vocabulary import CANNED_WORKLOADS
+from workbench.controller.policy import POLICY_CLASSES
+from workbench.controller.spec import RatingSpec
 from workbench.measure.ansible import AnsibleHarness, HarnessError
 from workbench.pipeline.stop import RatingKilled
 
-# CLI option → Params name (the rest of the Params are factors, from the factor table)
-_SPEC_OPTIONS = ("policy", "runlength_s", "budget_s", "confidence", "accuracy", "seed_load")
+# The spec's flags (declared in controller.spec with flag=True) that are Params too; first_load is
+# the command line's own (with_settings)
+_SPEC_OPTIONS = ("policy", *(n for n, b in bounds_of(RatingSpec).items() if b.flag and n != "first_load"))
 
 
 class UsageError(Exception):
@@ -62,17 +66,12 @@ def _parser() -> argparse.ArgumentParser:
         sp.add_argument("--workload", default="web_server",
                         help=f"canned fstress workload ({', '.join(CANNED_WORKLOADS)}) or a workload file")
         sp.add_argument("--profile", choices=sorted(PROFILES), default="quick")
-        sp.add_argument("--policy", choices=POLICIES, help="search policy")
+        sp.add_argument("--policy", choices=tuple(POLICY_CLASSES), help="search policy (default: the profile's)")
         sp.add_argument("--r-sat-ms", metavar="MS[,MS...]",
                         help="R_sat: mean response time threshold (ms); several goals comma-separated, "
                              "e.g. 40,20,80: one search rates them all, the first is the headline λ*; "
                              "/L_sat after a goal gives its own p95 threshold (ms), e.g. 40,20/500")
-        sp.add_argument("--runlength-s", type=float, help="runlength of a trial (s)")
-        sp.add_argument("--first-load", type=float, help="first offered load (ops/s)")
-        sp.add_argument("--seed-load", type=float, help="seeded search: start near this load (ops/s)")
-        sp.add_argument("--budget-s", type=float, help="cost cap (runlengths + overheads, s)")
-        sp.add_argument("--confidence", type=float)
-        sp.add_argument("--accuracy", type=float)
+        add_flags(sp, RatingSpec)
         add_cli_flags(sp)
         workloads.add_cli_flags(sp)
 
@@ -121,7 +120,7 @@ def r_sat_goals(text: str | None) -> dict[str, Any]:
     """--r-sat-ms "40", "40,20,80" or "40/1000,20/500,80" (R_sat[/L_sat] per goal) → {"r_sat_ms": 40.0,
     "goals_ms": [20.0, 80.0] or None} plus l_sat_ms / goals_l_sat_ms where an L_sat is given ({} when
     not given); a bad list fails in one line naming what is wrong."""
-    from workbench.pipeline.plan import MAX_GOALS
+    from workbench.config.vocabulary import MAX_GOALS
     if text is None:
         return {}
     goals: list[float] = []
@@ -216,23 +215,21 @@ def cmd_rate(args: argparse.Namespace, harness_factory=None) -> int:
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
-    from workbench.controller.spec import RatingSpec
     from workbench.planning.dryrun import plan
-    fields = dict(PROFILES[args.profile]["spec"])
-    fields.update({k: getattr(args, k) for k in (*_SPEC_OPTIONS, "first_load") if getattr(args, k) is not None})
+    fields = with_policy(PROFILES[args.profile]["spec"], args.policy)
+    fields.update({k: getattr(args, k) for k in (*_SPEC_OPTIONS[1:], "first_load") if getattr(args, k) is not None})
     fields.update(r_sat_goals(args.r_sat_ms))
-    fields = resolve_policy(fields)
     if args.runlength_s is not None:
         fields["runlength_policy"] = "fixed"
     try:
-        spec = RatingSpec(**fields)
+        spec = RatingSpec.from_dict(fields)
     except (TypeError, ValueError) as e:
         raise UsageError(str(e)) from None
     if args.reps < 1:
         raise UsageError(f"--reps must be >= 1, got {args.reps}")
     server, what = _planned_server(args)
     p = plan(spec, server, reps=args.reps, seed=args.seed)
-    print(f"plan: {args.workload}, profile {args.profile}, policy {spec.policy} on a {what}")
+    print(f"plan: {args.workload}, profile {args.profile}, policy {spec.policy.name} on a {what}")
     print(f"  expected cost    {p['expected_cost_s']:.0f} s  (p10 {p['cost_s']['p10']:.0f}, p90 {p['cost_s']['p90']:.0f})")
     print(f"  expected trials  {p['expected_trials']:.1f}  (p10 {p['trials']['p10']:.0f}, p90 {p['trials']['p90']:.0f})")
     print(f"  expected loads   {p['expected_loads']:.1f}")

@@ -22,7 +22,7 @@ SEND_LAG = "generator saturated: send-lag p99 52.7 ms > bound 10.000 ms"
 
 
 def test_first_trials_two_per_load():
-    spec = RatingSpec()
+    spec = RatingSpec(policy="binsearch")
     d = decide(spec, [])
     assert isinstance(d, NextTrial) and d.load_ops_s == 50 and d.runlength_s == 180
     d = decide(spec, [T(5.0, 50)])
@@ -30,20 +30,20 @@ def test_first_trials_two_per_load():
 
 
 def test_no_overlap_moves_to_next_load():
-    d = decide(RatingSpec(), [T(5.0, 50), T(5.1, 50)])
+    d = decide(RatingSpec(policy="binsearch"), [T(5.0, 50), T(5.1, 50)])
     assert isinstance(d, NextTrial) and d.load_ops_s == 100 and "geometric" in d.reason
 
 
 def test_overlap_without_accuracy_runs_more_trials_at_the_load():
     log = [T(5, 50), T(5, 50), T(30, 800), T(50, 800)]      # CI of [30, 50] overlaps [36, 44]
-    d = decide(RatingSpec(), log)
+    d = decide(RatingSpec(policy="binsearch"), log)
     assert d.load_ops_s == 800 and "potential peak" in d.reason
 
 
 @pytest.mark.parametrize("rule", ["overlap", "inside"])
 def test_accuracy_reached_inside_region_stops(rule):
     log = [T(5, 50), T(5, 50)] + [T(m, 800) for m in (39.5, 40.5, 40.0, 40.2)]
-    d = decide(RatingSpec(stop_rule=rule), log)
+    d = decide(RatingSpec(policy="binsearch", stop_rule=rule), log)
     assert isinstance(d, Done) and d.result.converged and d.result.peak_rate == 800
     assert d.result.accuracy >= 0.9 and d.result.mean_ms_ci[0] >= 36 and d.result.mean_ms_ci[1] <= 44
 
@@ -51,16 +51,16 @@ def test_accuracy_reached_inside_region_stops(rule):
 def test_overlap_is_not_inclusion():
     """Accurate CI overlapping the region but not inside it: the paper stops, the default does not."""
     log = [T(5, 400), T(5, 400)] + [T(m, 800) for m in (43, 45, 44, 46, 44.5, 45.5)]
-    paper = decide(RatingSpec(stop_rule="overlap", first_load=400), log)
+    paper = decide(RatingSpec(policy="binsearch", stop_rule="overlap", first_load=400), log)
     assert isinstance(paper, Done) and paper.result.converged and paper.result.peak_rate == 800
-    ours = decide(RatingSpec(first_load=400), log)
+    ours = decide(RatingSpec(policy="binsearch", first_load=400), log)
     assert isinstance(ours, NextTrial) and ours.load_ops_s != 800
     # the load is classified saturated (CI above R_sat) and the bracket is bisected
     assert ours.load_ops_s == pytest.approx(600)
 
 
 def test_invalid_trial_is_rerun_and_never_counts():
-    spec = RatingSpec()
+    spec = RatingSpec(policy="binsearch")
     log = [T(5, 50), T(99, 50, r=180, valid=False, reason="generator_saturated")]
     d = decide(spec, log)
     assert d.load_ops_s == 50 and d.runlength_s == 180 and "re-run" in d.reason
@@ -73,7 +73,7 @@ def test_invalid_trial_is_rerun_and_never_counts():
 
 def test_repeated_invalid_trials_give_up():
     log = [T(5, 50)] + [T(5, 50, valid=False, reason="errors") for _ in range(3)]
-    d = decide(RatingSpec(), log)
+    d = decide(RatingSpec(policy="binsearch"), log)
     assert isinstance(d, Done) and not d.result.converged and "invalid" in d.result.reason
     assert d.result.n_invalid == 3 and d.result.n_trials == 4
 
@@ -81,7 +81,7 @@ def test_repeated_invalid_trials_give_up():
 def test_an_unmeasurable_load_below_an_overloaded_one_sends_the_search_lower():
     """The CI failure of a seeded nightly: 6 trials at 900 ops/s of seconds each, then 3 invalid at
     the next step down. The search goes on below that load instead of ending unconverged."""
-    spec = RatingSpec(first_load=900)
+    spec = RatingSpec(policy="binsearch", first_load=900)
     log = [T(3000, 900), T(3100, 900)]
     step = decide(spec, log).load_ops_s
     assert step < 900
@@ -110,33 +110,33 @@ def test_a_generator_ceiling_below_the_peak_ends_with_a_lower_bound():
             return TrialResult(mean_ms=1.0, p95_ms=2.0, achieved_rate=load, valid=False, reason=SEND_LAG)
         return server(load, r)
 
-    res = find_peak(RatingSpec(), measure)
+    res = find_peak(RatingSpec(policy="binsearch"), measure)
     assert not res.converged
     assert res.reason.startswith("λ* ≥ ") and "cannot be measured (generator saturated" in res.reason
     lower = float(res.reason.split("≥ ")[1].split(" ops/s")[0])
-    assert ceiling * (1 - 2 * RatingSpec().resolution) <= lower < ceiling
+    assert ceiling * (1 - 2 * RatingSpec(policy="binsearch").resolution) <= lower < ceiling
     failed = [x for x in offered if x >= ceiling]
     # each load at or above the ceiling was tried max_invalid_per_load times and never again
     assert sorted(set(failed), reverse=True) == list(dict.fromkeys(failed))
-    assert all(failed.count(x) == RatingSpec().max_invalid_per_load for x in set(failed))
+    assert all(failed.count(x) == RatingSpec(policy="binsearch").max_invalid_per_load for x in set(failed))
     assert all(max(offered[i:]) == x for i, x in enumerate(offered) if x >= ceiling)
 
 
 def test_budget_exhausted():
-    d = decide(RatingSpec(budget_s=400), [T(5, 50), T(5, 50)])
+    d = decide(RatingSpec(policy="binsearch", budget_s=400), [T(5, 50), T(5, 50)])
     assert isinstance(d, Done) and not d.result.converged and "budget" in d.result.reason
     assert d.result.cost_s == 360
 
 
 def test_max_trials_exhausted():
-    d = decide(RatingSpec(max_trials=4), [T(5, 50), T(5, 50), T(6, 100), T(6, 100)])
+    d = decide(RatingSpec(policy="binsearch", max_trials=4), [T(5, 50), T(5, 50), T(6, 100), T(6, 100)])
     assert isinstance(d, Done) and not d.result.converged and "max_trials" in d.result.reason
 
 
 def test_per_load_cap_classifies_by_median_not_mean():
     # the concurrent-slot failure: one cold-start trial (316 ms) among 0.25 ms trials at 200
     # ops/s; the plain mean (79 ms) is above R_sat = 40 but the load is clearly unsaturated
-    spec = RatingSpec(r_sat_ms=40, width=0.25, max_trials_per_load=4)
+    spec = RatingSpec(policy="binsearch", r_sat_ms=40, width=0.25, max_trials_per_load=4)
     cold = [T(316, 200), T(0.25, 200), T(0.25, 200), T(0.22, 200)]
     (s,) = summarize(spec, cold)
     assert s.mean > 40 and (s.status, s.side, s.confident) == ("below?", -1, False)
@@ -149,13 +149,13 @@ def test_per_load_cap_classifies_by_median_not_mean():
 
 
 def test_overhead_counts_in_cost_and_budget():
-    spec = RatingSpec(trial_overhead_s=60, budget_s=500)
+    spec = RatingSpec(policy="binsearch", trial_overhead_s=60, budget_s=500)
     d = decide(spec, [T(5, 50), T(5, 50)])          # 2 × 240 = 480, next needs 240
     assert isinstance(d, Done) and d.result.cost_s == 480
 
 
 def test_decide_is_pure_and_deterministic():
-    spec = RatingSpec()
+    spec = RatingSpec(policy="binsearch")
     log = [T(5, 50), T(5, 50), T(7, 100), T(7.1, 100)]
     copy = list(log)
     assert decide(spec, log) == decide(spec, log)
@@ -164,11 +164,11 @@ def test_decide_is_pure_and_deterministic():
 
 def test_trials_must_be_tagged():
     with pytest.raises(ValueError, match="load_ops_s"):
-        decide(RatingSpec(), [TrialResult(mean_ms=1, p95_ms=2, achieved_rate=3)])
+        decide(RatingSpec(policy="binsearch"), [TrialResult(mean_ms=1, p95_ms=2, achieved_rate=3)])
 
 
 def test_find_peak_contract_fields():
-    r = find_peak(RatingSpec(), mm1())
+    r = find_peak(RatingSpec(policy="binsearch"), mm1())
     assert r.converged and r.peak_rate == pytest.approx(950)
     lo, hi = r.bracket
     assert lo < 950 < hi and r.peak_rate_ci[0] <= 950 <= r.peak_rate_ci[1]
@@ -199,13 +199,13 @@ def test_find_peak_resumes_from_a_partial_log():
 
 def test_find_peak_tags_untagged_results():
     seen = []
-    r = find_peak(RatingSpec(), mm1(), on_trial=seen.append)
+    r = find_peak(RatingSpec(policy="binsearch"), mm1(), on_trial=seen.append)
     assert seen == r.trials and seen[0].load_ops_s == 50
 
 
 def test_latency_rule_binds_before_the_mean():
     srv = SimulatedServer(capacity_ops_s=800, base_ms=1, service_ms=20, noise=0.0)
-    spec = RatingSpec(r_sat_ms=200, l_sat_ms=150)       # p95 crosses 150 ms well before R̄ = 200
+    spec = RatingSpec(policy="binsearch", r_sat_ms=200, l_sat_ms=150)       # p95 crosses 150 ms well before R̄ = 200
     true = srv.true_peak_rate(200, 150)
     assert true < srv.true_peak_rate(200)
     r = find_peak(spec, srv.measure)
@@ -219,7 +219,7 @@ def test_p_sat_fraction_form_uses_the_reported_fraction():
         m = 2 / (1 - load / 1000) if load < 999 else 1e4
         frac = 1.0 if load < 700 else 0.5
         return TrialResult(mean_ms=m, p95_ms=1.0, achieved_rate=load, raw={"frac_within_l_sat": frac})
-    r = find_peak(RatingSpec(p_sat=0.9, l_sat_ms=100), measure)
+    r = find_peak(RatingSpec(policy="binsearch", p_sat=0.9, l_sat_ms=100), measure)
     assert r.converged and 690 <= r.peak_rate <= 700
 
 
@@ -248,14 +248,14 @@ def test_a_goal_with_its_own_l_sat_is_judged_by_its_percentile_rule():
     assert low.peak_rate < main.peak_rate == r.peak_rate
     assert r.to_dict()["per_goal"]["80"]["l_sat_ms"] == 60.0
     with pytest.raises(ValueError, match="goals_l_sat_ms must be one L_sat per goals_ms goal"):
-        RatingSpec(goals_ms=[80, 20], goals_l_sat_ms=[60])
+        RatingSpec(policy="binsearch", goals_ms=[80, 20], goals_l_sat_ms=[60])
 
 
 def test_seed_trials_fix_the_sample_at_the_seed_load_only():
     # the nightly comparison sample: 6 valid trials at the seed load although a load is otherwise
     # classified after at most 2 (max_trials_per_load); other loads keep the cap
     srv = SimulatedServer(capacity_ops_s=1000, seed=7)
-    spec = RatingSpec(r_sat_ms=40, width=0.5, confidence=0.8, accuracy=0.6, runlength_s=2.0,
+    spec = RatingSpec(policy="binsearch", r_sat_ms=40, width=0.5, confidence=0.8, accuracy=0.6, runlength_s=2.0,
                       max_trials_per_load=2, resolution=0.15, seed_load=900.0, seed_trials=6)
     r = find_peak(spec, srv.measure)
     loads = [t.load_ops_s for t in r.trials]
@@ -267,6 +267,6 @@ def test_seed_trials_fix_the_sample_at_the_seed_load_only():
     base = find_peak(dataclasses.replace(spec, seed_trials=None), SimulatedServer(capacity_ops_s=1000, seed=7).measure)
     assert [t.load_ops_s for t in base.trials].count(900.0) <= 2
     with pytest.raises(ValueError, match="seed_trials"):
-        RatingSpec(seed_trials=4)                       # no seed load
+        RatingSpec(policy="binsearch", seed_trials=4)                       # no seed load
     with pytest.raises(ValueError, match="seed_trials"):
-        RatingSpec(seed_load=900.0, seed_trials=1)
+        RatingSpec(policy="binsearch", seed_load=900.0, seed_trials=1)

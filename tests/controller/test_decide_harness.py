@@ -12,6 +12,7 @@ import math
 import pytest
 
 from workbench.controller.decide import Done, NextTrial, decide, find_peak
+from workbench.controller.policy import LinearPolicy, LocalPolicy
 from workbench.controller.spec import RatingSpec
 from workbench.controller.trial import TrialResult
 from workbench.measure.simulated import SimulatedServer
@@ -37,16 +38,16 @@ def _server_trials(res):
 
 
 SPECS = {
-    "binsearch": RatingSpec(r_sat_ms=40, width=0.1, confidence=0.9, accuracy=0.8, first_load=100,
+    "binsearch": RatingSpec(policy="binsearch", r_sat_ms=40, width=0.1, confidence=0.9, accuracy=0.8, first_load=100,
                             runlength_s=60, resolution=0.01),
     "safeguarded": RatingSpec(r_sat_ms=40, width=0.1, confidence=0.9, accuracy=0.8, first_load=100,
                               runlength_s=60, policy="safeguarded", resolution=0.01),
     "model": RatingSpec(r_sat_ms=40, width=0.1, confidence=0.9, accuracy=0.8, first_load=100,
                         runlength_s=60, policy="model", resolution=0.01),
-    "adaptive": RatingSpec(r_sat_ms=40, width=0.1, confidence=0.9, accuracy=0.8, first_load=100,
+    "adaptive": RatingSpec(policy="binsearch", r_sat_ms=40, width=0.1, confidence=0.9, accuracy=0.8, first_load=100,
                            runlength_s=60, runlength_policy="adaptive", runlength_min_s=20,
                            runlength_max_s=300, trial_overhead_s=10, resolution=0.01),
-    "strawman": RatingSpec(r_sat_ms=40, policy="linear", linear_trials=3, first_load=150, runlength_s=30),
+    "strawman": RatingSpec(r_sat_ms=40, policy=LinearPolicy(trials=3), first_load=150, runlength_s=30),
 }
 
 
@@ -79,7 +80,7 @@ def test_harness_failures_change_no_statistic(policy, seed):
 def test_harness_failures_between_server_invalid_trials_do_not_break_the_invalid_run():
     """A load past the generator's ceiling: its invalid trials (the server's) make it unmeasurable
     after max_invalid_per_load in a row, harness failures between them or not."""
-    spec = RatingSpec(r_sat_ms=40, width=0.1, confidence=0.9, accuracy=0.8, first_load=100,
+    spec = RatingSpec(policy="binsearch", r_sat_ms=40, width=0.1, confidence=0.9, accuracy=0.8, first_load=100,
                       runlength_s=60, resolution=0.01)
 
     def sim():
@@ -152,5 +153,5 @@ def test_trial_result_outcome_and_old_records():
     with pytest.raises(ValueError, match="never valid"):
         TrialResult(mean_ms=1.0, p95_ms=1.0, achieved_rate=1.0, valid=True, harness_failure=True)
     with pytest.raises(ValueError, match="max_harness_in_row"):
-        RatingSpec(max_harness_in_row=0)
+        RatingSpec(policy="binsearch", max_harness_in_row=0)
     assert isinstance(decide(SPECS["binsearch"], [h] * 3), Done)

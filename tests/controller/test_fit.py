@@ -24,7 +24,7 @@ def _log(loads, jitter=JITTER, r_s=60.0):
 
 
 def test_fit_recovers_lambda_and_its_fieller_interval():
-    spec = RatingSpec(stop_rule="fit")
+    spec = RatingSpec(policy="binsearch", stop_rule="fit")
     trials = _log([970, 1000, 1030])
     fit = fit_peak(summarize(spec, trials), 40.0, spec.width, spec.confidence)
     assert fit.peak_rate == pytest.approx(1000.0, rel=1e-9)
@@ -42,7 +42,7 @@ def test_fit_recovers_lambda_and_its_fieller_interval():
 
 
 def test_fit_needs_two_loads_near_r_sat_and_enough_trials():
-    spec = RatingSpec(stop_rule="fit")
+    spec = RatingSpec(policy="binsearch", stop_rule="fit")
     assert fit_peak(summarize(spec, _log([1000, 1000])), 40.0, 0.1, 0.95) is None      # one load
     assert fit_peak(summarize(spec, _log([990, 1000], jitter=(0.0, 0.01))), 40.0, 0.1, 0.95) is None  # 4 trials
     far = 1000 + math.log(FIT_WINDOW * 1.2) / B1        # outside the window: not in the fit
@@ -51,7 +51,7 @@ def test_fit_needs_two_loads_near_r_sat_and_enough_trials():
 
 
 def test_noisy_fit_is_not_inside():
-    spec = RatingSpec(stop_rule="fit")
+    spec = RatingSpec(policy="binsearch", stop_rule="fit")
     trials = _log([990, 1000, 1010], jitter=(-0.3, 0.0, 0.3))
     fit = fit_peak(summarize(spec, trials), 40.0, 0.1, 0.95)
     assert not fit.inside
@@ -59,7 +59,7 @@ def test_noisy_fit_is_not_inside():
 
 
 def test_decide_stops_on_the_fit_and_reports_its_ci():
-    spec = RatingSpec(stop_rule="fit")
+    spec = RatingSpec(policy="binsearch", stop_rule="fit")
     trials = _log([970, 1030])
     d = decide(spec, trials)
     assert isinstance(d, Done) and d.result.reason.startswith("fit:")
@@ -78,7 +78,7 @@ def test_fit_rule_on_a_simulated_server_lands_in_the_region():
 
 
 def test_spec_accepts_fit_only_by_name():
-    assert RatingSpec(stop_rule="fit").stop_rule == "fit"
+    assert RatingSpec(policy="binsearch", stop_rule="fit").stop_rule == "fit"
     with pytest.raises(ValueError, match="stop_rule"):
-        RatingSpec(stop_rule="fitted")
+        RatingSpec(policy="binsearch", stop_rule="fitted")
     assert np.isfinite(B0)

@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 from scipy import stats as st
 
-from workbench.config.profiles import PROFILES, local_policy
+from workbench.config.profiles import PROFILES, with_policy
+from workbench.controller.policy import LocalPolicy
 from workbench.controller.decide import decide, find_peak
 from workbench.controller.fit import FIT_STOP_MIN_TRIALS, local_fit, on_curve
 from workbench.controller.result import _peak_ci
@@ -19,6 +20,11 @@ from workbench.controller.trial import TrialResult
 from workbench.measure.families import true_region
 from workbench.measure.simulated import SimulatedServer
 from workbench.stats.calibration import fieller_inverse, wls_line
+
+NO_PROBES = LocalPolicy(probe_share=None)
+# the local fit and placement alone: none of the recommended policy's extra rules, its levels at c
+BARE_LOCAL = LocalPolicy(far_factor=None, throughput_rule=False, probe_share=None, fit_stop_share=1.0,
+                         fit_ci_share=1.0)
 
 B0, B1 = math.log(40.0) - 0.004 * 1000, 0.004      # log R = B0 + B1·λ: R(1000) = 40 ms
 
@@ -32,7 +38,7 @@ def test_one_trial_per_load_is_the_plain_wls_fieller():
     loads = np.linspace(960, 1040, 9)
     e = rng.normal(0, 0.03, loads.size)
     trials = [_t(x, B0 + B1 * x + d) for x, d in zip(loads, e)]
-    spec = RatingSpec(policy="local", stop_rule="fit")
+    spec = RatingSpec(policy=BARE_LOCAL)
     fit = local_fit(summarize(spec, trials), 40.0, 0.1, 0.95, robust=False)
     ref = wls_line(loads, B0 + B1 * loads + e)
     x0, lo, hi = fieller_inverse(ref, math.log(40.0), 0.95)
@@ -50,7 +56,7 @@ def test_first_trial_term_removes_the_cold_start_bias():
     for x in (970.0, 990.0, 1010.0, 1030.0):
         for k in range(4):
             trials.append(_t(x, B0 + B1 * x + (math.log(1.4) if k == 0 else 0.0) + rng.normal(0, 0.01)))
-    spec = RatingSpec(policy="local", stop_rule="fit")
+    spec = RatingSpec(policy=BARE_LOCAL)
     loads = summarize(spec, trials)
     with_term = local_fit(loads, 40.0, 0.1, 0.95)
     without = local_fit(loads, 40.0, 0.1, 0.95, first_effect=False)
@@ -64,14 +70,14 @@ def test_an_outlier_trial_is_deleted():
     rng = np.random.default_rng(2)
     trials = [_t(x, B0 + B1 * x + rng.normal(0, 0.02)) for x in (980.0, 1000.0, 1020.0) for _ in range(5)]
     trials[7] = _t(1000.0, B0 + B1 * 1000.0 + math.log(3.0))   # × 3: an outlier trial
-    fit = local_fit(summarize(RatingSpec(policy="local", stop_rule="fit"), trials), 40.0, 0.1, 0.95)
+    fit = local_fit(summarize(RatingSpec(policy=BARE_LOCAL), trials), 40.0, 0.1, 0.95)
     assert fit.n_dropped == 1 and fit.n_trials == 14
     assert fit.peak_rate == pytest.approx(1000.0, abs=3.0)
 
 
 def test_local_policy_finds_lambda_in_the_region():
     spec = RatingSpec(r_sat_ms=40, width=0.1, confidence=0.95, accuracy=0.9, runlength_s=60,
-                      **local_policy(0.95, 60.0))
+                      )          # the recommended policy: RatingSpec's default
     hits = 0
     for seed in range(10):
         srv = SimulatedServer(capacity_ops_s=1000.0, base_ms=1.0, service_ms=5.0, servers=1, seed=seed,
@@ -85,7 +91,7 @@ def test_local_policy_finds_lambda_in_the_region():
 
 
 def test_decide_is_a_pure_function_of_the_log():
-    spec = RatingSpec(**local_policy(0.95, 60.0))
+    spec = RatingSpec(runlength_s=60.0)
     srv = SimulatedServer(capacity_ops_s=800.0, seed=3)
     log = []
     for _ in range(25):
@@ -98,7 +104,7 @@ def test_decide_is_a_pure_function_of_the_log():
 
 
 def test_far_factor_saturates_by_one_trial_above_only():
-    spec = RatingSpec(**local_policy(0.95))
+    spec = RatingSpec(policy=NO_PROBES)
     above = summarize(spec, [_t(100.0, math.log(200.0))])[0]
     below = summarize(spec, [_t(100.0, math.log(2.0))])[0]
     assert above.status == LoadStatus.ABOVE_BY_MEAN and above.side == 1 and not above.confident
@@ -106,7 +112,7 @@ def test_far_factor_saturates_by_one_trial_above_only():
 
 
 def test_throughput_rule_saturates_a_load_that_falls_behind():
-    spec = RatingSpec(**local_policy(0.95))
+    spec = RatingSpec(policy=NO_PROBES)
     # 1000 ops/s for 60 s offered, 60000·(1 − 0.03) done: z = −1800/√60000 = −7.3 < −5
     slow = TrialResult(mean_ms=10.0, p95_ms=20.0, achieved_rate=970.0).at(1000.0, 60.0)
     ok = TrialResult(mean_ms=10.0, p95_ms=20.0, achieved_rate=995.0).at(1000.0, 60.0)   # z = −1.3
@@ -115,10 +121,10 @@ def test_throughput_rule_saturates_a_load_that_falls_behind():
 
 
 def test_identical_means_are_no_evidence_under_local():
-    spec = RatingSpec(**local_policy(0.95))
+    spec = RatingSpec(policy=NO_PROBES)
     same = [_t(500.0, math.log(39.0)), _t(500.0, math.log(39.0))]
     assert summarize(spec, same)[0].status == LoadStatus.OPEN
-    assert summarize(RatingSpec(), same)[0].status == LoadStatus.PEAK   # other policies unchanged
+    assert summarize(RatingSpec(policy="binsearch"), same)[0].status == LoadStatus.PEAK   # other policies unchanged
     # one repeat among three (a knee server past capacity: two trials clamped at 0.05·R) is no
     # evidence either; three distinct means there give the CI [21.0, 36.7] ms, below R_sat
     clamped = [_t(1168.75, math.log(m)) for m in (25.22, 30.69, 30.69)]
@@ -127,10 +133,10 @@ def test_identical_means_are_no_evidence_under_local():
 
 
 def test_a_load_near_r_sat_is_classified_on_three_trials_under_local():
-    spec = RatingSpec(**local_policy(0.95))
+    spec = RatingSpec(policy=NO_PROBES)
     # two trials: 33.15 ± t(0.975; 1)·0.0707/√2 = ± 12.706·0.05 → [32.5, 33.8] ms, below [36, 44]
     two = [_t(500.0, math.log(m)) for m in (33.1, 33.2)]
-    assert summarize(RatingSpec(), two)[0].side == -1           # Algorithm 2 alone: below on two trials
+    assert summarize(RatingSpec(policy="binsearch"), two)[0].side == -1           # Algorithm 2 alone: below on two trials
     assert summarize(spec, two)[0].status == LoadStatus.OPEN     # local: within R_sat/2 … 2·R_sat, open
     # three: 33.1 ± t(0.975; 2)·0.1/√3 = ± 4.303·0.0577 → [32.85, 33.35] ms: below
     assert summarize(spec, two + [_t(500.0, math.log(33.0))])[0].side == -1
@@ -141,19 +147,19 @@ def test_a_load_near_r_sat_is_classified_on_three_trials_under_local():
 def test_far_above_by_the_median_saturates_an_undecided_load():
     # past capacity trial means swing by orders of magnitude: 16 ms and 570 ms at one load. Its
     # median (293 ms) is above far_factor·R_sat = 160 ms: saturated, by its median (not confident)
-    spec = RatingSpec(**local_policy(0.95))
+    spec = RatingSpec(policy=NO_PROBES)
     s = summarize(spec, [_t(2125.0, math.log(16.2)), _t(2125.0, math.log(570.0))])[0]
     assert (s.status, s.side, s.confident) == (LoadStatus.ABOVE_BY_MEAN, 1, False)
     # a load in the region with one 5× outlier: median 120 ms < 160 ms, still undecided
     s = summarize(spec, [_t(900.0, math.log(40.0)), _t(900.0, math.log(200.0))])[0]
     assert s.status == LoadStatus.OPEN
-    assert summarize(RatingSpec(), [_t(2125.0, math.log(16.2)), _t(2125.0, math.log(570.0))])[0].side == 0
+    assert summarize(RatingSpec(policy="binsearch"), [_t(2125.0, math.log(16.2)), _t(2125.0, math.log(570.0))])[0].side == 0
 
 
 def test_monotone_check_reads_medians_not_means():
     # one 3× outlier at 50 ops/s (mean 12.2 ms, median 7.7 ms) must not keep 200 ops/s (7.3 ms,
     # tight CI far below R_sat) open: with means it did, and a knee server ran 397 trials there
-    spec = RatingSpec(**local_policy(0.95))
+    spec = RatingSpec(policy=NO_PROBES)
     trials = [_t(50.0, math.log(m)) for m in (7.73, 21.8, 6.97)]
     trials += [_t(200.0, math.log(m)) for m in (6.67, 7.67, 6.69, 7.2)]
     at = {s.load: s for s in summarize(spec, trials)}
@@ -195,7 +201,7 @@ def test_fit_ignores_loads_reading_below_a_saturated_load_beneath_them():
     # the line crosses R_sat at 1000; 1030 is saturated (one trial at 500 ms > 4·R_sat); 1050 is
     # past capacity and its trials read ~45 ms, below 1030's: not on the curve, not in the fit
     rng = np.random.default_rng(5)
-    spec = RatingSpec(**local_policy(0.95))
+    spec = RatingSpec(policy=NO_PROBES)
     trials = [_t(x, B0 + B1 * x + rng.normal(0, 0.03)) for x in (980.0, 1000.0, 1020.0) for _ in range(4)]
     trials += [_t(1030.0, math.log(500.0))] + [_t(1050.0, math.log(m)) for m in (44.0, 47.0, 45.5)]
     loads = summarize(spec, trials)
@@ -213,7 +219,7 @@ def test_fit_does_not_stop_a_rating_on_few_trials():
     # inside at once, but it may stop the rating only from FIT_STOP_MIN_TRIALS = 12 trials on
     def at(xs):
         return [_t(x, B0 + B1 * x + d * (-1) ** i) for i, x in enumerate(xs) for d in (0.06, -0.06)]
-    base = dict(policy="local", stop_rule="fit", max_trials_per_load=1000)
+    base = dict(policy=BARE_LOCAL, max_trials_per_load=1000)
     trials = at(np.linspace(972.0, 1028.0, 5))
     fit = local_fit(summarize(RatingSpec(**base), trials), 40.0, 0.1, 0.95)
     assert fit.level_inside and fit.n_trials == 10 < FIT_STOP_MIN_TRIALS
@@ -224,7 +230,7 @@ def test_fit_does_not_stop_a_rating_on_few_trials():
 def test_latency_bound_needs_confidence():
     # a load whose p95 breaks L_sat but not at confidence c, with a mean CI below R_sat, is no upper
     # bound of λ* (it used to be when its smallest mean exceeded 4·R_sat(1 + s))
-    spec = RatingSpec(l_sat_ms=100.0)
+    spec = RatingSpec(policy="binsearch", l_sat_ms=100.0)
     trials = [TrialResult(mean_ms=m, p95_ms=p, achieved_rate=900.0).at(900.0, 60.0)
               for m, p in ((30.0, 60.0), (31.0, 200.0), (30.5, 70.0))]
     trials += [TrialResult(mean_ms=m, p95_ms=2 * m, achieved_rate=500.0).at(500.0, 60.0) for m in (10.0, 10.5)]
@@ -233,35 +239,47 @@ def test_latency_bound_needs_confidence():
     assert _peak_ci(loads, 40.0, spec)[1] == math.inf
 
 
-@pytest.mark.parametrize("field,value", [("far_factor", 1.0), ("far_factor", -2), ("probe_runlength_s", 0),
-                                         ("fit_confidence", 1.0), ("fit_ci_confidence", 0.0),
+@pytest.mark.parametrize("field,value", [("far_factor", 1.0), ("far_factor", -2), ("probe_share", 0),
+                                         ("fit_stop_share", 0.0), ("fit_ci_share", 1.5),
                                          ("throughput_rule", 1)])
-def test_spec_rejects_bad_local_fields(field, value):
-    with pytest.raises(ValueError, match=f"RatingSpec.{field}"):
-        RatingSpec(**{field: value})
+def test_local_policy_rejects_bad_knobs(field, value):
+    with pytest.raises(ValueError, match=f"LocalPolicy.{field}"):
+        RatingSpec(policy={"name": "local", field: value})
 
 
-def test_profiles_default_to_the_local_policy():
+def test_the_recommended_policy_is_the_default_of_a_spec_and_of_every_profile():
+    spec = RatingSpec(r_sat_ms=40.0, width=0.1, confidence=0.95, accuracy=0.9, runlength_s=60.0)
+    assert spec.policy == LocalPolicy() and spec.stop_rule == "fit"
+    assert spec.policy.probe_runlength_s(spec) == 30.0                       # runlength_s/2
+    assert (spec.policy.fit_confidence(0.95), spec.policy.fit_ci_confidence(0.95)) == (0.96, 0.99)
+    assert (spec.policy.fit_confidence(0.90), spec.policy.fit_ci_confidence(0.90)) == (0.92, 0.98)
     for name, prof in PROFILES.items():
         spec = RatingSpec(**prof["spec"])
-        assert (spec.policy, spec.stop_rule) == ("local", "fit"), name
+        assert (spec.policy.name, spec.stop_rule) == ("local", "fit"), name
 
 
 def test_another_policy_on_a_profile_rates_as_before():
-    from workbench.config.profiles import resolve_policy
-    fields = resolve_policy({**PROFILES["standard"]["spec"], "policy": "binsearch"})
-    spec = RatingSpec(**fields)
-    assert (spec.policy, spec.stop_rule, spec.far_factor, spec.throughput_rule) == ("binsearch", "inside", None, False)
-    assert resolve_policy(PROFILES["standard"]["spec"])["fit_confidence"] == 0.96    # 1 − 0.8·(1 − 0.95)
-    fields = resolve_policy({**PROFILES["standard"]["spec"], "confidence": 0.90})
-    assert (fields["fit_confidence"], fields["fit_ci_confidence"]) == (0.92, 0.98)
+    spec = RatingSpec(**with_policy(PROFILES["standard"]["spec"], "binsearch"))
+    assert (spec.policy.name, spec.stop_rule, spec.policy.far_factor, spec.policy.throughput_rule) == (
+        "binsearch", "inside", None, False)
+    quick = RatingSpec(**with_policy(PROFILES["quick"]["spec"], "local"))      # the profile's own knobs stay
+    assert quick.policy == LocalPolicy(throughput_rule=False, probe_share=None)
+
+
+def test_a_spec_stored_with_flat_policy_knobs_reads_back():
+    old = dict(policy="local", stop_rule="fit", far_factor=4.0, throughput_rule=True, probe_runlength_s=30.0,
+               runlength_s=60.0, confidence=0.95, fit_confidence=0.96, fit_ci_confidence=0.99)
+    assert RatingSpec.from_dict(old) == RatingSpec(runlength_s=60.0)
+    lin = RatingSpec.from_dict(dict(policy="linear", linear_trials=None, linear_step_ops_s=50.0))
+    assert lin.policy.trials is None and lin.policy.step_ops_s == 50.0
+    assert RatingSpec.from_dict(RatingSpec(runlength_s=60.0).to_dict()) == RatingSpec(runlength_s=60.0)
 
 
 def test_local_fit_fieller_with_first_trial_term_covers_at_its_level():
     # 4 loads × 3 trials, the first trial at each × 1.3, normal noise: the Fieller interval of the
     # 3-parameter fit (λ* read off the warm line) covers the true λ* at its level
     rng = np.random.default_rng(21)
-    spec = RatingSpec(policy="local", stop_rule="fit")
+    spec = RatingSpec(policy=BARE_LOCAL)
     hits, n = 0, 1000
     for _ in range(n):
         trials = [_t(x, B0 + B1 * x + (math.log(1.3) if k == 0 else 0.0) + rng.normal(0, 0.05))
@@ -276,7 +294,7 @@ def test_fit_stop_honours_an_accuracy_above_one_minus_s():
     # fit's (21 df) is not; the sign alternates between loads, so the first-trial term is 0
     trials = [_t(x, B0 + B1 * x + d * (-1) ** i) for i, x in enumerate(np.linspace(972.0, 1028.0, 12))
               for d in (0.06, -0.06)]
-    base = dict(policy="local", stop_rule="fit", width=0.10, max_trials_per_load=1000)
+    base = dict(policy=BARE_LOCAL, width=0.10, max_trials_per_load=1000)
     d = decide(RatingSpec(**base, accuracy=0.90), trials)
     assert hasattr(d, "result") and d.result.reason.startswith("fit:")
     lo, hi = local_fit(summarize(RatingSpec(**base), trials), 40.0, 0.1, 0.95).level_ci
@@ -286,7 +304,7 @@ def test_fit_stop_honours_an_accuracy_above_one_minus_s():
 
 def test_seed_sample_is_completed_before_the_fit_places_loads():
     # a nightly-style rating: seed_trials valid trials at the seed load before anything else
-    spec = RatingSpec(**local_policy(0.95, 60.0), seed_load=950.0, seed_trials=6)
+    spec = RatingSpec(seed_load=950.0, seed_trials=6)
     srv = SimulatedServer(capacity_ops_s=1000.0, base_ms=1.0, service_ms=5.0, servers=1, seed=2, noise=0.03)
     res = find_peak(spec, srv.measure)
     first = [t.load_ops_s for t in res.trials[:6]]

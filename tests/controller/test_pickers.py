@@ -7,6 +7,7 @@ from helpers import mm1
 
 from workbench.controller.decide import find_peak
 from workbench.controller.pickers import two_point_fit
+from workbench.controller.policy import LinearPolicy, LocalPolicy
 from workbench.controller.spec import RatingSpec
 from workbench.controller.trial import TrialResult
 from workbench.measure.simulated import SimulatedServer
@@ -41,18 +42,18 @@ def test_linear_strawman_fixed_trials_stops_at_first_saturated_load():
     load, stop at the first saturated load; λ* = the last unsaturated load."""
     srv = SimulatedServer(capacity_ops_s=1000, base_ms=1, service_ms=5, servers=1, noise=0.0, seed=3)
     true = srv.true_peak_rate(40.0)                      # 1000·(1 − 5/39) ≈ 871.8
-    r = find_peak(RatingSpec(policy="linear", linear_step_ops_s=100), srv.measure)
+    r = find_peak(RatingSpec(policy=LinearPolicy(step_ops_s=100)), srv.measure)
     assert loads_of(r) == [50, 150, 250, 350, 450, 550, 650, 750, 850, 950]
     assert trials_per_load(r) == [10] * 10
     assert r.bracket == (850, 950) and r.peak_rate == 850 and r.bracket[0] <= true <= r.bracket[1]
     assert r.converged and "strawman" in r.reason and r.n_trials == 100 and r.cost_s == 100 * 180
     # t is a parameter (Fig. 3 uses t = 10); the runlength stays fixed even with runlength_policy="adaptive"
-    r3 = find_peak(RatingSpec(policy="linear", linear_step_ops_s=300, linear_trials=3,
+    r3 = find_peak(RatingSpec(policy=LinearPolicy(step_ops_s=300, trials=3),
                               runlength_policy="adaptive"), srv.measure)
     assert loads_of(r3) == [50, 350, 650, 950] and trials_per_load(r3) == [3] * 4
     assert {t.runlength_s for t in r3.trials} == {180.0} and r3.peak_rate == 650
     # first load already saturated: step down by the increment until a load is unsaturated
-    rd = find_peak(RatingSpec(policy="linear", first_load=1300, linear_step_ops_s=150), mm1())
+    rd = find_peak(RatingSpec(policy=LinearPolicy(step_ops_s=150), first_load=1300), mm1())
     assert loads_of(rd) == [1300, 1150, 1000, 850] and rd.bracket == (850, 1000) and rd.converged
 
 
@@ -64,16 +65,16 @@ def test_linear_strawman_invalid_trials_rerun_and_do_not_count():
         bad = len(calls) % 4 == 0
         m = 2.0 / (1 - load / 1000) if load < 999 else 1e4
         return TrialResult(mean_ms=m, p95_ms=3 * m, achieved_rate=load, valid=not bad)
-    r = find_peak(RatingSpec(policy="linear", linear_step_ops_s=400, linear_trials=5), measure)
+    r = find_peak(RatingSpec(policy=LinearPolicy(step_ops_s=400, trials=5)), measure)
     valid = [sum(1 for t in r.trials if t.load_ops_s == x and t.valid) for x in loads_of(r)]
     assert loads_of(r) == [50, 450, 850, 1250] and valid == [5] * 4 and r.n_invalid > 0
 
 
 def test_linear_section_5_2_fixed_increment_then_bisection():
-    r = find_peak(RatingSpec(policy="linear", linear_step_ops_s=150, linear_trials=None), mm1())
+    r = find_peak(RatingSpec(policy=LinearPolicy(step_ops_s=150, trials=None)), mm1())
     assert loads_of(r)[:7] == [50, 200, 350, 500, 650, 800, 950]
     assert trials_per_load(r)[0] == 2            # Algorithm 2's adaptive count, not a fixed t
-    r = find_peak(RatingSpec(policy="linear", linear_step_ops_s=300, linear_trials=None), mm1())
+    r = find_peak(RatingSpec(policy=LinearPolicy(step_ops_s=300, trials=None)), mm1())
     seq = loads_of(r)
     assert seq[:4] == [50, 350, 650, 950] or seq[:5] == [50, 350, 650, 950, 1250]
 
@@ -119,7 +120,7 @@ def test_seeding_brackets_around_the_seed():
     seq = loads_of(up)
     assert seq[:4] == [1200, pytest.approx(1200 / 1.1), pytest.approx(1000), pytest.approx(1200 / 1.4)]
     assert up.converged and up.bracket[0] <= 950 <= up.bracket[1]
-    lin = find_peak(RatingSpec(policy="linear", seed_load=800, linear_step_ops_s=50), mm1())
+    lin = find_peak(RatingSpec(policy=LinearPolicy(step_ops_s=50), seed_load=800), mm1())
     assert loads_of(lin)[:3] == [800, 850, 900]
 
 
@@ -188,8 +189,8 @@ def test_noise_free_bracket_always_contains_true_peak(policy, linear_trials):
         srv = _random_server(i, 0.0)
         true = srv.true_peak_rate(40.0)
         step = max(true / 12, 1.0)
-        r = find_peak(RatingSpec(policy=policy, linear_step_ops_s=step, max_loads=80,
-                                 linear_trials=linear_trials), srv.measure)
+        pol = LinearPolicy(step_ops_s=step, trials=linear_trials) if policy == "linear" else policy
+        r = find_peak(RatingSpec(policy=pol, max_loads=80), srv.measure)
         assert r.bracket[0] <= true <= r.bracket[1], (i, r.bracket, true)
         assert r.peak_rate_ci[0] <= true <= r.peak_rate_ci[1]
         if policy == "linear" and linear_trials:

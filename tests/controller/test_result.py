@@ -23,13 +23,13 @@ LOG = [T(5, 50), T(5.1, 50)] + [T(m, 800) for m in (39.5, 40.5, 40.0, 40.2)]
 
 
 def test_the_search_goes_on_after_the_headline_goal_until_every_goal_is_met():
-    assert isinstance(decide(RatingSpec(), LOG), Done)
-    d = decide(RatingSpec(goals_ms=[20]), LOG)
+    assert isinstance(decide(RatingSpec(policy="binsearch"), LOG), Done)
+    d = decide(RatingSpec(policy="binsearch", goals_ms=[20]), LOG)
     assert isinstance(d, NextTrial) and d.reason.startswith("goal 20 ms: ") and 50 < d.load_ops_s < 800
 
 
 def test_a_goal_the_budget_leaves_unmet_leaves_the_rating_unconverged():
-    d = decide(RatingSpec(goals_ms=[20], budget_s=6 * 180), LOG)
+    d = decide(RatingSpec(policy="binsearch", goals_ms=[20], budget_s=6 * 180), LOG)
     assert isinstance(d, Done)
     res = d.result
     assert not res.converged and res.reason.startswith("goal 20 ms: budget exhausted"), res.reason

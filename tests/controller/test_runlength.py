@@ -34,9 +34,9 @@ def test_plan_infeasible_and_degenerate():
 
 
 def test_next_runlength_fixed_and_adaptive():
-    fixed = RatingSpec()
+    fixed = RatingSpec(policy="binsearch")
     assert next_runlength(fixed, [40, 41], [180, 180]).runlength_s == 180
-    ad = RatingSpec(runlength_policy="adaptive", trial_overhead_s=30)
+    ad = RatingSpec(policy="binsearch", runlength_policy="adaptive", trial_overhead_s=30)
     assert next_runlength(ad, [40], [180]).runlength_s == 180          # variance unknown yet
     r = next_runlength(ad, [38, 42], [180, 180])
     assert 30 <= r.runlength_s <= 900

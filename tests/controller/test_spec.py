@@ -12,7 +12,8 @@ from workbench.controller.spec import RatingSpec
 def test_spec_defaults_follow_the_paper():
     s = RatingSpec()
     assert (s.r_sat_ms, s.width, s.l_sat_ms, s.confidence, s.accuracy) == (40, 0.10, 2000, 0.95, 0.90)
-    assert s.policy == "binsearch" and s.first_load == 50 and s.seed_load is None
+    assert s.policy.name == "local" and s.first_load == 50 and s.seed_load is None     # the recommended policy
+    assert RatingSpec(policy="binsearch").stop_rule == "inside" and s.stop_rule == "fit"
     assert s.region == pytest.approx((36, 44))
     with pytest.raises(dataclasses.FrozenInstanceError):
         s.r_sat_ms = 10
@@ -27,8 +28,7 @@ def test_spec_defaults_follow_the_paper():
     ("runlength_min_s", -1), ("runlength_max_s", 0), ("max_trials", 1), ("max_trials", 2.5),
     ("budget_s", 0), ("trial_overhead_s", -1), ("goals_ms", []), ("goals_ms", [40, -1]),
     ("goals_ms", 40), ("stop_rule", "contain"), ("min_trials", 1), ("max_trials_per_load", 1),
-    ("max_loads", 1), ("max_invalid_per_load", 0), ("linear_step_ops_s", 0),
-    ("linear_trials", 1), ("linear_trials", 2.5),
+    ("max_loads", 1), ("max_invalid_per_load", 0),
     ("model_form", "poly"), ("seed_step", 0), ("resolution", 0), ("bound_confidence", 1.0),
 ])
 def test_spec_validation_names_field_and_range(field, value):
@@ -39,9 +39,9 @@ def test_spec_validation_names_field_and_range(field, value):
 
 def test_spec_runlength_bounds_ordered():
     with pytest.raises(ValueError, match="runlength_min_s"):
-        RatingSpec(runlength_min_s=100, runlength_max_s=50)
+        RatingSpec(policy="binsearch", runlength_min_s=100, runlength_max_s=50)
 
 
 def test_spec_goals():
-    s = RatingSpec(goals_ms=[50, 30])
+    s = RatingSpec(policy="binsearch", goals_ms=[50, 30])
     assert s.goals == (30.0, 40.0, 50.0) and s.goals_ms == (50.0, 30.0)

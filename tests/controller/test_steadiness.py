@@ -8,6 +8,7 @@ import dataclasses
 import pytest
 
 from workbench.controller.decide import NextTrial, decide
+from workbench.controller.policy import LinearPolicy, LocalPolicy
 from workbench.controller.spec import RatingSpec
 from workbench.controller.steadiness import excluding_not_steady, rerun_runlength_s
 from workbench.controller.trial import TrialResult
@@ -56,7 +57,7 @@ def test_a_long_warmup_makes_the_rerun_longer_up_to_the_max_runlength():
 
 def test_a_rise_overloaded_from_its_first_interval_counts_without_a_rerun():
     # 4800 ops/s on the quick profile's server: 437 → 2854 ms; its first second already > 4·R_sat
-    spec = dataclasses.replace(SPEC, far_factor=4.0)
+    spec = dataclasses.replace(SPEC, policy=LocalPolicy(probe_share=None))
     rise = {"verdict": "trend up", "warmup_intervals": 0, "intervals": 10, "low_start": 5, "mk_tau": 1.0,
             "mk_p": 5.5e-7, "first_ms": 437.0}
     log = [trial(10.0, STEADY), trial(1700.0, rise, load=2 * LOAD)]
@@ -132,4 +133,4 @@ def test_excluded_trials_count_toward_the_invalid_streak():
     assert isinstance(d, NextTrial) and 50.0 < d.load_ops_s < LOAD, d     # below the unmeasurable load
     assert decide(SPEC, log[:-1]).reason.startswith("re-run not steady")
     with pytest.raises(ValueError, match="max_unsteady_reruns"):
-        RatingSpec(max_invalid_per_load=2, max_unsteady_reruns=2)
+        RatingSpec(policy="binsearch", max_invalid_per_load=2, max_unsteady_reruns=2)

@@ -283,7 +283,7 @@ def test_find_peak_through_the_fake_harness(tmp_path):
             return fstress_json(offered_rate=load, achieved_rate=load, mean_ms=mean, errors=4)
         return fstress_json(offered_rate=load, achieved_rate=load, mean_ms=mean, p95_ms=3 * mean)
 
-    spec = RatingSpec(r_sat_ms=40, width=0.25, confidence=0.9, accuracy=0.8, first_load=100,
+    spec = RatingSpec(policy="binsearch", r_sat_ms=40, width=0.25, confidence=0.9, accuracy=0.8, first_load=100,
                       runlength_s=5, resolution=0.05, budget_s=1000, trial_overhead_s=3)
     h = harness(tmp_path, FakeRunner(result=result))
     res = find_peak(spec, h.measure)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 
-POLICIES = ("linear", "binsearch", "model", "safeguarded", "local")          # load pickers (controller)
 STOP_RULES = ("inside", "overlap", "fit")
 CANNED_WORKLOADS = ("web_server", "web_proxy", "db_tp", "mail", "news", "specsfs97", "p2p",
                     "genomics")                 # genomics: approximates SPECstorage 2020 GENOMICS
@@ -12,4 +11,5 @@ SEED_SOURCES = ("none", "load", "history")
 DESIGNS = ("fullfact", "dopt", "lhs", "active")                     # map_surface designs
 MAX_ROUNDS = 6                # rounds of samples unrolled in map_surface (one-shot designs use one)
 SLOTS = tuple(os.environ.get("WB_SLOTS", "slot1,slot2").split(","))  # inventory groups of the SUT slots
+MAX_GOALS = 8                # R_sat goals of one rating: r_sat_ms and up to 7 more (goals_ms)
 MAX_TRIAL_TASKS = 40          # trial_k tasks unrolled in rate_peak; max_trials may not exceed it

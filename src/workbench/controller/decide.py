@@ -27,27 +27,20 @@ every call: no hidden state, deterministic, resumable after a crash.
 from __future__ import annotations
 
 import itertools
-import math
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping, Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 
-from workbench.controller.fit import FIT_STOP_MIN_TRIALS, fit_peak, local_fit, near_r_sat
-from workbench.controller.local import Local
-from workbench.controller.pickers import Binsearch, Linear, Model, Picker
+from workbench.controller.fit import near_r_sat
 from workbench.controller.result import PeakResult, result_of
 from workbench.controller.runlength import next_runlength
-from workbench.controller.safeguarded import Safeguarded
 from workbench.controller.spec import RatingSpec
-from workbench.controller.state import LoadStatus, LoadSummary, load_key
+from workbench.controller.state import load_key
 from workbench.controller.steadiness import excluding_not_steady, rerun_runlength_s
-from workbench.controller.summary import search_state, summarize, trial_cost_s
+from workbench.controller.strategies import decide_goal
+from workbench.controller.summary import trial_cost_s
 from workbench.controller.trial import TrialResult
-from workbench.stats.intervals import accuracy as _accuracy
-
-
-POLICIES = ("linear", "binsearch", "model", "safeguarded", "local")
 
 
 @dataclass(frozen=True)
@@ -62,21 +55,6 @@ class Done:
     result: PeakResult
 
 
-def make_picker(spec) -> Picker:
-    """The picker named by `spec.policy` ("linear", "binsearch", "model", "safeguarded", "local")."""
-    if spec.policy == "binsearch":
-        return Binsearch(spec.seed_step)
-    if spec.policy == "linear":
-        return Linear(spec.linear_step_ops_s or spec.first_load, strawman=spec.strawman)
-    if spec.policy == "model":
-        return Model(spec.model_form, spec.seed_step)
-    if spec.policy == "safeguarded":
-        return Safeguarded(spec.model_form, spec.seed_step)
-    if spec.policy == "local":
-        return Local(spec)
-    raise ValueError(f"policy must be one of {', '.join(POLICIES)}; got {spec.policy!r}")
-
-
 def _unmeasurable(spec: RatingSpec, trials: Sequence[TrialResult]) -> dict[float, TrialResult]:
     """Loads with a run of ≥ max_invalid_per_load consecutive invalid trials → the run's last trial."""
     out: dict[float, TrialResult] = {}
@@ -89,148 +67,18 @@ def _unmeasurable(spec: RatingSpec, trials: Sequence[TrialResult]) -> dict[float
     return out
 
 
-def _stop_now(spec: RatingSpec, r_sat: float, loads: list[LoadSummary]) -> tuple | None:
-    """The done payload when the stop rule holds: a load whose CI meets it, or (stop_rule "fit")
-    the local fit's λ* CI inside the fitted peak-rate region; else None."""
-    peaks = [s for s in loads if s.status == LoadStatus.PEAK]
-    if peaks:
-        best = min(peaks, key=lambda s: (abs(s.mean - r_sat), s.order))
-        rule = "CI overlaps" if spec.stop_rule == "overlap" else "CI inside"
-        return (True, f"{rule} the peak-rate region at {best.load:g} ops/s with accuracy "
-                      f"{best.ci.accuracy:.3f} ≥ {spec.accuracy:g}", best, loads)
-    if spec.stop_rule == "fit":
-        if spec.policy == "local":
-            lf = local_fit(loads, r_sat, spec.width, spec.fit_confidence or spec.confidence,
-                           report_confidence=spec.fit_ci_confidence or spec.confidence)
-            if lf is not None and spec.accuracy > 1.0 - spec.width and _accuracy(*lf.level_ci) < spec.accuracy:
-                lf = None    # Eq. 2 on the fitted mean's CI (a CI inside [R_sat ± s] has accuracy ≥ 1 − s)
-            if lf is not None and lf.n_trials < FIT_STOP_MIN_TRIALS:
-                lf = None    # σ̂ on < 10 residual df: a look at a fluke-small σ̂ would stop the rating
-            if lf is not None and not lf.inside and lf.level_inside:
-                return (True, f"fit: mean at λ̂* {lf.peak_rate:.5g} CI [{lf.level_ci[0]:.4g}, {lf.level_ci[1]:.4g}] ms "
-                              f"inside the peak-rate region ({lf.n_trials} trials at {len(lf.loads)} loads)",
-                        None, loads, lf.reported)
-            if lf is not None and lf.inside:
-                return (True, f"fit: λ* CI [{lf.ci[0]:.4g}, {lf.ci[1]:.4g}] inside the fitted region "
-                              f"[{lf.region[0]:.4g}, {lf.region[1]:.4g}] ({lf.n_trials} trials at "
-                              f"{len(lf.loads)} loads)", None, loads, lf.reported)
-            fit = None
-        else:
-            fit = fit_peak(loads, r_sat, spec.width, spec.confidence)
-        if fit is not None and fit.inside:
-            return (True, f"fit: λ* CI [{fit.ci[0]:.4g}, {fit.ci[1]:.4g}] inside the fitted region "
-                          f"[{fit.region[0]:.4g}, {fit.region[1]:.4g}] ({fit.n_trials} trials at "
-                          f"{len(fit.loads)} loads)", None, loads, fit)
-    return None
-
-
-def _local_step(spec: RatingSpec, st, loads: list[LoadSummary], trials: Sequence[TrialResult],
-                unmeasurable: Mapping[float, TrialResult]) -> tuple[float, str] | None:
-    """policy "local": the local fit's nomination (local.py), or None (no usable fit; the seed
-    sample of seed_trials not complete yet; a load at or above an unmeasurable one)."""
-    if spec.seed_load is not None and any(load_key(s.load) == load_key(spec.seed_load)
-                                          and s.n < spec.min_trials_at(s.load) for s in loads):
+def _probe(spec: RatingSpec, r_sat: float, valid: Sequence[TrialResult], why: str) -> float | None:
+    """The probe runlength of the policy (local: probe_share·runlength_s) for a trial at a load the
+    local fit did not place whose valid trials so far (none, or their median) lie outside the fit's
+    window: it only has to tell far below from far above ([CC] §3.2: a shorter trial is noisier by
+    √); else None."""
+    probe_s = spec.policy.probe_runlength_s(spec)
+    if probe_s is None or why.startswith("local fit"):
         return None
-    last = next((t.load_ops_s for t in reversed(trials) if t.valid), None)
-    placed = Local(spec).place(st, last)
-    if placed is None or load_key(placed[0]) in unmeasurable or any(
-            t.load_ops_s <= placed[0] * (1 + 1e-9) for t in unmeasurable.values()
-            if st.lo is None or t.load_ops_s > st.lo.load):
-        return None
-    return placed
-
-
-def _decide_goal(spec: RatingSpec, r_sat: float, trials: Sequence[TrialResult],
-                 unmeasurable: Mapping[float, TrialResult] | None = None) -> tuple[str, Any]:
-    """("next", (load, reason)) or ("done", (converged, reason, peak_summary|None, loads)).
-
-    unmeasurable: loads never to nominate again (see decide); nominations at or above the lowest
-    one above the bracket's low end are moved halfway between that low end (or 0) and it."""
-    unmeasurable = unmeasurable or {}
-    loads = [s for s in summarize(spec, trials, r_sat)
-             if not (s.status == LoadStatus.OPEN and load_key(s.load) in unmeasurable)]
-    stop = _stop_now(spec, r_sat, loads)
-    if stop is not None:
-        return "done", stop
-    st = search_state(spec, r_sat, loads)
-    lo, hi = st.lo, st.hi
-    placed = _local_step(spec, st, loads, trials, unmeasurable) if spec.policy == "local" else None
-    if placed is not None:
-        return "next", placed
-    # an undecided load inside the bracket: keep sampling it (Algorithm 2 step 6)
-    open_in = [s for s in loads if s.status == LoadStatus.OPEN
-               and (lo is None or s.load > lo.load) and (hi is None or s.load < hi.load)]
-    if open_in:
-        last = {(load_key(t.load_ops_s)): i for i, t in enumerate(trials)}
-        cur = max(open_in, key=lambda s: last[load_key(s.load)])
-        holder = next((s for s in loads if cur.held_by is not None and s.load == cur.held_by), None)
-        if holder is not None and holder.n <= cur.n:
-            # the lower load's median on fewer trials is the likelier fluke: one more trial there
-            return "next", (holder.load, f"monotone check: {holder.load:g} ops/s (median "
-                                         f"{np.median(holder.means):.4g} ms, {holder.n} trials) reads above "
-                                         f"{cur.load:g} ops/s ({cur.n} trials): another trial at the lower load")
-        if cur.n < spec.min_trials:
-            why = "first trials"
-        elif cur.n < spec.min_trials_at(cur.load):
-            why = f"seed sample: trial {cur.n + 1} of {spec.seed_trials} at the seed load"
-        else:
-            why = (f"potential peak: CI [{cur.ci.low:.4g}, {cur.ci.high:.4g}] ms, accuracy "
-                   f"{cur.ci.accuracy:.3f}")
-        return "next", (cur.load, why)
-    if spec.strawman and lo is not None and hi is not None:
-        step = spec.linear_step
-        ok = (hi.load - lo.load) <= step * (1 + 1e-9)
-        return "done", (ok, f"linear strawman: first saturated load {hi.load:g} ops/s "
-                            f"({spec.linear_trials} trials each); λ* = last unsaturated load "
-                            f"{lo.load:g}" + ("" if ok else f" (bracket wider than the increment {step:g})"),
-                        None, loads)
-    if lo is not None and hi is not None and (hi.load - lo.load) <= spec.resolution * hi.load:
-        if hi.latency_saturated:
-            return "done", (True, f"latency rule: bracket [{lo.load:g}, {hi.load:g}] resolved", None, loads)
-        return "done", (True, f"bracket [{lo.load:g}, {hi.load:g}] narrower than resolution "
-                              f"{spec.resolution:g}: λ* interpolated", None, loads)
-    if len(loads) >= spec.max_loads:
-        return "done", (False, f"max_loads ({spec.max_loads}) reached", None, loads)
-    picker = make_picker(spec)
-    load, why = picker.next_load(st)
-    if not (math.isfinite(load) and load > 0):
-        return "done", (False, f"picker proposed an invalid load {load!r}: {why}", None, loads)
-    caps = [t for t in unmeasurable.values() if lo is None or t.load_ops_s > lo.load]
-    if caps:
-        cap = min(caps, key=lambda t: t.load_ops_s)
-        floor = lo.load if lo is not None else 0.0
-        if load >= cap.load_ops_s * (1 - 1e-9):
-            if cap.load_ops_s - floor <= spec.resolution * cap.load_ops_s:
-                return "done", (False, f"λ* ≥ {floor:g} ops/s: {cap.load_ops_s:g} ops/s cannot be measured "
-                                       f"({cap.reason or 'invalid'}) and lies within the resolution of it",
-                                None, loads)
-            load, why = ((floor + cap.load_ops_s) / 2.0,
-                         f"{cap.load_ops_s:g} ops/s cannot be measured ({cap.reason or 'invalid'}) → "
-                         f"halfway below it")
-    if load_key(load) in unmeasurable:
-        return "done", (False, f"{load:g} ops/s cannot be measured ({unmeasurable[load_key(load)].reason})",
-                        None, loads)
-    same = [s for s in loads if load_key(s.load) == load_key(load)]
-    if same and same[0].status != LoadStatus.OPEN:
-        if lo is not None and hi is not None:
-            load, why = (lo.load + hi.load) / 2.0, f"{why}: already classified → bisect"
-            if any(load_key(s.load) == load_key(load) and s.status != LoadStatus.OPEN for s in loads):
-                return "done", (False, "no untested load left in the bracket", None, loads)
-        else:
-            return "done", (False, f"picker repeated the classified load {load:g}", None, loads)
-    return "next", (load, f"{picker.name}: {why}")
-
-
-def _probe(spec: RatingSpec, r_sat: float, valid: Sequence[TrialResult], why: str) -> bool:
-    """policy "local" with probe_runlength_s: a trial at a load the local fit did not place whose
-    valid trials so far (none, or their median) lie outside the fit's window runs probe_runlength_s:
-    it only has to tell far below from far above ([CC] §3.2: a shorter trial is noisier by √)."""
-    if spec.policy != "local" or spec.probe_runlength_s is None or why.startswith("local fit"):
-        return False
     if not valid:
-        return True
+        return probe_s
     med = float(np.median([t.mean_ms for t in valid]))
-    return not near_r_sat(med, r_sat)
+    return None if near_r_sat(med, r_sat) else probe_s
 
 
 def harness_failing(spec: RatingSpec, trials: Sequence[TrialResult]) -> str | None:
@@ -301,7 +149,7 @@ def decide(spec: RatingSpec, trials: Sequence[TrialResult]) -> NextTrial | Done:
     open_search = nxt is None and stop_reason is None
     if open_search or len(goals) > 1:   # several goals: each is judged, so a stop reports every met one
         for g in goals:
-            kind, payload = _decide_goal(spec.at_goal(g), g, server, unmeasurable)
+            kind, payload = decide_goal(spec.at_goal(g), g, server, unmeasurable)
             if kind == "done":
                 done[g] = payload
                 continue
@@ -312,8 +160,9 @@ def decide(spec: RatingSpec, trials: Sequence[TrialResult]) -> NextTrial | Done:
             valid = [t for t in server if t.valid and load_key(t.load_ops_s) == load_key(load)]
             rl = next_runlength(spec, [t.mean_ms for t in valid],
                                 [float(t.runlength_s) for t in valid]).runlength_s
-            if _probe(spec.at_goal(g), g, valid, why):
-                rl = float(spec.probe_runlength_s)
+            probe_s = _probe(spec.at_goal(g), g, valid, why)
+            if probe_s is not None:
+                rl = float(probe_s)
     if nxt is not None and trials and trials[-1].harness_failure:
         nxt = (nxt[0], f"re-run after a harness failure ({trials[-1].reason or 'no reason given'}): {nxt[1]}")
     if nxt is not None and stop_reason is None:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 
-from workbench.controller.fit import LocalFit, local_fit
+from workbench.controller.fit import LocalFit
 from workbench.controller.safeguarded import Safeguarded
 from workbench.controller.state import SearchState, load_key
 
@@ -31,12 +31,9 @@ class Local:
         self.spec = spec
         self.fallback = Safeguarded(spec.model_form, spec.seed_step)
 
-    def fit(self, st: SearchState) -> LocalFit | None:
-        return local_fit(st.loads, st.r_sat_ms, self.spec.width, self.spec.fit_confidence or self.spec.confidence)
-
-    def place(self, st: SearchState, last_load: float | None) -> tuple[float, str] | None:
-        """(load, reason) from the local fit, or None when there is no fit yet."""
-        fit = self.fit(st)
+    def place(self, st: SearchState, last_load: float | None, fit: LocalFit | None) -> tuple[float, str] | None:
+        """(load, reason) from the local fit of this decision (`fit.local_fit` at the policy's stop
+        level), or None when there is no fit yet."""
         if fit is None or not (math.isfinite(fit.ci[0]) and math.isfinite(fit.ci[1])):
             return None          # no fit, or its slope is not significant: λ̂* means nothing yet
         lam = fit.peak_rate

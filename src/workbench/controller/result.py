@@ -166,7 +166,7 @@ def _goal_result(spec: RatingSpec, r_sat: float, trials: Sequence[TrialResult], 
         n_harness=len(trials) - len(server), not_steady=dict(not_steady or {}),
         n_trials_at_peak=near.n if near is not None else 0,
         peak_rate_ci_model=_model_ci(loads, r_sat, spec), stop_rule=spec.stop_rule,
-        policy=spec.policy, mean_load_ops_s=near.load if near is not None else math.nan)
+        policy=spec.policy.name, mean_load_ops_s=near.load if near is not None else math.nan)
 
 
 def result_of(spec: RatingSpec, trials: Sequence[TrialResult], done: dict[float, tuple],

@@ -4,9 +4,11 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Mapping
 
-from workbench.config.vocabulary import POLICIES, STOP_RULES
+from workbench.config.settings import check_settings, setting
+from workbench.config.vocabulary import MAX_GOALS, MAX_TRIAL_TASKS, STOP_RULES
+from workbench.controller.policy import RECOMMENDED, Policy, policy_from
 from workbench.controller.state import load_key
 from workbench.stats.intervals import region
 
@@ -15,144 +17,141 @@ def _num(x: Any) -> bool:
     return isinstance(x, (int, float)) and not isinstance(x, bool) and not math.isnan(x)
 
 
+# Knobs that were flat RatingSpec fields before policies were objects (RatingSpec.from_dict)
+LEGACY_POLICY_FIELDS = ("linear_step_ops_s", "linear_trials", "far_factor", "throughput_rule",
+                        "probe_runlength_s", "fit_confidence", "fit_ci_confidence")
+
+
+def _legacy_policy(name: str, legacy: Mapping[str, Any], d: Mapping[str, Any]) -> dict[str, Any]:
+    """The policy dict of a spec stored with flat knobs."""
+    if name == "linear":
+        return {"name": name, "step_ops_s": legacy.get("linear_step_ops_s"), "trials": legacy.get("linear_trials", 10)}
+    if name != "local":
+        return {"name": name}
+    c = float(d.get("confidence", 0.95))
+    out: dict[str, Any] = {"name": name, "far_factor": legacy.get("far_factor"),
+                           "throughput_rule": bool(legacy.get("throughput_rule", False))}
+    probe = legacy.get("probe_runlength_s")
+    out["probe_share"] = None if probe is None else float(probe) / float(d.get("runlength_s", 180.0))
+    for key, share in (("fit_confidence", "fit_stop_share"), ("fit_ci_confidence", "fit_ci_share")):
+        if legacy.get(key) is not None:
+            out[share] = (1.0 - float(legacy[key])) / (1.0 - c)
+    return out
+
+
 @dataclass(frozen=True)
 class RatingSpec:
-    """What "rated" means and how to search for it. Frozen; every field is range-checked."""
+    """What "rated" means and how to search for it. Frozen; every setting is declared once
+    (`config.settings`): its bounds are checked here, and the Params form and the command line are
+    made from the same declarations (`form` / `flag`). The policy's own knobs live on the policy
+    (`controller.policy`); the default is the recommended one."""
 
-    r_sat_ms: float = 40.0                 # mean response time threshold R_sat (ms)
-    width: float = 0.10                    # s: peak-rate region [R_sat ± s·R_sat]
-    l_sat_ms: float = 2000.0               # latency threshold L_sat (ms) for the percentile rule
-    p_sat: float | None = None             # P_sat fraction that must finish within L_sat (None: p95 rule)
-    confidence: float = 0.95               # c
-    accuracy: float = 0.90                 # a (Eq. 2)
-    policy: str = "binsearch"              # linear | binsearch | model | safeguarded
-    seed_load: float | None = None         # §3.7 seeding: start here and bracket around it
-    seed_trials: int | None = None         # valid trials at the seed load before it is classified
-                                           # (a fixed sample there, e.g. for the nightly comparison)
-    first_load: float = 50.0               # Algorithm 3 step 1 (ops/s)
-    runlength_s: float = 180.0             # fixed runlength / first trials with adaptive (3 min, §4.3)
-    runlength_policy: str = "fixed"        # fixed | adaptive
-    runlength_min_s: float = 30.0          # adaptive bounds
-    runlength_max_s: float = 900.0
-    max_trials: int = 400                  # all trials, invalid and harness failures included
-    budget_s: float = math.inf             # total cost cap (runlengths + overheads), seconds
-    trial_overhead_s: float = 0.0          # per-trial setup/teardown cost, seconds
-    goals_ms: tuple[float, ...] | None = None   # extra R_sat goals (multi-goal; trials reused)
-    goals_l_sat_ms: tuple[float | None, ...] | None = None   # L_sat of each goals_ms goal (None: l_sat_ms)
-    stop_rule: str = "inside"              # inside (default, valid) | overlap (the paper's) | fit
-                                           # (inside, or a local fit's λ* CI inside the region)
-    min_trials: int = 2                    # trials before the first CI (Algorithm 2 step 7)
-    max_trials_per_load: int = 30          # then the load is classified by its mean alone
-    max_loads: int = 60                    # distinct loads
-    max_invalid_per_load: int = 3          # consecutive invalid trials before giving up
-    max_harness_in_row: int = 3            # consecutive harness failures before giving up (each is
-                                           # re-run and is no sample of the server)
-    max_unsteady_reruns: int = 2           # re-runs of not-steady trials per load (steadiness.py); then
-                                           # the load is judged on all its trials. 0: none (the
-                                           # verdict only recorded). < max_invalid_per_load: an
-                                           # excluded trial is an invalid one to decide, and that
-                                           # many in a row would make the load unmeasurable first
-    linear_step_ops_s: float | None = None # Linear increment (default: first_load)
-    linear_trials: int | None = 10         # Linear strawman (§3.1): exactly this many valid trials at
-                                           # every load, classified by the mean (and the p95 rule),
-                                           # stop at the first saturated load. None: the §5.2 Linear
-                                           # (Algorithm 2's adaptive trials, then bisection)
-    model_form: str = "mm1"                # mm1: R = 1/(a − bλ) (002) | hyperbolic: R = a + b/λ (000)
-    seed_step: float = 0.10                # δ of the seeded bracketing steps seed·(1 + δ·2^k)
-    resolution: float = 0.001              # stop when (hi − lo)/hi ≤ resolution
-    early_side: bool = True                # inside rule: classify a potential peak as soon as its CI
-                                           # excludes R_sat (before accuracy a is reached)
-    edge_patience: float = 0.5             # inside rule: keep sampling an accurate CI that straddles
-                                           # an edge only while |R̄ − R_sat| ≤ edge_patience·s·R_sat
-    far_factor: float | None = None        # a load whose first valid trial lies above f·R_sat is
-                                           # saturated by that trial alone (None: off)
-    probe_runlength_s: float | None = None # policy "local": runlength of trials at loads outside the
-                                           # local fit's window (None: runlength_s)
-    throughput_rule: bool = False          # a load that completes significantly fewer operations than
-                                           # offered (Poisson z < −3) is saturated
-    fit_confidence: float | None = None    # policy "local": confidence of the local fit's stop tests
-                                           # (None: c)
-    fit_ci_confidence: float | None = None # policy "local": confidence of the fit's reported λ* CI
-                                           # (None: c)
-    bound_confidence: float | None = None  # confidence of the per-load bounds of the λ* CI
-                                           # (None: c, Bonferroni over each load's looks)
+    r_sat_ms: float = setting(40.0, "R_sat: mean response time threshold (ms); the headline goal", lo=0,
+                              lo_open=True, form=dict(exclusiveMinimum=0, maximum=100000))
+    width: float = setting(0.10, "s: half-width of the peak-rate region, fraction of R_sat", lo=0, hi=1,
+                           lo_open=True, hi_open=True, form=dict(exclusiveMinimum=0, maximum=0.9))
+    l_sat_ms: float = setting(2000.0, "L_sat: p95 threshold (ms)", lo=0, lo_open=True, inf_ok=True,
+                              form=dict(exclusiveMinimum=0, maximum=1000000))
+    p_sat: float | None = setting(None, "P_sat: fraction that must finish within L_sat (None: the p95 rule)",
+                                  lo=0, hi=1, lo_open=True, hi_open=True)
+    confidence: float = setting(0.95, "c: confidence level", lo=0, hi=1, lo_open=True, hi_open=True,
+                                form=dict(minimum=0.5, maximum=0.999), flag=True)
+    accuracy: float = setting(0.90, "a: accuracy target (Eq. 2)", lo=0, hi=1, lo_open=True, hi_open=True,
+                              form=dict(minimum=0.1, maximum=0.999), flag=True)
+    policy: Policy = dataclasses.field(default_factory=RECOMMENDED)   # str / dict / Policy (policy_from)
+    seed_load: float | None = setting(None, "seeded search: start near this load and bracket around it "
+                                            "(ops/s; §3.7)", lo=0, lo_open=True, hi=1e7,
+                                      form=dict(exclusiveMinimum=0, maximum=1e7), flag=True)
+    seed_trials: int | None = setting(None, "valid trials at the seed load before it is classified",
+                                      "integer", lo=2, hi=1000)
+    first_load: float = setting(50.0, "first offered load (ops/s; Algorithm 3 step 1)", lo=0, lo_open=True,
+                                hi=1e7, flag=True)
+    runlength_s: float = setting(180.0, "runlength of a trial (s)", lo=0, lo_open=True,
+                                 form=dict(minimum=1, maximum=3600), flag=True)
+    runlength_policy: str = setting("fixed", "fixed | adaptive runlength", "choice", choices=("fixed", "adaptive"))
+    runlength_min_s: float = setting(30.0, "adaptive runlength: lowest (s)", lo=0, lo_open=True)
+    runlength_max_s: float = setting(900.0, "adaptive runlength: highest (s)", lo=0, lo_open=True)
+    max_trials: int = setting(400, "trial cap (all trials, invalid and harness failures included)", "integer",
+                              lo=2, hi=10**7, form=dict(minimum=2, maximum=MAX_TRIAL_TASKS))
+    budget_s: float = setting(math.inf, "cost cap: Σ runlengths + overheads (s)", lo=0, lo_open=True,
+                              inf_ok=True, form=dict(minimum=10, maximum=604800), flag=True)
+    trial_overhead_s: float = setting(0.0, "per-trial setup/teardown cost (s)", lo=0)
+    goals_ms: tuple[float, ...] | None = setting(
+        None, "more R_sat goals (ms), e.g. [20, 80]: one search serves them all, the result gives λ* with its "
+              "CI per goal", "numbers", lo=0, lo_open=True,
+        form=dict(items=dict(type="number", exclusiveMinimum=0, maximum=100000), minItems=1,
+                  maxItems=MAX_GOALS - 1))
+    goals_l_sat_ms: tuple[float | None, ...] | None = setting(
+        None, "L_sat (p95, ms) of each goals_ms goal, in its order, e.g. [500, null]: null = l_sat_ms", "list",
+        form=dict(items=dict(type=["null", "number"], exclusiveMinimum=0, maximum=1000000), minItems=1,
+                  maxItems=MAX_GOALS - 1))
+    stop_rule: str | None = setting(None, "inside | overlap (the paper's) | fit; None: the policy's", "choice",
+                                    choices=STOP_RULES)
+    min_trials: int = setting(2, "trials before the first CI (Algorithm 2 step 7)", "integer", lo=2, hi=1000)
+    max_trials_per_load: int = setting(30, "then the load is classified by its mean alone", "integer",
+                                       lo=2, hi=10**5)
+    max_loads: int = setting(60, "distinct loads", "integer", lo=2, hi=10**5)
+    max_invalid_per_load: int = setting(3, "consecutive invalid trials before giving up", "integer", lo=1,
+                                        hi=1000)
+    max_harness_in_row: int = setting(3, "consecutive harness failures before giving up (each is re-run and "
+                                         "is no sample of the server)", "integer", lo=1, hi=1000)
+    # re-runs of not-steady trials per load (steadiness.py); then the load is judged on all its
+    # trials. 0: none (the verdict only recorded). < max_invalid_per_load: an excluded trial is an
+    # invalid one to decide, and that many in a row would make the load unmeasurable first
+    max_unsteady_reruns: int = setting(2, "re-runs of not-steady trials per load", "integer", lo=0, hi=999)
+    model_form: str = setting("mm1", "R(λ) form of model steps and interpolation: mm1 R = 1/(a − bλ) (002) | "
+                                     "hyperbolic R = a + b/λ (000)", "choice", choices=("mm1", "hyperbolic"))
+    seed_step: float = setting(0.10, "δ of the seeded bracketing steps seed·(1 + δ·2^k)", lo=0, hi=10,
+                               lo_open=True, hi_open=True)
+    resolution: float = setting(0.001, "stop when (hi − lo)/hi ≤ resolution", lo=0, hi=0.5, lo_open=True,
+                                hi_open=True)
+    # inside rule: classify a potential peak as soon as its CI excludes R_sat (before accuracy a)
+    early_side: bool = setting(True, "classify a potential peak once its CI excludes R_sat", "bool")
+    # inside rule: keep sampling an accurate CI that straddles an edge only while
+    # |R̄ − R_sat| ≤ edge_patience·s·R_sat
+    edge_patience: float = setting(0.5, "sample an accurate CI straddling an edge only this near R_sat "
+                                        "(× s·R_sat)", lo=0, hi=1e6)
+    bound_confidence: float | None = setting(None, "confidence of the per-load bounds of the λ* CI (None: c, "
+                                                   "Bonferroni over each load's looks)", lo=0, hi=1,
+                                             lo_open=True, hi_open=True)
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "policy", policy_from(self.policy))
+        if self.stop_rule is None:
+            object.__setattr__(self, "stop_rule", self.policy.stop_rule)
+        check_settings(self)
+        self._check_relations()
+        self._check_goals()
+
+    def _check_relations(self) -> None:
+        """The bounds one setting takes from another."""
         def bad(name: str, rng: str) -> ValueError:
             return ValueError(f"RatingSpec.{name} must be {rng}, got {getattr(self, name)!r}")
-
-        def pos(name: str, allow_inf: bool = False) -> None:
-            v = getattr(self, name)
-            if not _num(v) or v <= 0 or (not allow_inf and math.isinf(v)):
-                raise bad(name, "a number > 0" + ("" if not allow_inf else " (inf allowed)"))
-
-        def frac(name: str, lo_open: float = 0.0, hi_open: float = 1.0) -> None:
-            v = getattr(self, name)
-            if not _num(v) or not (lo_open < v < hi_open):
-                raise bad(name, f"in ({lo_open:g}, {hi_open:g})")
-
-        def integer(name: str, lo: int, hi: int) -> None:
-            v = getattr(self, name)
-            if not isinstance(v, int) or isinstance(v, bool) or not (lo <= v <= hi):
-                raise bad(name, f"an integer in [{lo}, {hi}]")
-
-        pos("r_sat_ms")
-        frac("width")
-        pos("l_sat_ms", allow_inf=True)
-        if self.p_sat is not None:
-            frac("p_sat")
-        frac("confidence")
-        frac("accuracy")
-        if self.policy not in POLICIES:
-            raise bad("policy", "one of " + ", ".join(POLICIES))
-        if self.seed_load is not None:
-            pos("seed_load")
-        if self.seed_trials is not None:
-            integer("seed_trials", 2, 1000)
-            if self.seed_load is None:
-                raise bad("seed_trials", "set only with seed_load")
-        pos("first_load")
-        pos("runlength_s")
-        if self.runlength_policy not in ("fixed", "adaptive"):
-            raise bad("runlength_policy", "'fixed' or 'adaptive'")
-        pos("runlength_min_s")
-        pos("runlength_max_s")
+        if self.seed_trials is not None and self.seed_load is None:
+            raise bad("seed_trials", "set only with seed_load")
         if self.runlength_min_s > self.runlength_max_s:
             raise bad("runlength_min_s", f"<= runlength_max_s ({self.runlength_max_s!r})")
-        integer("max_trials", 2, 10**7)
-        pos("budget_s", allow_inf=True)
-        if not _num(self.trial_overhead_s) or self.trial_overhead_s < 0 or math.isinf(self.trial_overhead_s):
+        if math.isinf(self.trial_overhead_s):
             raise bad("trial_overhead_s", "a finite number >= 0")
-        self._check_goals(bad)
-        if self.stop_rule not in STOP_RULES:
-            raise bad("stop_rule", "'inside', 'overlap' or 'fit'")
-        for name, lo, hi in (("min_trials", 2, 1000), ("max_trials_per_load", self.min_trials, 10**5),
-                             ("max_loads", 2, 10**5), ("max_invalid_per_load", 1, 1000),
-                             ("max_harness_in_row", 1, 1000)):
-            integer(name, lo, hi)
-        integer("max_unsteady_reruns", 0, self.max_invalid_per_load - 1)     # see the field
-        if self.linear_step_ops_s is not None:
-            pos("linear_step_ops_s")
-        if self.linear_trials is not None:
-            integer("linear_trials", 2, 10**5)
-        if self.model_form not in ("mm1", "hyperbolic"):
-            raise bad("model_form", "'mm1' or 'hyperbolic'")
-        frac("seed_step", 0.0, 10.0)
-        frac("resolution", 0.0, 0.5)
-        if not _num(self.edge_patience) or not (0 <= self.edge_patience <= 1e6):
-            raise bad("edge_patience", "a number >= 0")
-        if self.bound_confidence is not None:
-            frac("bound_confidence")
-        if self.far_factor is not None and (not _num(self.far_factor) or not 1.0 < self.far_factor < 1e6):
-            raise bad("far_factor", "None or a number in (1, 1e6)")
-        if self.fit_confidence is not None:
-            frac("fit_confidence")
-        if self.fit_ci_confidence is not None:
-            frac("fit_ci_confidence")
-        if not isinstance(self.throughput_rule, bool):
-            raise bad("throughput_rule", "a bool")
-        if self.probe_runlength_s is not None:
-            pos("probe_runlength_s")
+        if self.max_trials_per_load < self.min_trials:
+            raise bad("max_trials_per_load", f"an integer in [{self.min_trials}, 100000]")
+        if self.max_unsteady_reruns > self.max_invalid_per_load - 1:     # see the field
+            raise bad("max_unsteady_reruns", f"an integer in [0, {self.max_invalid_per_load - 1}]")
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "RatingSpec":
+        """The spec of a stored dict, also of one written before policies were objects (their knobs
+        were flat fields then)."""
+        d = dict(d)
+        legacy = {k: d.pop(k) for k in LEGACY_POLICY_FIELDS if k in d}
+        if legacy and isinstance(d.get("policy", "binsearch"), str):
+            d["policy"] = _legacy_policy(d.get("policy", "binsearch"), legacy, d)
+        return cls(**d)
+
+    def to_dict(self) -> dict[str, Any]:
+        out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        out["policy"] = self.policy.to_dict()
+        return out
 
     def min_trials_at(self, load: float) -> int:
         """Valid trials a load needs before it is classified: min_trials, or seed_trials at the seed
@@ -163,12 +162,8 @@ class RatingSpec:
 
     @property
     def strawman(self) -> bool:
-        """policy "linear" with fixed `linear_trials`: the §3.1 strawman."""
-        return self.policy == "linear" and self.linear_trials is not None
-
-    @property
-    def linear_step(self) -> float:
-        return self.linear_step_ops_s or self.first_load
+        """policy "linear" with a fixed number of trials: the §3.1 strawman."""
+        return self.policy.strawman
 
     @property
     def goals(self) -> tuple[float, ...]:
@@ -179,18 +174,19 @@ class RatingSpec:
     def region(self) -> tuple[float, float]:
         return region(self.r_sat_ms, self.width)
 
-    def _check_goals(self, bad: Callable[[str, str], ValueError]) -> None:
-        """goals_ms: numbers > 0; goals_l_sat_ms: one per goal, each > 0 or None."""
+    def _check_goals(self) -> None:
+        """goals_ms: finite numbers > 0; goals_l_sat_ms: one per goal, each > 0 or None."""
         if self.goals_ms is not None:
-            g = self.goals_ms
-            if isinstance(g, (int, float)) or not all(_num(x) and 0 < x < math.inf for x in g) or len(g) == 0:
-                raise bad("goals_ms", "a non-empty sequence of numbers > 0 (ms)")
-            object.__setattr__(self, "goals_ms", tuple(float(x) for x in g))
+            if any(math.isinf(x) for x in self.goals_ms):
+                raise ValueError(f"RatingSpec.goals_ms must be a non-empty sequence of numbers > 0 (ms), "
+                                 f"got {self.goals_ms!r}")
+            object.__setattr__(self, "goals_ms", tuple(float(x) for x in self.goals_ms))
         if self.goals_l_sat_ms is not None:
             ls = self.goals_l_sat_ms
             if isinstance(ls, (int, float, str)) or len(ls) != len(self.goals_ms or ()) or \
                     not all(x is None or (_num(x) and x > 0) for x in ls):
-                raise bad("goals_l_sat_ms", "one L_sat per goals_ms goal: a number > 0 (ms) or None (l_sat_ms)")
+                raise ValueError(f"RatingSpec.goals_l_sat_ms must be one L_sat per goals_ms goal: a number > 0 "
+                                 f"(ms) or None (l_sat_ms), got {ls!r}")
             object.__setattr__(self, "goals_l_sat_ms", tuple(None if x is None else float(x) for x in ls))
 
     def l_sat_for(self, r_sat_ms: float) -> float:

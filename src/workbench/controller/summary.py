@@ -34,7 +34,6 @@ def _lat_value(spec: RatingSpec, t: TrialResult) -> float:
     return t.p99_ms if t.p99_ms is not None else t.p95_ms
 
 
-NEAR_MIN_TRIALS = 3    # policy local: trials before a load within the fit's window is classified
 THROUGHPUT_Z = 5.0     # throughput rule: saturated when the completed operations fall this many SDs short
 
 
@@ -47,25 +46,27 @@ def _throughput_z(valid: Sequence[TrialResult]) -> float:
 
 
 def _classify(spec: RatingSpec, r_sat: float, n: int, ci: MeanCI, lat: float,
-              lat_ci: MeanCI, median_ms: float = math.nan) -> tuple[LoadStatus, int, bool]:
-    """(status, side, confident) of one load for goal r_sat (Algorithm 2 steps 7–10)."""
+              lat_ci: MeanCI, median_ms: float = math.nan,
+              far_factor: float | None = None) -> tuple[LoadStatus, int, bool]:
+    """(status, side, confident) of one load for goal r_sat (Algorithm 2 steps 7–10); far_factor:
+    the policy's (None at the seed load's fixed sample)."""
     if spec.strawman:
         # §3.1 strawman: a fixed number of trials t, then saturated iff the mean response time
         # exceeds R_sat (or the percentile rule breaks L_sat); no CI, no adaptive trial count
-        if n < spec.linear_trials:
+        if n < spec.policy.trials:
             return LoadStatus.OPEN, 0, False
         if lat > spec.l_sat_ms or ci.mean > r_sat:
             return LoadStatus.ABOVE, +1, False
         return LoadStatus.BELOW, -1, False
     if n < spec.min_trials:
-        if n == 1 and spec.far_factor is not None and not spec.strawman and ci.mean > r_sat * spec.far_factor:
+        if n == 1 and far_factor is not None and ci.mean > r_sat * far_factor:
             # far above R_sat: one trial decides (not at confidence c; never a bound of the λ* CI).
             # Never below: past capacity a trial's noise can read far below R_sat.
             return LoadStatus.ABOVE_BY_MEAN, +1, False
         return LoadStatus.OPEN, 0, False
     if lat > spec.l_sat_ms:     # percentile rule: saturated regardless of the mean
         return LoadStatus.ABOVE, +1, bool(lat_ci.low > spec.l_sat_ms) or math.isinf(lat)
-    if spec.policy == "local" and n < NEAR_MIN_TRIALS and near_r_sat(ci.mean, r_sat):
+    if n < spec.policy.near_min_trials and near_r_sat(ci.mean, r_sat):
         # near R_sat two trials give a CI on 1 df: it rests on one difference, which a heavy tail,
         # an outlier or a clamped reading past capacity makes small by chance (a knee load above
         # the region classified below on 33.1 and 33.2 ms ended a rating outside it)
@@ -91,7 +92,7 @@ def _classify(spec: RatingSpec, r_sat: float, n: int, ci: MeanCI, lat: float,
             # accurate, straddling a region edge and R_sat: fitting it inside would take many
             # trials; a load nearer R_sat is cheaper. Classified by its mean (not confident).
             return (LoadStatus.BELOW_BY_MEAN, -1, False) if ci.mean < r_sat else (LoadStatus.ABOVE_BY_MEAN, +1, False)
-    if spec.far_factor is not None and median_ms > r_sat * spec.far_factor:
+    if far_factor is not None and median_ms > r_sat * far_factor:
         # undecided, but half its trials read above far_factor·R_sat: past capacity (a queue's
         # transient swings trial means by orders of magnitude), and no number of trials will put
         # it in the region. Saturated by its median (not confident; never a bound of the λ* CI)
@@ -121,7 +122,7 @@ def summarize(spec: RatingSpec, trials: Sequence[TrialResult],
         rls = tuple(float(t.runlength_s) for t in valid)
         w = None if len(set(rls)) <= 1 else rls
         ci = mean_ci(means, spec.confidence, weights=w) if valid else mean_ci([], spec.confidence)
-        if spec.policy == "local" and len(set(means)) < len(means):
+        if spec.policy.distrust_repeats and len(set(means)) < len(means):
             # a repeated trial mean: a continuous measurement never repeats exactly (a clamped or
             # quantised reading: past capacity the simulated families clamp a trial at 0.05·R);
             # such a sample is no evidence of precision, nor of the load's side
@@ -135,19 +136,19 @@ def summarize(spec: RatingSpec, trials: Sequence[TrialResult],
         else:
             lat, lat_ci = math.nan, ci
         median_ms = float(np.median(means)) if means else math.nan
-        lspec, n_min = spec, spec.min_trials_at(key)
+        lspec, n_min, far = spec, spec.min_trials_at(key), spec.policy.far_factor
         if n_min > spec.min_trials:             # the seed sample: n_min trials, even past the cap
-            lspec = dataclasses.replace(spec, min_trials=n_min, far_factor=None,
-                                        max_trials_per_load=max(n_min, spec.max_trials_per_load))
-        if spec.throughput_rule and valid and not spec.strawman and _throughput_z(valid) < -THROUGHPUT_Z:
+            lspec, far = dataclasses.replace(spec, min_trials=n_min,
+                                             max_trials_per_load=max(n_min, spec.max_trials_per_load)), None
+        if spec.policy.throughput_rule and valid and _throughput_z(valid) < -THROUGHPUT_Z:
             status, side, conf = LoadStatus.ABOVE, +1, True      # it does not keep up: saturated
         else:
-            status, side, conf = _classify(lspec, r_sat, len(valid), ci, lat, lat_ci, median_ms)
+            status, side, conf = _classify(lspec, r_sat, len(valid), ci, lat, lat_ci, median_ms, far)
         out.append(LoadSummary(
             load=items[0][1].load_ops_s, order=items[0][0], n=len(valid), mean=ci.mean, ci=ci,
             lat=lat, status=status, side=side, confident=conf,
             latency_saturated=bool(lat > spec.l_sat_ms), runlengths=rls, means=means))
-    if spec.policy == "local":
+    if spec.policy.monotone_check:
         out = _monotone_check(out, MONOTONE_FLOOR * r_sat)
     out.sort(key=lambda s: s.order)
     return out

@@ -14,13 +14,13 @@ from workbench.config.external import (EXTERNAL_PARAMS, external_server, externa
                                        server_key)
 from workbench.config.factors import factor_vars, params_schema, with_rules
 from workbench.config.paths import CANNED_WORKLOADS_DIR, DEFAULT_INVENTORY, rating_dir
-from workbench.config.profiles import PROFILES, resolve_policy
+from workbench.config.profiles import PROFILES, with_policy
+from workbench.config.settings import form_settings
 from workbench.config import tenants, workloads
-from workbench.config.vocabulary import CANNED_WORKLOADS, MAX_TRIAL_TASKS, POLICIES, SEED_SOURCES, SLOTS
+from workbench.config.vocabulary import CANNED_WORKLOADS, MAX_TRIAL_TASKS, SEED_SOURCES, SLOTS
+from workbench.controller.policy import POLICY_CLASSES
 from workbench.controller.spec import RatingSpec
 
-
-MAX_GOALS = 8          # R_sat goals of one rating: r_sat_ms and up to 7 more (goals_ms)
 
 # Params of a rating: name → (JSON-schema type, constraints, help). The DAG's UI form is built from
 # this table and `plan_from_params` checks the same bounds (dag.test and the CLI skip the UI).
@@ -33,40 +33,15 @@ PARAMS: dict[str, dict[str, Any]] = {
     "slot": dict(type="string", enum=["auto", *SLOTS], default="auto",
                  description="workbench slot (SUT + load host); auto = the first free one"),
     **params_schema(),                       # the factors of the Params form (config.factors)
-    "r_sat_ms": dict(type=["null", "number"], exclusiveMinimum=0, maximum=100000, default=None,
-                     description="R_sat: mean response time threshold (ms); the headline goal"),
-    "goals_ms": dict(type=["null", "array"], items=dict(type="number", exclusiveMinimum=0, maximum=100000),
-                     minItems=1, maxItems=MAX_GOALS - 1, default=None,
-                     description="more R_sat goals (ms), e.g. [20, 80]: one search serves them all, "
-                                 "the result gives λ* with its CI per goal"),
-    "l_sat_ms": dict(type=["null", "number"], exclusiveMinimum=0, maximum=1000000, default=None,
-                     description="L_sat: p95 threshold (ms)"),
-    "goals_l_sat_ms": dict(type=["null", "array"], items=dict(type=["null", "number"], exclusiveMinimum=0,
-                                                              maximum=1000000),
-                           minItems=1, maxItems=MAX_GOALS - 1, default=None,
-                           description="L_sat (p95, ms) of each goals_ms goal, in its order, e.g. [500, null]: "
-                                       "null = l_sat_ms"),
-    "width": dict(type=["null", "number"], exclusiveMinimum=0, maximum=0.9, default=None,
-                  description="s: half-width of the peak-rate region, fraction of R_sat"),
-    "confidence": dict(type=["null", "number"], minimum=0.5, maximum=0.999, default=None,
-                       description="c: confidence level"),
-    "accuracy": dict(type=["null", "number"], minimum=0.1, maximum=0.999, default=None,
-                     description="a: accuracy target (Eq. 2)"),
-    "policy": dict(type=["null", "string"], enum=[None, *POLICIES], default=None,
-                   description="search policy"),
-    "runlength_s": dict(type=["null", "number"], minimum=1, maximum=3600, default=None,
-                        description="runlength of a trial (s)"),
-    "budget_s": dict(type=["null", "number"], minimum=10, maximum=604800, default=None,
-                     description="cost cap: Σ runlengths + overheads (s)"),
-    "max_trials": dict(type=["null", "integer"], minimum=2, maximum=MAX_TRIAL_TASKS, default=None,
-                       description=f"trial cap (≤ {MAX_TRIAL_TASKS}, the unrolled trial tasks)"),
+    **{k: v for k, v in form_settings(RatingSpec).items() if k != "seed_load"},   # the spec's (controller.spec)
+    "policy": dict(type=["null", "string"], enum=[None, *POLICY_CLASSES], default=None,
+                   description="search policy (empty: the profile's, the recommended local fit)"),
     "load_hosts": dict(type=["null", "integer"], minimum=1, maximum=64, default=None,
                        description="load hosts that share the load: the slot's first N (empty = all of them)"),
     **tenants.params_schema(),               # the background tenant B (config.tenants)
     "seed_source": dict(type="string", enum=list(SEED_SOURCES), default="none",
                         description="seeding: none, load (seed_load), history (last λ* of this configuration)"),
-    "seed_load": dict(type=["null", "number"], exclusiveMinimum=0, maximum=1e7, default=None,
-                      description="seed load (ops/s) when seed_source = load"),
+    "seed_load": form_settings(RatingSpec)["seed_load"],      # used with seed_source = load
     **{name: dict(type=["null", "integer" if name.endswith("_port") else "string"], default=None,
                   description=text, section="External server",
                   **({"minimum": 1, "maximum": 65535} if name.endswith("_port") else {}))
@@ -77,8 +52,7 @@ PARAMS: dict[str, dict[str, Any]] = {
 FACTOR_PARAMS = tuple(params_schema())
 
 
-SPEC_PARAMS = ("r_sat_ms", "goals_ms", "goals_l_sat_ms", "l_sat_ms", "width", "confidence", "accuracy", "policy", "runlength_s",
-               "budget_s", "max_trials")
+SPEC_PARAMS = tuple(k for k in form_settings(RatingSpec) if k != "seed_load")   # + policy: plan_from_params
 
 
 UNSAFE_ID_CHARS = re.compile(r"[^A-Za-z0-9._-]+")
@@ -131,7 +105,7 @@ class RatingPlan:
     lease_token: int = 0           # fencing token of the slot's lease (pipeline.leases); 0 = not leased
 
     def rating_spec(self) -> RatingSpec:
-        return RatingSpec(**self.spec)
+        return RatingSpec.from_dict(self.spec)
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -263,12 +237,11 @@ def plan_from_params(params: Mapping[str, Any], rating_id: str, workload_files: 
         factor_vars(factors)
     except ValueError as e:
         raise ParamError(str(e)) from None
-    spec = dict(prof["spec"])
+    spec = with_policy(prof["spec"], p["policy"])
     for name in SPEC_PARAMS:
         if p[name] is not None:
             spec[name] = p[name]
     _check_goals(spec)
-    spec = resolve_policy(spec)
     if p["runlength_s"] is not None:
         spec["runlength_policy"] = "fixed"
     spec.setdefault("max_trials", MAX_TRIAL_TASKS)
@@ -280,7 +253,7 @@ def plan_from_params(params: Mapping[str, Any], rating_id: str, workload_files: 
     elif p["seed_load"] is not None:
         raise ParamError("seed_load: only used with seed_source 'load'")
     try:
-        rs = RatingSpec(**spec)
+        rs = RatingSpec.from_dict(spec)
     except (TypeError, ValueError) as e:
         raise ParamError(str(e)) from None
     one_trial = rs.runlength_s + rs.trial_overhead_s      # a rating's first trial: runlength_s
@@ -323,7 +296,7 @@ def with_settings(plan: RatingPlan, *, slot: str | None = None, first_load: floa
         raise ParamError(f"first_load: {first_load!r} is not allowed; a number > 0 and ≤ 1e+07")
     spec = dict(plan.spec, **({"first_load": float(first_load)} if first_load is not None else {}))
     try:
-        RatingSpec(**spec)
+        RatingSpec.from_dict(spec)
     except (TypeError, ValueError) as e:
         raise ParamError(str(e)) from None
     extravars = dict(plan.extravars, **({"fstress_cpus": fstress_cpus} if fstress_cpus is not None else {}))

@@ -1,0 +1,223 @@
+"""One goal's decision as a priority chain of small strategies (MLRsearch style) with one guard.
+
+Each strategy reads a `Goal` (the spec at that goal, the load summaries, the search state, the log,
+the loads that cannot be measured and the local fit, computed once) and returns a `Step` — the next
+trial ("next", (load, reason)) or the goal's end ("done", (converged, reason, peak summary | None,
+loads[, fit])) — or None to pass to the next one. `guard` is the one place a nominated load is
+checked against the loads that cannot be measured and those already classified.
+[CC] = Cutting Corners (shared/seeds/000_*, newer text 002_*), Algorithm 2.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any, Callable, Mapping, Sequence
+
+import numpy as np
+
+from workbench.controller.fit import FIT_STOP_MIN_TRIALS, LocalFit, fit_peak, local_fit
+from workbench.controller.spec import RatingSpec
+from workbench.controller.state import LoadStatus, LoadSummary, SearchState, load_key
+from workbench.controller.summary import search_state, summarize
+from workbench.controller.trial import TrialResult
+from workbench.stats.intervals import accuracy as _accuracy
+
+Step = tuple[str, Any]
+
+
+@dataclass
+class Goal:
+    spec: RatingSpec                        # at this goal (RatingSpec.at_goal)
+    r_sat: float
+    trials: Sequence[TrialResult]           # the server's trials (no harness failures)
+    unmeasurable: Mapping[float, TrialResult]   # load key → the last of its invalid run
+
+    @cached_property
+    def loads(self) -> list[LoadSummary]:
+        return [s for s in summarize(self.spec, self.trials, self.r_sat)
+                if not (s.status == LoadStatus.OPEN and load_key(s.load) in self.unmeasurable)]
+
+    @cached_property
+    def st(self) -> SearchState:
+        return search_state(self.spec, self.r_sat, self.loads)
+
+    @cached_property
+    def fit(self) -> LocalFit | None:
+        """The local policy's fit of this decision (its stop level; the reported CI at its report
+        level): one fit serves the stop test and the next load."""
+        pol, c = self.spec.policy, self.spec.confidence
+        if pol.name != "local":
+            return None
+        return local_fit(self.loads, self.r_sat, self.spec.width, pol.fit_confidence(c),
+                         report_confidence=pol.fit_ci_confidence(c))
+
+
+def guard(g: Goal, load: float, why: str, name: str | None) -> Step | None:
+    """The nominated load, checked. name None (a strategy that may yield): None when the load lies
+    at or above a load that cannot be measured. Otherwise (the picker, the last resort): an invalid
+    load ends the goal; one at or above the lowest unmeasurable load above the bracket's low end is
+    moved halfway below it; a classified load gives way to the bracket's midpoint."""
+    lo, hi = g.st.lo, g.st.hi
+    above_lo = [t for t in g.unmeasurable.values() if lo is None or t.load_ops_s > lo.load]
+    if name is None:
+        if load_key(load) in g.unmeasurable or any(t.load_ops_s <= load * (1 + 1e-9) for t in above_lo):
+            return None
+        return "next", (load, why)
+    if not (math.isfinite(load) and load > 0):
+        return "done", (False, f"picker proposed an invalid load {load!r}: {why}", None, g.loads)
+    if above_lo:
+        cap = min(above_lo, key=lambda t: t.load_ops_s)
+        floor = lo.load if lo is not None else 0.0
+        if load >= cap.load_ops_s * (1 - 1e-9):
+            if cap.load_ops_s - floor <= g.spec.resolution * cap.load_ops_s:
+                return "done", (False, f"λ* ≥ {floor:g} ops/s: {cap.load_ops_s:g} ops/s cannot be measured "
+                                       f"({cap.reason or 'invalid'}) and lies within the resolution of it",
+                                None, g.loads)
+            load, why = ((floor + cap.load_ops_s) / 2.0,
+                         f"{cap.load_ops_s:g} ops/s cannot be measured ({cap.reason or 'invalid'}) → "
+                         f"halfway below it")
+    if load_key(load) in g.unmeasurable:
+        return "done", (False, f"{load:g} ops/s cannot be measured ({g.unmeasurable[load_key(load)].reason})",
+                        None, g.loads)
+    same = [s for s in g.loads if load_key(s.load) == load_key(load)]
+    if same and same[0].status != LoadStatus.OPEN:
+        if lo is None or hi is None:
+            return "done", (False, f"picker repeated the classified load {load:g}", None, g.loads)
+        load, why = (lo.load + hi.load) / 2.0, f"{why}: already classified → bisect"
+        if any(load_key(s.load) == load_key(load) and s.status != LoadStatus.OPEN for s in g.loads):
+            return "done", (False, "no untested load left in the bracket", None, g.loads)
+    return "next", (load, f"{name}: {why}")
+
+
+def stop_rule_met(g: Goal) -> Step | None:
+    """A load whose CI meets the stop rule, or (stop_rule "fit") the fit's λ* CI inside the fitted
+    peak-rate region."""
+    spec = g.spec
+    peaks = [s for s in g.loads if s.status == LoadStatus.PEAK]
+    if peaks:
+        best = min(peaks, key=lambda s: (abs(s.mean - g.r_sat), s.order))
+        rule = "CI overlaps" if spec.stop_rule == "overlap" else "CI inside"
+        return "done", (True, f"{rule} the peak-rate region at {best.load:g} ops/s with accuracy "
+                              f"{best.ci.accuracy:.3f} ≥ {spec.accuracy:g}", best, g.loads)
+    if spec.stop_rule != "fit":
+        return None
+    if spec.policy.name == "local":
+        return _local_fit_stop(g)
+    fit = fit_peak(g.loads, g.r_sat, spec.width, spec.confidence)
+    if fit is not None and fit.inside:
+        return "done", (True, f"fit: λ* CI [{fit.ci[0]:.4g}, {fit.ci[1]:.4g}] inside the fitted region "
+                              f"[{fit.region[0]:.4g}, {fit.region[1]:.4g}] ({fit.n_trials} trials at "
+                              f"{len(fit.loads)} loads)", None, g.loads, fit)
+    return None
+
+
+def _local_fit_stop(g: Goal) -> Step | None:
+    """The local policy's stop: the fitted mean at λ̂* inside the region, or λ̂*'s CI inside the
+    fitted region (docs/controller.md "The local policy")."""
+    lf = g.fit
+    if lf is None or lf.n_trials < FIT_STOP_MIN_TRIALS:
+        return None          # σ̂ on < 10 residual df: a look at a fluke-small σ̂ would stop the rating
+    if g.spec.accuracy > 1.0 - g.spec.width and _accuracy(*lf.level_ci) < g.spec.accuracy:
+        return None          # Eq. 2 on the fitted mean's CI (a CI inside [R_sat ± s] has accuracy ≥ 1 − s)
+    if not lf.inside and lf.level_inside:
+        return "done", (True, f"fit: mean at λ̂* {lf.peak_rate:.5g} CI [{lf.level_ci[0]:.4g}, {lf.level_ci[1]:.4g}] "
+                              f"ms inside the peak-rate region ({lf.n_trials} trials at {len(lf.loads)} loads)",
+                        None, g.loads, lf.reported)
+    if lf.inside:
+        return "done", (True, f"fit: λ* CI [{lf.ci[0]:.4g}, {lf.ci[1]:.4g}] inside the fitted region "
+                              f"[{lf.region[0]:.4g}, {lf.region[1]:.4g}] ({lf.n_trials} trials at "
+                              f"{len(lf.loads)} loads)", None, g.loads, lf.reported)
+    return None
+
+
+def local_fit_step(g: Goal) -> Step | None:
+    """policy "local": where the local fit puts λ* (local.py), unless the seed sample of
+    seed_trials is not complete or the guard refuses it."""
+    spec = g.spec
+    if spec.policy.name != "local":
+        return None
+    if spec.seed_load is not None and any(load_key(s.load) == load_key(spec.seed_load)
+                                          and s.n < spec.min_trials_at(s.load) for s in g.loads):
+        return None
+    last = next((t.load_ops_s for t in reversed(g.trials) if t.valid), None)
+    placed = spec.policy.picker(spec).place(g.st, last, g.fit)
+    return None if placed is None else guard(g, placed[0], placed[1], None)
+
+
+def keep_sampling(g: Goal) -> Step | None:
+    """An undecided load inside the bracket: more trials there (Algorithm 2 step 6), or one more at
+    the lower load that reads above it (the monotone check)."""
+    lo, hi = g.st.lo, g.st.hi
+    open_in = [s for s in g.loads if s.status == LoadStatus.OPEN
+               and (lo is None or s.load > lo.load) and (hi is None or s.load < hi.load)]
+    if not open_in:
+        return None
+    last = {(load_key(t.load_ops_s)): i for i, t in enumerate(g.trials)}
+    cur = max(open_in, key=lambda s: last[load_key(s.load)])
+    holder = next((s for s in g.loads if cur.held_by is not None and s.load == cur.held_by), None)
+    if holder is not None and holder.n <= cur.n:
+        # the lower load's median on fewer trials is the likelier fluke: one more trial there
+        return "next", (holder.load, f"monotone check: {holder.load:g} ops/s (median "
+                                     f"{np.median(holder.means):.4g} ms, {holder.n} trials) reads above "
+                                     f"{cur.load:g} ops/s ({cur.n} trials): another trial at the lower load")
+    spec = g.spec
+    if cur.n < spec.min_trials:
+        why = "first trials"
+    elif cur.n < spec.min_trials_at(cur.load):
+        why = f"seed sample: trial {cur.n + 1} of {spec.seed_trials} at the seed load"
+    else:
+        why = f"potential peak: CI [{cur.ci.low:.4g}, {cur.ci.high:.4g}] ms, accuracy {cur.ci.accuracy:.3f}"
+    return "next", (cur.load, why)
+
+
+def strawman_end(g: Goal) -> Step | None:
+    """§3.1 strawman: the first saturated load ends the search."""
+    lo, hi, spec = g.st.lo, g.st.hi, g.spec
+    if not (spec.strawman and lo is not None and hi is not None):
+        return None
+    step = spec.policy.step(spec)
+    ok = (hi.load - lo.load) <= step * (1 + 1e-9)
+    return "done", (ok, f"linear strawman: first saturated load {hi.load:g} ops/s "
+                        f"({spec.policy.trials} trials each); λ* = last unsaturated load "
+                        f"{lo.load:g}" + ("" if ok else f" (bracket wider than the increment {step:g})"),
+                    None, g.loads)
+
+
+def bracket_resolved(g: Goal) -> Step | None:
+    lo, hi = g.st.lo, g.st.hi
+    if lo is None or hi is None or (hi.load - lo.load) > g.spec.resolution * hi.load:
+        return None
+    if hi.latency_saturated:
+        return "done", (True, f"latency rule: bracket [{lo.load:g}, {hi.load:g}] resolved", None, g.loads)
+    return "done", (True, f"bracket [{lo.load:g}, {hi.load:g}] narrower than resolution "
+                          f"{g.spec.resolution:g}: λ* interpolated", None, g.loads)
+
+
+def loads_exhausted(g: Goal) -> Step | None:
+    if len(g.loads) >= g.spec.max_loads:
+        return "done", (False, f"max_loads ({g.spec.max_loads}) reached", None, g.loads)
+    return None
+
+
+def picker_step(g: Goal) -> Step:
+    """The policy's picker (pickers.py, safeguarded.py), through the guard."""
+    picker = g.spec.policy.picker(g.spec)
+    load, why = picker.next_load(g.st)
+    return guard(g, load, why, picker.name)
+
+
+CHAIN: tuple[Callable[[Goal], Step | None], ...] = (
+    stop_rule_met, local_fit_step, keep_sampling, strawman_end, bracket_resolved, loads_exhausted, picker_step)
+
+
+def decide_goal(spec: RatingSpec, r_sat: float, trials: Sequence[TrialResult],
+                unmeasurable: Mapping[float, TrialResult] | None = None) -> Step:
+    """("next", (load, reason)) or ("done", (converged, reason, peak_summary|None, loads[, fit])):
+    the first strategy of CHAIN that has something to say."""
+    g = Goal(spec, r_sat, trials, unmeasurable or {})
+    for strategy in CHAIN:
+        step = strategy(g)
+        if step is not None:
+            return step
+    raise AssertionError("picker_step always answers")

@@ -76,6 +76,9 @@ func (s *Session) roundTrip(ctx context.Context, q *Request) (*Reply, error) {
 
 func (s *Session) waitSlot(ctx context.Context, q *Request) error {
 	for !s.Begin(q) {
+		if s.Closed() {
+			return fmt.Errorf("nfs4 %s: %w", q.Op, ErrClosed)
+		}
 		if err := sleepCtx(ctx, slotWait); err != nil {
 			return fmt.Errorf("nfs4 %s: waiting for a free slot: %w", q.Op, err)
 		}

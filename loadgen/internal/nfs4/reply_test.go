@@ -18,7 +18,7 @@ func replyHead(status, n uint32) *wire { return new(wire).u(status).s("").u(n) }
 // size 4096, fileid 77, mode 0644 (bitmap words 0x00100012, 0x2).
 func lookupReply() *wire {
 	w := seqRes(replyHead(0, 5)).u(22, 0).u(15, 0).u(10, 0).s(fh8)
-	return w.u(9, 0).u(2, 1<<1|1<<4|1<<20, 1<<1).u(4+8+8+4).u(NF4REG).h(4096).h(77).u(0o644)
+	return w.u(9, 0).u(2, 1<<1|1<<4|1<<20, 1<<1).u(4 + 8 + 8 + 4).u(NF4REG).h(4096).h(77).u(0o644)
 }
 
 func TestDecodeLookupReply(t *testing.T) {

@@ -161,11 +161,19 @@ func (s *Session) reclaimComplete(ctx context.Context) error {
 	return nil
 }
 
+// ErrClosed: the Session was closed.
+var ErrClosed = errors.New("nfs4: session closed")
+
 // Begin takes a free slot for q and fills q.Seq (and, for the kinds that
 // need them, q.ClientID and an empty q.Owner); false when every usable
-// slot is busy. Every Begin that returned true needs exactly one End.
+// slot is busy or the session is closed (Closed). Every Begin that
+// returned true needs exactly one End.
 func (s *Session) Begin(q *Request) bool {
 	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return false
+	}
 	i := s.slots.alloc()
 	if i < 0 {
 		s.mu.Unlock()
@@ -261,6 +269,9 @@ func (s *Session) SessionID() ([SessionIDSize]byte, uint32) {
 	defer s.mu.Unlock()
 	return s.sessionID, s.gen
 }
+
+// Closed reports whether Close was called.
+func (s *Session) Closed() bool { s.mu.Lock(); defer s.mu.Unlock(); return s.closed }
 
 // Recreated counts sessions re-created after NFS4ERR_BADSESSION.
 func (s *Session) Recreated() uint64 { return s.recreated.Load() }

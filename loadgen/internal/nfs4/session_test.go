@@ -90,6 +90,9 @@ func TestSessionSetupAndHelpers(t *testing.T) {
 	if err := s.Close(c); err != nil {
 		t.Fatal(err)
 	}
+	if _, err := s.Getattr(c, root); !errors.Is(err, nfs4.ErrClosed) {
+		t.Errorf("call after Close: %v", err)
+	}
 	if cl, ss := srv.State4(); cl != 0 || ss != 0 {
 		t.Errorf("after Close the server holds %d clients, %d sessions", cl, ss)
 	}

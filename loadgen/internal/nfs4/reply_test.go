@@ -178,6 +178,9 @@ func TestDecodeFattrUnknown(t *testing.T) {
 }
 
 func TestDecodeAllocs(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector allocates")
+	}
 	body := validReplies()[5] // READ
 	var r Reply
 	if n := testing.AllocsPerRun(100, func() { DecodeReplyInto(body, &r) }); n != 0 {

@@ -206,6 +206,9 @@ func TestArgsRoundTrip(t *testing.T) {
 }
 
 func TestEncodeAllocs(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector allocates")
+	}
 	q := Request{Op: OpWrite, FH: FH(fh8), Stateid: sid(), Count: 4096, Seq: seqArgs()}
 	e := xdr.NewEncoder(8192)
 	n := testing.AllocsPerRun(100, func() { e.Reset(); q.Encode(e) })

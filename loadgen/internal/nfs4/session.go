@@ -15,11 +15,12 @@ import (
 
 // Options configure a Session. Zero fields take the defaults.
 type Options struct {
-	Owner           string // client owner id (default "fstress/<host>/<pid>/<random>")
-	Slots           uint32 // fore channel ca_maxrequests asked (default 64, at most MaxSlots)
-	MaxRequestSize  uint32 // default 1 MiB + 64 KiB
-	MaxResponseSize uint32 // default 1 MiB + 64 KiB
-	MaxOperations   uint32 // default MaxPath + 8
+	Owner           string        // client owner id (default "fstress/<host>/<pid>/<random>")
+	Slots           uint32        // fore channel ca_maxrequests asked (default 64, at most MaxSlots)
+	MaxRequestSize  uint32        // default 1 MiB + 64 KiB
+	MaxResponseSize uint32        // default 1 MiB + 64 KiB
+	MaxOperations   uint32        // default MaxPath + 8
+	Lease           time.Duration // lease KeepAlive keeps (0: the server's lease_time, else 60 s)
 }
 
 func (o *Options) fill() {
@@ -91,6 +92,9 @@ func NewSession(ctx context.Context, c *rpc.Client, opt Options) (*Session, erro
 	r, err := s.Call(ctx, &Request{Op: OpLookupPath, Attrs: MakeBitmap(AttrLeaseTime)})
 	if err == nil && r.Status == NFS4_OK && r.Attr.Mask.Has(AttrLeaseTime) && r.Attr.LeaseTime > 0 {
 		s.lease = time.Duration(r.Attr.LeaseTime) * time.Second
+	}
+	if opt.Lease > 0 {
+		s.lease = opt.Lease
 	}
 	return s, nil
 }

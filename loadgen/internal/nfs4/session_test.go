@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -210,4 +211,35 @@ func TestAsyncBeginEnd(t *testing.T) {
 	if s.Misordered() != 1 {
 		t.Fatalf("misordered %d", s.Misordered())
 	}
+}
+
+// TestKeepAlive: an idle session sends SEQUENCE about every third of its
+// lease, and nothing after Close.
+func TestKeepAlive(t *testing.T) {
+	var compounds atomic.Int64
+	srv := &nullserver.Server{Delay: func(prog, vers, proc, xid uint32) time.Duration {
+		if vers == nfs4.Version && proc == nfs4.ProcCompound {
+			compounds.Add(1)
+		}
+		return 0
+	}}
+	s := newSession(t, srv, nfs4.Options{Lease: 300 * time.Millisecond})
+	kctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { s.KeepAlive(kctx); close(done) }()
+	n0 := compounds.Load()
+	time.Sleep(time.Second)
+	n := compounds.Load() - n0
+	if n < 3 || n > 12 {
+		t.Errorf("%d renewals in 1 s of a 300 ms lease, want about 7", n)
+	}
+	if err := s.Close(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-done:
+	case <-time.After(2 * time.Second):
+		t.Fatal("KeepAlive still running 2 s after Close")
+	}
+	cancel()
 }

@@ -7,7 +7,9 @@
 // name, zero-filled READ data of the asked count (at most 1 MiB), WRITE
 // count = asked, three-entry directory listings, and FSINFO, FSSTAT and
 // PATHCONF values of a plausible filer (the variables FSInfo, FSStat and
-// PathConf). It measures the capacity of a load generator (Fstress §6.5)
+// PathConf), and NFS v4.1 COMPOUNDs of the operations fstress uses (nfs4.go:
+// canned results, real client ids, sessions and slot sequence ids). It
+// measures the capacity of a load generator (Fstress §6.5)
 // and stands in for a server in tests.
 //
 // Each connection is served by one goroutine that reads requests in order,
@@ -19,7 +21,8 @@
 //
 // Additions to the project contract: Server (with a Drop hook for tests
 // that need lost calls, a Delay hook for slow replies and a MountStatus for
-// refused mounts), Server.Serve,
+// refused mounts), Server.Serve, Server.Slots4, Server.ForgetSessions,
+// Server.ForgetClients, Server.State4, RootFH4, DefaultSlots4,
 // RootFH, FSInfo, FSStat, PathConf, Mappings.
 package nullserver
 
@@ -33,6 +36,7 @@ import (
 	"time"
 
 	"workbench/loadgen/internal/nfs3"
+	"workbench/loadgen/internal/nfs4"
 	"workbench/loadgen/internal/rpc"
 	"workbench/loadgen/internal/xdr"
 )
@@ -75,6 +79,11 @@ type Server struct {
 	// Delay, when non-nil, is asked for every call; the connection waits
 	// that long before handling it (a busy server: tests of the drain probe).
 	Delay func(prog, vers, proc, xid uint32) time.Duration
+	// Slots4, when not 0, caps the NFSv4.1 fore channel slots granted
+	// (default DefaultSlots4).
+	Slots4 uint32
+
+	v4 v4State
 }
 
 // Serve serves ln with a zero Server until ctx ends (then it closes ln and
@@ -167,6 +176,7 @@ type connState struct {
 	attr        nfs3.Attr
 	fhbuf       [16]byte
 	ents        [3]nfs3.Entry
+	v4          conn4
 }
 
 func (s *Server) serveConn(c net.Conn, st *connState) {
@@ -242,11 +252,17 @@ func (s *Server) handle(st *connState, rec []byte) {
 	args := d.Rest()
 	switch prog {
 	case nfs3.Program:
-		if vers != nfs3.Version {
-			mismatch(e, xid, nfs3.Version)
-			return
+		switch vers {
+		case nfs3.Version:
+			st.nfs(e, xid, nfs3.Proc(proc), args)
+		case nfs4.Version:
+			s.nfs4(st, e, xid, proc, args)
+		default:
+			start := beginReply(e, xid, rpc.ProgMismatch)
+			e.Uint32(nfs3.Version)
+			e.Uint32(nfs4.Version)
+			endReply(e, start)
 		}
-		st.nfs(e, xid, nfs3.Proc(proc), args)
 	case nfs3.MountProgram:
 		if vers != nfs3.MountVersion {
 			mismatch(e, xid, nfs3.MountVersion)

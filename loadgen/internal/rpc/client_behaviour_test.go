@@ -324,7 +324,7 @@ func TestRPCErrors(t *testing.T) {
 		want             rpc.RPCError
 	}{
 		{99, 1, 0, nil, rpc.RPCError{AcceptStat: rpc.ProgUnavail}},
-		{nfs3.Program, 4, 0, nil, rpc.RPCError{AcceptStat: rpc.ProgMismatch, Low: 3, High: 3}},
+		{nfs3.Program, 5, 0, nil, rpc.RPCError{AcceptStat: rpc.ProgMismatch, Low: 3, High: 4}}, // the null server speaks v3 and v4
 		{nfs3.Program, 3, 30, nil, rpc.RPCError{AcceptStat: rpc.ProcUnavail}},
 		{nfs3.Program, 3, 1, u32(100), rpc.RPCError{AcceptStat: rpc.GarbageArgs}}, // handle length 100 > 64
 	}

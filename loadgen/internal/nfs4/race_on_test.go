@@ -1,0 +1,5 @@
+//go:build race
+
+package nfs4
+
+const raceEnabled = true

@@ -20,6 +20,7 @@ import numpy as np
 from scipy import stats as _st
 
 from workbench.stats.calibration import fieller_inverse, robust_wls, wls, wls_line
+from workbench.stats.intervals import region
 
 FIT_WINDOW = 1.25          # loads whose mean response lies within R_sat/1.25 … 1.25·R_sat enter the fit
 FIT_MIN_TRIALS = 6         # valid trials in the window before the fit may stop a rating (df ≥ 4)
@@ -58,8 +59,8 @@ def fit_peak(loads: Sequence[LoadSummary], r_sat: float, width: float, confidenc
     if not fit.b1 > 0:
         return None
     lam, lo, hi = fieller_inverse(fit, math.log(r_sat), confidence)
-    region = ((math.log(r_sat * (1 - width)) - fit.b0) / fit.b1, (math.log(r_sat * (1 + width)) - fit.b0) / fit.b1)
-    return FitPeak(lam, (lo, hi), region, len(xs), tuple(sorted(set(xs))))
+    reg = tuple((math.log(r) - fit.b0) / fit.b1 for r in region(r_sat, width))
+    return FitPeak(lam, (lo, hi), reg, len(xs), tuple(sorted(set(xs))))
 
 
 # ----------------------------------------------------------------------------------------------
@@ -170,7 +171,7 @@ def local_fit(loads: Sequence[LoadSummary], r_sat: float, width: float, confiden
         _, rlo, rhi = fieller_inverse(line, math.log(r_sat), report_confidence)
     else:
         rlo, rhi = lo, hi
-    reg = tuple(xc + (math.log(r_sat * f) - line.b0) / line.b1 for f in (1.0 - width, 1.0 + width))
+    reg = tuple(xc + (math.log(r) - line.b0) / line.b1 for r in region(r_sat, width))
     kept = np.asarray(fit.kept, bool)
     # CI of the mean at x0: ŷ(x0) ± t·se (Draper & Smith §1.4); ŷ(x0) = log R_sat by construction
     t = float(_st.t.ppf((1.0 + confidence) / 2.0, fit.df))
@@ -178,5 +179,5 @@ def local_fit(loads: Sequence[LoadSummary], r_sat: float, width: float, confiden
     return LocalFit(xc + x0, (xc + lo, xc + hi), (float(reg[0]), float(reg[1])), int(kept.sum()),
                     int((~kept).sum()), tuple(sorted({float(v) for v in x[kept]})),
                     float(fit.beta[2]) if use_first else math.nan, float(line.b1),
-                    (r_sat * math.exp(-h), r_sat * math.exp(h)), (r_sat * (1 - width), r_sat * (1 + width)),
+                    (r_sat * math.exp(-h), r_sat * math.exp(h)), region(r_sat, width),
                     (xc + rlo, xc + rhi))

@@ -36,6 +36,10 @@ class Policy:
     def picker(self, spec: Any) -> Picker:
         raise NotImplementedError
 
+    def far_threshold_ms(self, r_sat_ms: float) -> float | None:
+        """The mean response time above which one trial saturates a load (far_factor·R_sat; None: off)."""
+        return None if self.far_factor is None else self.far_factor * r_sat_ms
+
     def probe_runlength_s(self, spec: Any) -> float | None:
         """Runlength of a trial at a load away from R_sat (None: the spec's runlength)."""
         return None

@@ -57,9 +57,9 @@ def overloaded_from_start(spec, t: TrialResult) -> bool:
     """A rise whose first interval already read above far_factor·R_sat: saturated, not a transient."""
     v = verdict_of(t)
     first = v.get("first_ms")
-    far = spec.policy.far_factor
-    return (v.get("verdict") == "trend up" and far is not None and isinstance(first, (int, float))
-            and first > far * spec.r_sat_ms)
+    far_ms = spec.policy.far_threshold_ms(spec.r_sat_ms)
+    return (v.get("verdict") == "trend up" and far_ms is not None and isinstance(first, (int, float))
+            and first > far_ms)
 
 
 def not_steady_excluded(spec, trials: Sequence[TrialResult]) -> dict[int, str]:

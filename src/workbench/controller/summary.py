@@ -47,9 +47,9 @@ def _throughput_z(valid: Sequence[TrialResult]) -> float:
 
 def _classify(spec: RatingSpec, r_sat: float, n: int, ci: MeanCI, lat: float,
               lat_ci: MeanCI, median_ms: float = math.nan,
-              far_factor: float | None = None) -> tuple[LoadStatus, int, bool]:
-    """(status, side, confident) of one load for goal r_sat (Algorithm 2 steps 7–10); far_factor:
-    the policy's (None at the seed load's fixed sample)."""
+              far_ms: float | None = None) -> tuple[LoadStatus, int, bool]:
+    """(status, side, confident) of one load for goal r_sat (Algorithm 2 steps 7–10); far_ms: the
+    policy's far threshold (Policy.far_threshold_ms; None at the seed load's fixed sample)."""
     if spec.strawman:
         # §3.1 strawman: a fixed number of trials t, then saturated iff the mean response time
         # exceeds R_sat (or the percentile rule breaks L_sat); no CI, no adaptive trial count
@@ -59,7 +59,7 @@ def _classify(spec: RatingSpec, r_sat: float, n: int, ci: MeanCI, lat: float,
             return LoadStatus.ABOVE, +1, False
         return LoadStatus.BELOW, -1, False
     if n < spec.min_trials:
-        if n == 1 and far_factor is not None and ci.mean > r_sat * far_factor:
+        if n == 1 and far_ms is not None and ci.mean > far_ms:
             # far above R_sat: one trial decides (not at confidence c; never a bound of the λ* CI).
             # Never below: past capacity a trial's noise can read far below R_sat.
             return LoadStatus.ABOVE_BY_MEAN, +1, False
@@ -92,7 +92,7 @@ def _classify(spec: RatingSpec, r_sat: float, n: int, ci: MeanCI, lat: float,
             # accurate, straddling a region edge and R_sat: fitting it inside would take many
             # trials; a load nearer R_sat is cheaper. Classified by its mean (not confident).
             return (LoadStatus.BELOW_BY_MEAN, -1, False) if ci.mean < r_sat else (LoadStatus.ABOVE_BY_MEAN, +1, False)
-    if far_factor is not None and median_ms > r_sat * far_factor:
+    if far_ms is not None and median_ms > far_ms:
         # undecided, but half its trials read above far_factor·R_sat: past capacity (a queue's
         # transient swings trial means by orders of magnitude), and no number of trials will put
         # it in the region. Saturated by its median (not confident; never a bound of the λ* CI)
@@ -136,7 +136,7 @@ def summarize(spec: RatingSpec, trials: Sequence[TrialResult],
         else:
             lat, lat_ci = math.nan, ci
         median_ms = float(np.median(means)) if means else math.nan
-        lspec, n_min, far = spec, spec.min_trials_at(key), spec.policy.far_factor
+        lspec, n_min, far = spec, spec.min_trials_at(key), spec.policy.far_threshold_ms(r_sat)
         if n_min > spec.min_trials:             # the seed sample: n_min trials, even past the cap
             lspec, far = dataclasses.replace(spec, min_trials=n_min,
                                              max_trials_per_load=max(n_min, spec.max_trials_per_load)), None

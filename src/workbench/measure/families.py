@@ -24,6 +24,7 @@ import numpy as np
 from workbench.controller.state import load_key
 from workbench.controller.trial import TrialResult
 from workbench.measure.simulated import SimulatedServer
+from workbench.stats.intervals import region
 
 
 __all__ = ["FAMILY_NAMES", "ValidityServer", "family_servers", "true_region"]
@@ -90,7 +91,8 @@ class ValidityServer(SimulatedServer):
 
 def true_region(server: SimulatedServer, r_sat_ms: float, width: float) -> tuple[float, float]:
     """The true peak-rate region in loads: [λ(R_sat(1 − s)), λ(R_sat(1 + s))] of the true mean."""
-    return (server.true_peak_rate(r_sat_ms * (1.0 - width)), server.true_peak_rate(r_sat_ms * (1.0 + width)))
+    lo_ms, hi_ms = region(r_sat_ms, width)
+    return (server.true_peak_rate(lo_ms), server.true_peak_rate(hi_ms))
 
 
 def _log_uniform(rng: np.random.Generator, lo: float, hi: float) -> float:

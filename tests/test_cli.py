@@ -378,3 +378,20 @@ def test_a_background_tenant_lowers_the_rated_peak(tmp_path):
     html = (rating / "report.html").read_text()
     assert "tenant B: web_server at 150 ops/s from 1 load host" in html and "Shared tenants" in html
     assert (rating / "plots" / "tenants.png").is_file()
+
+
+def _subcommands() -> list[str]:
+    import argparse
+    from workbench.cli import _parser
+    return sorted(next(a for a in _parser()._actions if isinstance(a, argparse._SubParsersAction)).choices)
+
+
+def test_every_subcommand_has_help():
+    """`workbench X --help` prints and exits 0 for every subcommand (a literal % in a help text
+    used to crash `rate --help` and `plan --help` with a traceback)."""
+    subs = _subcommands()
+    assert {"rate", "plan", "compare"} <= set(subs)
+    for argv in ([], *([s] for s in subs)):
+        out = subprocess.run([sys.executable, "-m", "workbench.cli", *argv, "--help"], capture_output=True,
+                             text=True, timeout=60)
+        assert out.returncode == 0 and "usage:" in out.stdout and not out.stderr, (argv, out.stderr[-500:])

@@ -15,6 +15,8 @@ import re
 from dataclasses import dataclass
 from typing import Any, Mapping
 
+from workbench.config.settings import cli_help
+
 MEMORY_FLOOR_MB = 96        # Ganesha was OOM-killed at 64 MiB building a file set
 DISK_THROTTLES = ("read_iops", "write_iops", "read_bps", "write_bps")
 DISK_FLOOR_MB = 300         # the smallest disk xfs and btrfs are made on (the role's check)
@@ -192,9 +194,9 @@ def add_cli_flags(parser: argparse.ArgumentParser) -> None:
     off_flag (--sync / --async)."""
     for f in FACTORS:
         if f.kind is bool:
-            parser.add_argument(f.flag, dest=f.name, action="store_true", default=None, help=f.help)
+            parser.add_argument(f.flag, dest=f.name, action="store_true", default=None, help=cli_help(f.help))
             parser.add_argument(f.off_flag or f"--no-{f.name}", dest=f.name, action="store_false",
-                                default=None, help=f"not: {f.help}")
+                                default=None, help=cli_help(f"not: {f.help}"))
         else:
             # no argparse choices: check_factor refuses a bad value in one line, naming the choices
-            parser.add_argument(f.flag, dest=f.name, type=f.kind, default=None, help=f.help)
+            parser.add_argument(f.flag, dest=f.name, type=f.kind, default=None, help=cli_help(f.help))

@@ -113,6 +113,11 @@ def form_settings(cls: Any) -> dict[str, dict[str, Any]]:
     return {name: param_schema(b) for name, b in bounds_of(cls).items() if b.form is not None}
 
 
+def cli_help(text: str) -> str:
+    """A help text as argparse prints it: a literal % is written %% (argparse %-formats help)."""
+    return text.replace("%", "%%")
+
+
 def add_flags(parser: argparse.ArgumentParser, cls: Any) -> list[str]:
     """The command-line flags (--name-with-dashes) of the settings of `cls` marked `flag`; their
     values arrive as None when not given (the profile's). Returns the names."""
@@ -122,6 +127,6 @@ def add_flags(parser: argparse.ArgumentParser, cls: Any) -> list[str]:
             continue
         kw: dict[str, Any] = {"choices": b.choices} if b.kind == "choice" else {
             "type": int if b.kind == "integer" else float}
-        parser.add_argument("--" + name.replace("_", "-"), help=b.help.replace("%", "%%"), **kw)
+        parser.add_argument("--" + name.replace("_", "-"), help=cli_help(b.help), **kw)
         names.append(name)
     return names

@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 from typing import Any, Mapping
 
+from workbench.config.settings import cli_help
 from workbench.config.vocabulary import CANNED_WORKLOADS
 
 SECTION = "Shared tenant"
@@ -73,8 +74,8 @@ def describe(background: Mapping[str, Any] | None) -> str:
 
 def add_cli_flags(parser: argparse.ArgumentParser) -> None:
     g = parser.add_argument_group(SECTION.lower())
-    g.add_argument("--background-ops-s", type=float, default=None, help=params_schema()["background_ops_s"]["description"])
+    g.add_argument("--background-ops-s", type=float, default=None, help=cli_help(params_schema()["background_ops_s"]["description"]))
     g.add_argument("--background-workload", default=None, choices=CANNED_WORKLOADS,
-                   help=params_schema()["background_workload"]["description"])
+                   help=cli_help(params_schema()["background_workload"]["description"]))
     g.add_argument("--background-load-hosts", type=int, default=None,
-                   help=params_schema()["background_load_hosts"]["description"])
+                   help=cli_help(params_schema()["background_load_hosts"]["description"]))

@@ -16,6 +16,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Mapping
 
+from workbench.config.settings import cli_help
 from workbench.config.vocabulary import CANNED_WORKLOADS
 
 MAX_TEXT_BYTES = 65536            # a custom workload text (fstress reads files up to 16 MiB)
@@ -162,4 +163,4 @@ def add_cli_flags(parser: argparse.ArgumentParser) -> None:
     """One --flag per workload factor (default None = the workload's own value)."""
     g = parser.add_argument_group(SECTION.lower())
     for f in WORKLOAD_FACTORS:
-        g.add_argument(f.flag, dest=f.name, type=f.kind, default=None, help=f.help)
+        g.add_argument(f.flag, dest=f.name, type=f.kind, default=None, help=cli_help(f.help))

@@ -29,7 +29,7 @@ class Goals:
         form=dict(items=dict(type="number", exclusiveMinimum=0, maximum=100000), minItems=1,
                   maxItems=MAX_GOALS - 1))
     width: float = setting(0.10, "s: half-width of the peak-rate region, fraction of R_sat", lo=0, hi=1,
-                           lo_open=True, hi_open=True, form=dict(exclusiveMinimum=0, maximum=0.9))
+                           lo_open=True, hi_open=True, form=dict(exclusiveMinimum=0, maximum=0.9), flag=True)
     l_sat_ms: float = setting(2000.0, "L_sat: p95 threshold (ms)", lo=0, lo_open=True, inf_ok=True,
                               form=dict(exclusiveMinimum=0, maximum=1000000))
     goals_l_sat_ms: tuple[float | None, ...] | None = setting(
@@ -90,7 +90,7 @@ class Budget:
     runlength_min_s: float = setting(30.0, "adaptive runlength: lowest (s)", lo=0, lo_open=True)
     runlength_max_s: float = setting(900.0, "adaptive runlength: highest (s)", lo=0, lo_open=True)
     max_trials: int = setting(400, "trial cap (all trials, invalid and harness failures included)", "integer",
-                              lo=2, hi=10**7, form=dict(minimum=2, maximum=MAX_TRIAL_TASKS))
+                              lo=2, hi=10**7, form=dict(minimum=2, maximum=MAX_TRIAL_TASKS), flag=True)
     max_loads: int = setting(60, "distinct loads", "integer", lo=2, hi=10**5)
     budget_s: float = setting(math.inf, "cost cap: Σ runlengths + overheads (s)", lo=0, lo_open=True,
                               inf_ok=True, form=dict(minimum=10, maximum=604800), flag=True)

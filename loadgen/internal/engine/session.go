@@ -169,12 +169,12 @@ type pipe struct {
 	s        *Session
 	keepOpen bool                    // NFSv4.1: CREATE keeps the file open (opened) for WRITE
 	opened   map[string]nfs4.Stateid // NFSv4.1: handle → open stateid (under mu)
-	sem   chan struct{}
-	wg    sync.WaitGroup
-	mu    sync.Mutex
-	n     int
-	err   error
-	calls int64
+	sem      chan struct{}
+	wg       sync.WaitGroup
+	mu       sync.Mutex
+	n        int
+	err      error
+	calls    int64
 }
 
 func newPipe(s *Session, window int) *pipe {

@@ -37,7 +37,7 @@ func (r *runner) start4(ctx context.Context) error {
 	}
 	for i := range v.conns {
 		v.wg.Add(1)
-		go v.watchConn(i)
+		go r.watchConn(i)
 	}
 	v.wg.Add(1)
 	go r.recoverLoop()
@@ -117,12 +117,37 @@ func (r *runner) recoverLoop() {
 		case gen = <-v.lost:
 		}
 		id := v.v4.ClientID()
-		if !v.recoverSession(gen) {
-			continue
-		}
-		if v.v4.ClientID() != id && v.needOpen {
+		v.holding.Store(true)
+		if v.recoverSession(gen) && v.v4.ClientID() != id && v.needOpen {
 			r.reopen()
 		}
+		v.holding.Store(false)
+	}
+}
+
+// afterReconnect checks the session on a re-established connection
+// before calls go out again: a SEQUENCE (Renew) that re-creates a session
+// the server lost (nfs4.Session.Call), then the files re-opened when the
+// client id changed (a restarted server).
+func (r *runner) afterReconnect() {
+	v := r.v4
+	v.holding.Store(true)
+	defer v.holding.Store(false)
+	id := v.v4.ClientID()
+	for i := 0; i < recoverTries && v.ctx.Err() == nil; i++ {
+		ctx, cancel := context.WithTimeout(v.ctx, setupTimeout)
+		err := v.v4.Renew(ctx)
+		cancel()
+		if err == nil {
+			break
+		}
+		select {
+		case <-v.ctx.Done():
+		case <-time.After(recoverGap):
+		}
+	}
+	if v.v4.ClientID() != id && v.needOpen {
+		r.reopen()
 	}
 }
 
@@ -146,7 +171,8 @@ func (v *run4) recoverSession(gen uint32) bool {
 }
 
 // reopen opens every file again (the old open stateids died with the
-// client id), retrying those refused during the server's grace period.
+// client id), retrying those refused during the server's grace period;
+// calls wait (holding) only for the first round.
 func (r *runner) reopen() {
 	v := r.v4
 	var only []int
@@ -160,6 +186,7 @@ func (r *runner) reopen() {
 		} else {
 			v.reopened.Add(uint64(len(only) - len(again)))
 		}
+		v.holding.Store(false)
 		if len(again) == 0 {
 			return
 		}
@@ -175,7 +202,8 @@ func (r *runner) reopen() {
 // watchConn re-establishes connection i whenever it fails (a server
 // restart), until the run ends; the metronome keeps calls for it in the
 // backlog meanwhile.
-func (v *run4) watchConn(i int) {
+func (r *runner) watchConn(i int) {
+	v := r.v4
 	defer v.wg.Done()
 	cfg := &v.sess.Cfg
 	opt := rpc.Options{Timeout: cfg.Timeout, MaxRetransmits: cfg.Retransmits, Auth: rpc.HostAuthSys()}
@@ -192,6 +220,9 @@ func (v *run4) watchConn(i int) {
 				v.conns[i].Store(c)
 				v.sess.setClient(i, c)
 				v.reconnects.Add(1)
+				if i == 0 {
+					r.afterReconnect()
+				}
 				break
 			}
 			select {

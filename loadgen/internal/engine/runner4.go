@@ -40,6 +40,7 @@ type run4 struct {
 	errs    map[uint32]uint64              // measured errors by status (metronome only)
 
 	waiters                         atomic.Bool // the backlog is not empty
+	holding                         atomic.Bool // session or files being recovered: calls wait
 	slotWaits, reconnects, reopened atomic.Uint64
 	needOpen                        bool // the mix READs or WRITEs: files are opened
 	ctx                             context.Context
@@ -151,6 +152,9 @@ func (r *runner) send4(s *slot) {
 // the connection is being re-established (nothing was sent).
 func (r *runner) dispatch4(s *slot) bool {
 	v := r.v4
+	if v.holding.Load() {
+		return false
+	}
 	c := v.conns[v.rr].Load()
 	select {
 	case <-c.Done(): // being re-established (watchConn): try the next one next time
@@ -161,6 +165,9 @@ func (r *runner) dispatch4(s *slot) bool {
 	default:
 	}
 	q := &s.v4.req
+	if q.Op == nfs4.OpRead || q.Op == nfs4.OpWrite {
+		q.Stateid = v.stateid(s.file) // re-opened files have new stateids
+	}
 	if q.Op != nfs4.OpNull && !v.v4.Begin(q) {
 		return false
 	}
@@ -221,6 +228,7 @@ func (s *slot) onDone4(body []byte, info rpc.CallInfo, err error) {
 		}
 	}
 	if lost {
+		r.v4.holding.Store(true) // until recoverLoop has a session again
 		select {
 		case r.v4.lost <- q.Seq.Gen:
 		default:

@@ -21,6 +21,7 @@ type checkReport struct {
 	Workload     string `json:"workload"`
 	Source       string `json:"source"`
 	NeedsFileset bool   `json:"needs_fileset"`
+	NFSVersion   string `json:"nfs_version"` // "3" or "4.1"
 	workload.FilesetEstimate
 }
 
@@ -76,7 +77,7 @@ func checkWorkload(fs *flag.FlagSet, c *common, o *runOpts) (*checkReport, error
 	if err != nil {
 		return nil, fmt.Errorf("%s: %v", w.Source, err)
 	}
-	rep := &checkReport{OK: true, Workload: w.Name, Source: w.Source, NeedsFileset: engine.NeedsFileset(w)}
+	rep := &checkReport{OK: true, Workload: w.Name, Source: w.Source, NeedsFileset: engine.NeedsFileset(w), NFSVersion: c.nfsVersion}
 	if !rep.NeedsFileset {
 		rep.FilesetEstimate = workload.FilesetEstimate{Rate: rate, Exact: true}
 		return rep, nil

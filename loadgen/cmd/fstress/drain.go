@@ -27,13 +27,21 @@ func drainFailed(err error, stderr io.Writer) int {
 // before the run's connect and file-set lookup, which a backlog would slow
 // or time out.
 func drainServer(ctx context.Context, c *common, o *runOpts, stderr io.Writer) (*results.Drain, error) {
-	addr, err := engine.NFSAddr(ctx, c.server)
+	var addr string
+	var err error
+	vers := uint32(3)
+	if c.v41() {
+		addr, err = engine.NFS4Addr(c.server)
+		vers = 4
+	} else {
+		addr, err = engine.NFSAddr(ctx, c.server)
+	}
 	if err != nil {
 		return nil, err
 	}
 	cfg := o.drain
 	from := idleFrom(c, o, probe.ProbeNull, &cfg, stderr)
-	d, err := probe.Drain(ctx, addr, cfg, from)
+	d, err := probe.DrainVersion(ctx, addr, cfg, from, vers)
 	rememberIdle(c, o, d, err, stderr)
 	return d, err
 }
@@ -47,7 +55,8 @@ func drainServer(ctx context.Context, c *common, o *runOpts, stderr io.Writer) (
 func readStageAndFileset(ctx context.Context, c *common, o *runOpts, w *workload.Workload, sess *engine.Session,
 	null *results.Drain, stderr io.Writer) (*engine.Fileset, *results.Drain, error) {
 	rate := o.filesetFor(c.rate)
-	if null == nil || o.drainProbe != probe.ProbeRead || !engine.NeedsFileset(w) {
+	// NFSv4.1: the NULL stage alone (the READ stage speaks NFSv3)
+	if null == nil || o.drainProbe != probe.ProbeRead || !engine.NeedsFileset(w) || c.v41() {
 		fset, err := engine.PrepareFileset(ctx, sess, w, rate, stderr)
 		return fset, null, err
 	}

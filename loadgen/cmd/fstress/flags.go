@@ -86,7 +86,12 @@ type common struct {
 	rate               float64
 	rateSet            bool
 	rateOptional       bool // check: no --rate and no workload rate is fine (rate 0)
+	nfsVersion         string
+	retransmitsSet     bool
 }
+
+// v41 reports whether --nfs-version 4.1 was given.
+func (c *common) v41() bool { return c.nfsVersion == engine.NFSVersion41 }
 
 func (c *common) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.server, "server", "", "NFS server HOST:PORT (PORT 0: ask the portmapper on HOST)")
@@ -95,7 +100,8 @@ func (c *common) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.wl, "workload", "", "canned workload name or workload file")
 	fs.Float64Var(&c.rate, "rate", 0, "offered load, ops/s")
 	fs.IntVar(&c.conns, "conns", 1, "TCP connections")
-	fs.IntVar(&c.retransmits, "retransmits", 1, "retransmits per call before it counts as a timeout")
+	fs.IntVar(&c.retransmits, "retransmits", 1, "retransmits per call before it counts as a timeout (NFSv4.1: default 0)")
+	fs.StringVar(&c.nfsVersion, "nfs-version", "3", "NFS version: 3, or 4.1 (no portmapper, no MOUNT; --export is the pseudo path, port 0 means 2049)")
 	c.timeout = 5 * time.Second
 	fs.Var(durationValue{&c.timeout}, "timeout", "per-attempt RPC timeout (seconds or duration)")
 }
@@ -115,10 +121,16 @@ func (c *common) check(fs *flag.FlagSet) (*workload.Workload, error) {
 // the workload, its files and its bounds.
 func (c *common) checkOffline(fs *flag.FlagSet) (*workload.Workload, error) {
 	fs.Visit(func(f *flag.Flag) {
-		if f.Name == "rate" {
+		switch f.Name {
+		case "rate":
 			c.rateSet = true
+		case "retransmits":
+			c.retransmitsSet = true
 		}
 	})
+	if err := engine.CheckNFSVersion(c.nfsVersion); err != nil {
+		return nil, err
+	}
 	if c.server != "" {
 		if _, _, err := net.SplitHostPort(c.server); err != nil {
 			return nil, fmt.Errorf("bad --server %q: want HOST:PORT", c.server)
@@ -158,9 +170,19 @@ func (c *common) checkOffline(fs *flag.FlagSet) (*workload.Workload, error) {
 	return w, nil
 }
 
+// conn is the connection the flags describe. NFSv4.1 forbids a retransmission
+// on the connection that carried the call (RFC 8881 §2.9.2), so its
+// --retransmits default is 0.
 func (c *common) conn() engine.ConnConfig {
-	return engine.ConnConfig{Server: c.server, MountPort: c.mountPort, Export: c.export,
+	cfg := engine.ConnConfig{Server: c.server, MountPort: c.mountPort, Export: c.export,
 		Conns: c.conns, Timeout: c.timeout, Retransmits: c.retransmits}
+	if c.v41() {
+		cfg.NFSVersion = engine.NFSVersion41
+		if !c.retransmitsSet {
+			cfg.Retransmits = 0
+		}
+	}
+	return cfg
 }
 
 func newFlagSet(name string) *flag.FlagSet {

@@ -50,13 +50,15 @@ const usage = `usage: fstress <command> [flags]
              [--client-id N] [--fileset-rate OPS] [--max-outstanding N] [--lag-bound D] [--interval D]
              [--drain-timeout D] [--drain-idle-rtt D] [--drain-state FILE] [--drain-factor F]
              [--drain-margin D] [--drain-window K] [--drain-probe read|null] [--drain-read-margin D]
+             [--nfs-version 3|4.1]   (4.1: no portmapper/MOUNT, --export is the pseudo path, port 0 = 2049)
   fileset    --server HOST:PORT --export PATH --workload NAME|FILE --rate OPS [--mount-port PORT]
+             [--nfs-version 3|4.1]
   check      --workload NAME|FILE [--fileset-rate OPS | --rate OPS] [--json] [any other run flag]
              validate without a server: exit 0 with a one-line summary, 2 with one line naming the field
   workloads  list the canned workloads
   merge      a.json b.json ... [--json OUT]
   probe      --server HOST[:PORT] --export PATH [--mount-port PORT] [--pings N] [--timeout D] [--json FILE]
-             [--portmap-port PORT]
+             [--portmap-port PORT] [--nfs-version 3|4.1]
   nullserver --listen HOST:PORT
 `
 

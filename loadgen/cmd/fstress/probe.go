@@ -19,6 +19,7 @@ func cmdProbe(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&cfg.Pings, "pings", cfg.Pings, "NULL calls timed for the round-trip time (1..1000)")
 	fs.Var(durationValue{&cfg.Timeout}, "timeout", "per connect or call (seconds or duration)")
 	fs.StringVar(&jsonPath, "json", "", "write the JSON here instead of stdout")
+	fs.StringVar(&cfg.NFSVersion, "nfs-version", "3", "NFS version: 3, or 4.1 (no portmapper, no MOUNT; port 2049 unless given; --export is the pseudo path)")
 	if !parseFlags(fs, args, stderr) {
 		return exitUsage
 	}

@@ -94,10 +94,15 @@ func PrepareFileset(ctx context.Context, s *Session, w *workload.Workload, rate 
 	l := GenLayout(w, LayoutSeed, files, dirs)
 	man, metaFH, known := readKnownLayout(s, w, l)
 	b := &filesetBuild{s: s, l: l, known: known, fs: newFileset(l, s.Root), p: newPipe(s, 256)}
+	b.p.keepOpen = true // NFSv4.1: CREATE opens; WRITE uses the open's stateid
 	for _, phase := range []func() error{b.buildDirs, b.buildFiles, b.buildSymlinks} {
 		if err := phase(); err != nil {
+			b.p.closeAll()
 			return nil, err
 		}
+	}
+	if err := b.p.closeAll(); err != nil {
+		return nil, fmt.Errorf("file set: %v", err)
 	}
 	if err := updateManifest(s, w, l, metaFH, man, b.fs.Created, files, dirs); err != nil {
 		return nil, err
@@ -242,7 +247,7 @@ func (b *filesetBuild) mkdirs(dirs []int) (noFH []int, err error) {
 			case r.Status == nfsOK || r.Status == nfsExist:
 				noFH = append(noFH, i)
 			default:
-				p.fail(fmt.Errorf("MKDIR %s: %s", l.Path(int32(i)), nfs3.StatusString(r.Status)))
+				p.fail(fmt.Errorf("MKDIR %s: %s", l.Path(int32(i)), b.s.statusString(r.Status)))
 			}
 		})
 	}
@@ -256,7 +261,7 @@ func (b *filesetBuild) lookupDirs(dirs []int) error {
 		d := l.Dirs[i]
 		p.call(nfs3.Request{Proc: nfs3.ProcLookup, FH: b.parentFH(d), Name: d.Name}, func(r *nfs3.Reply) {
 			if r.Status != nfsOK {
-				p.fail(fmt.Errorf("LOOKUP %s: %s", l.Path(int32(i)), nfs3.StatusString(r.Status)))
+				p.fail(fmt.Errorf("LOOKUP %s: %s", l.Path(int32(i)), b.s.statusString(r.Status)))
 				return
 			}
 			b.fs.DirFH[i] = r.FH
@@ -321,7 +326,7 @@ func (b *filesetBuild) createFiles(files []int) (noFH []int, err error) {
 		f := l.Files[i]
 		p.call(nfs3.Request{Proc: nfs3.ProcCreate, FH: b.fs.DirFH[f.Dir], Name: f.Name, Mode: 0o644}, func(r *nfs3.Reply) {
 			if r.Status != nfsOK {
-				p.fail(fmt.Errorf("CREATE %s/%s: %s", l.Path(f.Dir), f.Name, nfs3.StatusString(r.Status)))
+				p.fail(fmt.Errorf("CREATE %s/%s: %s", l.Path(f.Dir), f.Name, b.s.statusString(r.Status)))
 				return
 			}
 			b.fs.Created++
@@ -342,7 +347,7 @@ func (b *filesetBuild) lookupFiles(files []int) error {
 		f := l.Files[i]
 		p.call(nfs3.Request{Proc: nfs3.ProcLookup, FH: b.fs.DirFH[f.Dir], Name: f.Name}, func(r *nfs3.Reply) {
 			if r.Status != nfsOK {
-				p.fail(fmt.Errorf("LOOKUP %s/%s: %s", l.Path(f.Dir), f.Name, nfs3.StatusString(r.Status)))
+				p.fail(fmt.Errorf("LOOKUP %s/%s: %s", l.Path(f.Dir), f.Name, b.s.statusString(r.Status)))
 				return
 			}
 			b.fs.FileFH[i] = r.FH
@@ -362,7 +367,7 @@ func (b *filesetBuild) writeFiles(files []int) error {
 			fs.Written += int64(n)
 			p.call(nfs3.Request{Proc: nfs3.ProcWrite, FH: fs.FileFH[i], Offset: off, Count: uint32(n), Data: zeroData[:n], Stable: nfs3.Unstable}, func(r *nfs3.Reply) {
 				if r.Status != nfsOK {
-					p.fail(fmt.Errorf("WRITE %s/%s: %s", l.Path(f.Dir), f.Name, nfs3.StatusString(r.Status)))
+					p.fail(fmt.Errorf("WRITE %s/%s: %s", l.Path(f.Dir), f.Name, b.s.statusString(r.Status)))
 				}
 			})
 		}
@@ -422,7 +427,7 @@ func (b *filesetBuild) symlinks(links []int) (noFH []int, err error) {
 			case r.Status == nfsOK || r.Status == nfsExist:
 				noFH = append(noFH, i)
 			default:
-				p.fail(fmt.Errorf("SYMLINK %s/%s: %s", l.Path(k.Dir), k.Name, nfs3.StatusString(r.Status)))
+				p.fail(fmt.Errorf("SYMLINK %s/%s: %s", l.Path(k.Dir), k.Name, b.s.statusString(r.Status)))
 			}
 		})
 	}
@@ -436,7 +441,7 @@ func (b *filesetBuild) lookupLinks(links []int) error {
 		k := l.Links[i]
 		p.call(nfs3.Request{Proc: nfs3.ProcLookup, FH: b.fs.DirFH[k.Dir], Name: k.Name}, func(r *nfs3.Reply) {
 			if r.Status != nfsOK {
-				p.fail(fmt.Errorf("LOOKUP %s/%s: %s", l.Path(k.Dir), k.Name, nfs3.StatusString(r.Status)))
+				p.fail(fmt.Errorf("LOOKUP %s/%s: %s", l.Path(k.Dir), k.Name, b.s.statusString(r.Status)))
 				return
 			}
 			b.fs.LinkFH[i] = r.FH
@@ -448,6 +453,9 @@ func (b *filesetBuild) lookupLinks(links []int) error {
 // readManifest looks up .fstress/<base>.json; it returns the manifest (nil
 // if absent or unreadable) and the .fstress directory handle (nil if absent).
 func readManifest(s *Session, base string) (*Manifest, nfs3.FH, error) {
+	if s.V4 != nil {
+		return readManifest4(s, base)
+	}
 	c := s.Clients[0]
 	dir, st, err := lookup(c, s.Root, manifestD)
 	if err != nil || st != nfsOK {
@@ -469,6 +477,9 @@ func readManifest(s *Session, base string) (*Manifest, nfs3.FH, error) {
 }
 
 func writeManifest(s *Session, dir nfs3.FH, m *Manifest) error {
+	if s.V4 != nil {
+		return writeManifest4(s, dir, m)
+	}
 	c := s.Clients[0]
 	if dir == nil {
 		rep, err := call(c, &nfs3.Request{Proc: nfs3.ProcMkdir, FH: s.Root, Name: manifestD, Mode: 0o755})
@@ -476,7 +487,7 @@ func writeManifest(s *Session, dir nfs3.FH, m *Manifest) error {
 			return err
 		}
 		if rep.Status != nfsOK && rep.Status != nfsExist {
-			return fmt.Errorf("MKDIR %s: %s", manifestD, nfs3.StatusString(rep.Status))
+			return fmt.Errorf("MKDIR %s: %s", manifestD, s.statusString(rep.Status))
 		}
 		var st uint32
 		dir, st, err = lookup(c, s.Root, manifestD)
@@ -484,7 +495,7 @@ func writeManifest(s *Session, dir nfs3.FH, m *Manifest) error {
 			return err
 		}
 		if st != nfsOK {
-			return fmt.Errorf("LOOKUP %s: %s", manifestD, nfs3.StatusString(st))
+			return fmt.Errorf("LOOKUP %s: %s", manifestD, s.statusString(st))
 		}
 	}
 	data, _ := json.MarshalIndent(m, "", "  ")
@@ -495,7 +506,7 @@ func writeManifest(s *Session, dir nfs3.FH, m *Manifest) error {
 		return err
 	}
 	if rep.Status != nfsOK {
-		return fmt.Errorf("CREATE %s/%s: %s", manifestD, name, nfs3.StatusString(rep.Status))
+		return fmt.Errorf("CREATE %s/%s: %s", manifestD, name, s.statusString(rep.Status))
 	}
 	fh := rep.FH
 	if len(fh) == 0 {
@@ -509,7 +520,7 @@ func writeManifest(s *Session, dir nfs3.FH, m *Manifest) error {
 		return err
 	}
 	if rep.Status != nfsOK {
-		return fmt.Errorf("WRITE %s/%s: %s", manifestD, name, nfs3.StatusString(rep.Status))
+		return fmt.Errorf("WRITE %s/%s: %s", manifestD, name, s.statusString(rep.Status))
 	}
 	return nil
 }

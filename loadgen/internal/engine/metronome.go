@@ -47,6 +47,9 @@ func (r *runner) metronome(ctx context.Context) {
 		if ctx.Err() != nil {
 			return
 		}
+		if r.v4 != nil && len(r.v4.backlog) > 0 {
+			r.flush4()
+		}
 		batch := 0
 		for next <= t && next < r.endNs {
 			r.send(next)

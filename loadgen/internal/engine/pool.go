@@ -180,7 +180,7 @@ func (r *runner) initPool(p *pool, mk nfs3.Proc) error {
 			if rep.Status == nfsOK || rep.Status == nfsExist {
 				p.state[j] = 1
 			} else {
-				pi.fail(fmt.Errorf("%s %s: %s", mk, p.name[j], nfs3.StatusString(rep.Status)))
+				pi.fail(fmt.Errorf("%s %s: %s", mk, p.name[j], r.s.statusString(rep.Status)))
 			}
 		})
 	}

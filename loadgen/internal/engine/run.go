@@ -63,6 +63,9 @@ func Run(ctx context.Context, s *Session, fs *Fileset, cfg RunConfig) (*Outcome,
 	stealPct, stealOK := steal.stop()
 
 	left := r.drainOutstanding()
+	if r.v4 != nil {
+		r.finish4()
+	}
 	out := &Outcome{Intended: r.intended, Sent: r.sent, Skipped: r.skipped, LeftOutstanding: left,
 		WallSeconds: time.Since(startWall).Seconds(), CPUSeconds: cpuTime() - cpu0, MinLatency: r.minLat}
 	res := r.result(startWall)
@@ -96,8 +99,18 @@ func setUp(ctx context.Context, s *Session, fs *Fileset, cfg RunConfig) (*runner
 		return nil, err
 	}
 	r.setupObjects()
+	if s.V4 != nil {
+		r.v4 = newRun4(s)
+		r.ser.Version = results.NFSVersion41
+	}
 	if err := r.setupPools(ctx); err != nil {
 		return nil, err
+	}
+	if r.v4 != nil {
+		if err := r.start4(ctx); err != nil {
+			r.v4.cancel()
+			return nil, err
+		}
 	}
 	// pre-allocate the slots one second of calls needs; more on demand
 	for r.nslots < int(math.Min(cfg.Rate, float64(cfg.MaxOutstanding))) && r.grow() {
@@ -185,6 +198,9 @@ func (r *runner) drainOutstanding() int {
 	deadline := time.Now().Add(r.s.callLifetime() + drainGrace)
 	for r.inFlight > 0 && time.Now().Before(deadline) {
 		r.drain()
+		if r.v4 != nil && len(r.v4.backlog) > 0 {
+			r.flush4()
+		}
 		if r.inFlight > 0 {
 			time.Sleep(time.Millisecond)
 		}

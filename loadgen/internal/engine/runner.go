@@ -50,6 +50,7 @@ type slot struct {
 	req      nfs3.Request
 	encode   func(*xdr.Encoder)
 	done     func([]byte, rpc.CallInfo, error)
+	v4       *slot4 // NFSv4.1 runs only
 }
 
 // seqRun is a sequential READ or WRITE series (see startSeqRun).
@@ -109,6 +110,7 @@ type runner struct {
 	nextDue                           atomic.Int64 // intended time of the next send (ns), for reply wake-ups
 	waiting                           atomic.Bool  // the metronome is parked
 	sendErr                           error
+	v4                                *run4 // NFSv4.1 runs only
 }
 
 // now is the time since the common start, ns.
@@ -155,6 +157,11 @@ func (r *runner) grow() bool {
 		sl.r, sl.idx = r, int32(r.nslots+i)
 		sl.encode = sl.encodeArgs
 		sl.done = sl.onDone
+		if r.v4 != nil {
+			s4 := &slot4{}
+			s4.encode, s4.done = s4.req.Encode, sl.onDone4
+			sl.v4 = s4
+		}
 		r.free = append(r.free, sl.idx)
 	}
 	r.nslots += n
@@ -189,6 +196,9 @@ func (r *runner) complete(c *completion) {
 				r.minLat = l
 			}
 			r.rec.Done(s.op, time.Duration(c.at-s.intended), c.status, int(c.retrans))
+			if c.status != 0 && r.v4 != nil {
+				r.v4.errs[c.status]++
+			}
 		case completedTimeout:
 			r.rec.Failed(s.op, "timeout", int(c.retrans))
 		default:
@@ -285,10 +295,6 @@ func (r *runner) send(t int64) {
 	if len(r.firstCalls) < FirstCallsKept {
 		r.firstCalls = append(r.firstCalls, describeCall(&s.req))
 	}
-	c := r.clients[r.rr]
-	if r.rr++; r.rr == len(r.clients) {
-		r.rr = 0
-	}
 	now := r.now()
 	if measured {
 		r.rec.SendLag(time.Duration(now - t))
@@ -297,6 +303,14 @@ func (r *runner) send(t int64) {
 	s.iv = r.ser.Slot(t)
 	r.ser.Sent(s.iv, op)
 	r.inFlight++
+	if r.v4 != nil {
+		r.send4(s)
+		return
+	}
+	c := r.clients[r.rr]
+	if r.rr++; r.rr == len(r.clients) {
+		r.rr = 0
+	}
 	if err := c.GoInfo(nfs3.Program, nfs3.Version, uint32(op), s.encode, s.done); err != nil {
 		if r.sendErr == nil {
 			r.sendErr = err

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"workbench/loadgen/internal/nfs3"
+	"workbench/loadgen/internal/nfs4"
 	"workbench/loadgen/internal/rpc"
 	"workbench/loadgen/internal/xdr"
 )
@@ -23,6 +24,7 @@ type ConnConfig struct {
 	Conns       int           // TCP connections for the run (default 1)
 	Timeout     time.Duration // per-attempt RPC timeout (default 5s)
 	Retransmits int           // retransmits before a call counts as a timeout (default 1)
+	NFSVersion  string        // "3" or "" (NFSv3, MOUNT), NFSVersion41 (no MOUNT; Export is the pseudo path)
 }
 
 func (c *ConnConfig) defaults() {
@@ -42,6 +44,10 @@ type Session struct {
 	Cfg     ConnConfig
 	Root    nfs3.FH
 	Clients []*rpc.Client
+
+	V4     *nfs4.Session // the NFSv4.1 session (nil for NFSv3)
+	stopV4 func()        // ends the lease keep-alive
+	mu     sync.Mutex    // guards Clients while a run replaces lost connections
 }
 
 // askPortmapper returns the TCP port the portmapper on host (port 111) has for prog/vers.
@@ -80,6 +86,9 @@ func NFSAddr(ctx context.Context, server string) (string, error) {
 // one-line and name the problem (unreachable server, wrong export, ...).
 func Connect(ctx context.Context, cfg ConnConfig) (*Session, error) {
 	cfg.defaults()
+	if cfg.V41() {
+		return connect4(ctx, cfg)
+	}
 	host, _, err := net.SplitHostPort(cfg.Server)
 	if err != nil {
 		return nil, fmt.Errorf("bad --server %q: want HOST:PORT", cfg.Server)
@@ -129,8 +138,12 @@ func Connect(ctx context.Context, cfg ConnConfig) (*Session, error) {
 	return s, nil
 }
 
-// Close closes every connection.
+// Close closes every connection (NFSv4.1: after DESTROY_SESSION and
+// DESTROY_CLIENTID).
 func (s *Session) Close() {
+	s.close4()
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	for _, c := range s.Clients {
 		c.Close()
 	}
@@ -153,13 +166,15 @@ func oneLine(err error) string {
 // session's connections. Callbacks run on the RPC reader goroutines; they
 // must only touch state guarded by p.mu (held while they run).
 type pipe struct {
-	s     *Session
-	sem   chan struct{}
-	wg    sync.WaitGroup
-	mu    sync.Mutex
-	n     int
-	err   error
-	calls int64
+	s        *Session
+	keepOpen bool                    // NFSv4.1: CREATE keeps the file open (opened) for WRITE
+	opened   map[string]nfs4.Stateid // NFSv4.1: handle → open stateid (under mu)
+	sem      chan struct{}
+	wg       sync.WaitGroup
+	mu       sync.Mutex
+	n        int
+	err      error
+	calls    int64
 }
 
 func newPipe(s *Session, window int) *pipe {
@@ -169,6 +184,10 @@ func newPipe(s *Session, window int) *pipe {
 // call sends req; done gets the decoded reply (FH copied) under p.mu.
 // A transport error or malformed reply records the first error of the pipe.
 func (p *pipe) call(req nfs3.Request, done func(rep *nfs3.Reply)) {
+	if p.s.V4 != nil {
+		p.call4(req, done)
+		return
+	}
 	p.sem <- struct{}{}
 	p.wg.Add(1)
 	p.mu.Lock()

@@ -26,20 +26,27 @@ const (
 func (r *runner) result(startWall time.Time) *results.Result {
 	cfg, s := &r.cfg, r.s
 	host, _ := os.Hostname()
+	version := ""
+	if r.v4 != nil {
+		version = results.NFSVersion41
+	}
 	res := r.rec.Result(results.Meta{Workload: r.w.Name, OfferedRate: cfg.Rate, DurationS: cfg.Duration.Seconds(),
-		MixTarget: mixTarget(r.w), StartUnixNs: startWall.Add(cfg.Warmup).UnixNano(), Host: host,
+		MixTarget: mixTarget(r.w, version), NFSVersion: version, StartUnixNs: startWall.Add(cfg.Warmup).UnixNano(), Host: host,
 		Server: s.Cfg.Server, Export: s.Cfg.Export, Pacing: pacingName(cfg.Poisson), Conns: len(s.Clients), Seed: cfg.Seed,
 		WarmupS: cfg.Warmup.Seconds()})
 	res.FirstCalls = r.firstCalls
 	res.Series = r.ser.Series()
+	if r.v4 != nil {
+		r.stats4(res)
+	}
 	return res
 }
 
 // mixTarget is the workload's mix as procedure name → weight.
-func mixTarget(w *workload.Workload) map[string]float64 {
+func mixTarget(w *workload.Workload, version string) map[string]float64 {
 	mix := map[string]float64{}
 	for _, m := range w.Mix {
-		mix[m.Proc.String()] += m.Weight
+		mix[results.OpName(m.Proc, version)] += m.Weight
 	}
 	return mix
 }

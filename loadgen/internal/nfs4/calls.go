@@ -55,7 +55,7 @@ func (s *Session) Call(ctx context.Context, q *Request) (*Reply, error) {
 
 // roundTrip sends q on the slot Begin gave it and Ends the slot.
 func (s *Session) roundTrip(ctx context.Context, q *Request) (*Reply, error) {
-	body, err := s.c.CallContext(ctx, Program, Version, ProcCompound, q.Encode)
+	body, err := s.Client().CallContext(ctx, Program, Version, ProcCompound, q.Encode)
 	if err != nil {
 		var re *rpc.RPCError
 		if errors.As(err, &re) {

@@ -25,6 +25,8 @@
 //	             Mode when Create), share Access (read/write), no delegation
 //	             wanted, owner {client id, Owner}; GETFH; GETATTR
 //	OpClose      PUTFH FH; CLOSE Stateid
+//	OpOpenClose  PUTFH FH (directory); OPEN as OpOpen; GETFH; CLOSE of the
+//	             current stateid (the OPEN's): a create that keeps no state
 //	OpMkdir      PUTFH FH; CREATE NF4DIR Name, Mode; GETFH
 //	OpSymlink    PUTFH FH; CREATE NF4LNK Name -> Target, Mode; GETFH
 //	OpRemove     PUTFH FH; REMOVE Name

@@ -35,6 +35,7 @@ const (
 	OpCreateSession
 	OpDestroySession
 	OpDestroyClientID
+	OpOpenClose
 	NumOps
 )
 
@@ -42,7 +43,7 @@ var opNames = [NumOps]string{
 	"null", "getattr", "setattr", "lookup", "lookup_path", "access", "readlink", "read",
 	"write", "commit", "open", "close", "mkdir", "symlink", "remove", "rename", "link",
 	"readdir", "sequence", "reclaim_complete", "exchange_id", "create_session",
-	"destroy_session", "destroy_clientid",
+	"destroy_session", "destroy_clientid", "open_close",
 }
 
 func (o Op) String() string {
@@ -54,6 +55,10 @@ func (o Op) String() string {
 
 // FH is an NFSv4 file handle (at most 128 bytes).
 type FH []byte
+
+// CurrentStateid is the special stateid that stands for the stateid the
+// previous operation of the COMPOUND produced (RFC 8881 §16.2.3.1.2).
+var CurrentStateid = Stateid{Seqid: 1}
 
 // Stateid is a stateid4. The zero value is the anonymous stateid; a Seqid
 // of 0 asks for the current state of Other (RFC 8881 §8.2.2).
@@ -251,6 +256,14 @@ func (r *Request) encodeOps2(e *xdr.Encoder) uint32 {
 		r.encodeOpen(e)
 		op0(e, OPGETFH)
 		getattr(e, r.attrs(DefaultAttrs))
+		return 4
+	case OpOpenClose:
+		putfh(e, r.FH)
+		r.encodeOpen(e)
+		op0(e, OPGETFH)
+		e.Uint32(uint32(OPCLOSE))
+		e.Uint32(0) // seqid: ignored in v4.1
+		encodeStateid(e, &CurrentStateid)
 		return 4
 	case OpClose:
 		putfh(e, r.FH)

@@ -101,7 +101,7 @@ func NewSession(ctx context.Context, c *rpc.Client, opt Options) (*Session, erro
 
 // single sends a COMPOUND without SEQUENCE (the session operations).
 func (s *Session) single(ctx context.Context, q *Request) (*Reply, error) {
-	body, err := s.c.CallContext(ctx, Program, Version, ProcCompound, q.Encode)
+	body, err := s.Client().CallContext(ctx, Program, Version, ProcCompound, q.Encode)
 	if err != nil {
 		return nil, fmt.Errorf("nfs4 %s: %w", q.Op, err)
 	}
@@ -186,7 +186,7 @@ func (s *Session) Begin(q *Request) bool {
 	q.Seq = SeqArgs{SessionID: s.sessionID, SeqID: s.slots.seq[i], Slot: uint32(i),
 		HighestSlot: uint32(max(s.slots.highest, 0)), Gen: s.gen}
 	q.ClientID = s.clientID
-	if q.Op == OpOpen && q.Owner == nil {
+	if (q.Op == OpOpen || q.Op == OpOpenClose) && q.Owner == nil {
 		q.Owner = s.owner
 	}
 	s.mu.Unlock()
@@ -253,7 +253,7 @@ func (s *Session) Recover(ctx context.Context, gen uint32) error {
 }
 
 // Accessors for the probe and the result.
-func (s *Session) Client() *rpc.Client { return s.c }
+func (s *Session) Client() *rpc.Client { s.mu.Lock(); defer s.mu.Unlock(); return s.c }
 
 // Fore returns the fore channel attributes the server granted.
 func (s *Session) Fore() ChannelAttrs { s.mu.Lock(); defer s.mu.Unlock(); return s.fore }

@@ -209,6 +209,15 @@ func Drain(ctx context.Context, addr string, cfg DrainConfig, idleFrom string) (
 	return drain(ctx, addr, cfg, idleFrom, ProbeNull, nullCall)
 }
 
+// DrainVersion is Drain with NULL calls of NFS version vers (3 or 4).
+func DrainVersion(ctx context.Context, addr string, cfg DrainConfig, idleFrom string, vers uint32) (*results.Drain, error) {
+	call := func(ctx context.Context, c *rpc.Client) error {
+		_, err := c.CallContext(ctx, nfs3.Program, vers, uint32(nfs3.ProcNull), nil)
+		return err
+	}
+	return drain(ctx, addr, cfg, idleFrom, ProbeNull, call)
+}
+
 // drain runs the rule with one probe call at a time on a connection of its
 // own; the call's timeout is the drain's bound, without retransmissions.
 func drain(ctx context.Context, addr string, cfg DrainConfig, idleFrom, probe string, probeCall call) (*results.Drain, error) {

@@ -69,12 +69,16 @@ type Config struct {
 	PortmapPort int           // the portmapper's port on the server host; 0: 111
 	Pings       int           // NULL calls timed for Result.RTT, 1..MaxPings
 	Timeout     time.Duration // per connect or call, > 0
+	NFSVersion  string        // "3" or "" (NFSv3), "4.1" (no portmapper, no MOUNT; Export is the pseudo path)
 }
 
 // Check validates c; its errors name the command-line flag.
 func (c *Config) Check() error {
 	if _, _, err := SplitServer(c.Server); err != nil {
 		return err
+	}
+	if c.NFSVersion != "" && c.NFSVersion != "3" && c.NFSVersion != "4.1" {
+		return fmt.Errorf("--nfs-version must be 3 or 4.1 (got %q)", c.NFSVersion)
 	}
 	switch {
 	case c.Export == "":
@@ -136,6 +140,11 @@ type Result struct {
 	FSStat           FSStat    `json:"fsstat"`
 	PathConf         PathConf  `json:"pathconf"`
 	RTT              RTT       `json:"rtt_us"`
+
+	// NFSVersion is "4.1" for an NFSv4.1 probe (absent for NFSv3), whose
+	// session limits are in NFS4 (probe4.go).
+	NFSVersion string    `json:"nfs_version,omitempty"`
+	NFS4       *Session4 `json:"nfs4,omitempty"`
 }
 
 // Program is one portmapper registration.
@@ -261,6 +270,10 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	p := &prober{cfg: cfg, host: host, ctx: ctx,
 		opt: rpc.Options{Timeout: cfg.Timeout, MaxRetransmits: 0, Auth: rpc.HostAuthSys()}}
 	res := &Result{Server: host, Export: cfg.Export, RPCPrograms: []Program{}}
+	res.FSInfo.PropertyNames = []string{}
+	if cfg.NFSVersion == "4.1" {
+		return p.run4(res, nport)
+	}
 
 	var err error
 	if res.NFSPort, res.NFSPortFrom, err = p.port(nport, nfs3.Program, "NFS"); err != nil {

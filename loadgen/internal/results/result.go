@@ -33,6 +33,7 @@ type Meta struct {
 	WarmupS          float64
 	Saturated        bool
 	SaturationReason string
+	NFSVersion       string // "" (NFSv3) or NFSVersion41
 }
 
 // Lag is the send-lag summary (ms).
@@ -119,6 +120,16 @@ type Result struct {
 	// Drain is the wait for an idle server before the run (drain.go);
 	// absent when the probe was off. A merge keeps the longest.
 	Drain *Drain `json:"drain,omitempty"`
+
+	// NFSVersion is "4.1" for an NFSv4.1 run (ops then carry the v4.1
+	// names, names.go), absent for NFSv3. Results of different versions
+	// do not merge.
+	NFSVersion string `json:"nfs_version,omitempty"`
+	// ErrorStatuses counts the errors by NFS status name (NFSv4.1 runs:
+	// NFS4ERR_DELAY, NFS4ERR_GRACE, NFS4ERR_BADSESSION, ...); summed by merge.
+	ErrorStatuses map[string]uint64 `json:"error_statuses,omitempty"`
+	// NFS4 are the NFSv4.1 session's counters; summed by merge.
+	NFS4 *NFS4Stats `json:"nfs4,omitempty"`
 }
 
 func encodeHist(h *hdr.Histogram) string {
@@ -183,6 +194,7 @@ func (r *Recorder) Result(m Meta) *Result {
 		Conns:              m.Conns,
 		Seed:               m.Seed,
 		WarmupS:            m.WarmupS,
+		NFSVersion:         m.NFSVersion,
 	}
 	if m.Host != "" {
 		res.Hosts = []string{m.Host}
@@ -230,8 +242,9 @@ func (r *Recorder) fill(res *Result) {
 		if r.all.sumNs > 0 {
 			or.TimePct = 100 * float64(o.lat.sumNs) / float64(r.all.sumNs) // % of total time
 		}
-		res.Ops[p.String()] = or
-		res.MixActual[p.String()] = or.Share
+		name := OpName(p, res.NFSVersion)
+		res.Ops[name] = or
+		res.MixActual[name] = or.Share
 	})
 	res.MeanMs, res.StdMs = r.all.meanStdMs()
 	res.P50Ms, res.P95Ms, res.P99Ms = r.all.pctMs(50), r.all.pctMs(95), r.all.pctMs(99)
@@ -271,7 +284,7 @@ func (res *Result) recorder() (*Recorder, error) {
 		return nil, fmt.Errorf("send_lag_histogram: %v", err)
 	}
 	for name, o := range res.Ops {
-		p, ok := nfs3.ProcByName(name)
+		p, ok := opByName(name)
 		if !ok {
 			return nil, fmt.Errorf("ops: unknown procedure %q", name)
 		}
@@ -304,6 +317,9 @@ func Merge(rs []*Result) (*Result, error) {
 		m.addHosts(r)
 		m.addMix(r)
 		m.addWindow(r)
+		if err := m.addVersion(r, i == 0); err != nil {
+			return nil, fmt.Errorf("merge: result %d: %v", i+1, err)
+		}
 		if i == 0 {
 			out := m.out
 			out.Server, out.Export, out.Pacing, out.Conns, out.Seed, out.WarmupS = r.Server, r.Export, r.Pacing, r.Conns, r.Seed, r.WarmupS
@@ -569,6 +585,7 @@ func (r *Result) Summary(w io.Writer) {
 		fmt.Fprintf(w, "drain: %.3f s, %d NULL probes, max RTT %.0f µs, last %v µs (limit %.0f µs, idle %.0f µs %s)\n",
 			d.DrainS, d.Probes, d.MaxRTTUs, d.LastUs, d.LimitUs, d.IdleRTTUs, d.IdleFrom)
 	}
+	r.summaryNFS4(w)
 	if s := r.Series; s != nil {
 		fmt.Fprintf(w, "series: %d intervals of %g s; outstanding at stop %d (replied %d, errors %d, timed out %d)\n",
 			len(s.Intervals), s.IntervalS, s.OutstandingAtStop, s.StopReplied, s.StopErrors, s.StopTimeouts)

@@ -116,6 +116,7 @@ type SeriesRecorder struct {
 	arrived              []uint64
 	stopped              bool
 	stop                 Series // the stop_* counters
+	Version              string // names the ops: "" (NFSv3) or NFSVersion41
 }
 
 // NewSeriesRecorder prepares the intervals of a run (checked by the caller
@@ -258,7 +259,7 @@ func (s *SeriesRecorder) Series() *Series {
 			if iv.Ops == nil {
 				iv.Ops = map[string]*IntervalStats{}
 			}
-			iv.Ops[nfs3.Proc(p).String()] = st
+			iv.Ops[OpName(nfs3.Proc(p), s.Version)] = st
 			iv.IntervalStats.add(st)
 		}
 		iv.Histogram = encodePacked(total)
@@ -371,7 +372,7 @@ func mergeInterval(byK map[int64]*Interval, hist func(*IntervalStats) *hdr.Packe
 		return err
 	}
 	for name, st := range src.Ops {
-		if _, ok := nfs3.ProcByName(name); !ok {
+		if _, ok := opByName(name); !ok {
 			return fmt.Errorf("ops: unknown procedure %q", name)
 		}
 		if d.Ops == nil {

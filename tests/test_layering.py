@@ -4,7 +4,7 @@ the package root stays lazy, the controller layer does no I/O, and files and fun
 Layers, low → high (a module may import its own layer or lower):
   0 workbench.config   1 workbench.stats   2 workbench.controller
   3 workbench.measure, workbench.planning (planning may import measure, not the reverse)
-  4 analysis (top-level package)   5 workbench.pipeline   6 workbench.cli, workbench.dagrun   7 dags/
+  4 workbench.analysis   5 workbench.pipeline   6 workbench.cli, workbench.dagrun   7 dags/
 """
 from __future__ import annotations
 
@@ -17,7 +17,6 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 SRC = REPO / "src"
 PKG = SRC / "workbench"
-ANALYSIS = REPO / "analysis"
 DAGS = REPO / "dags"
 
 LAYERS = {
@@ -26,7 +25,7 @@ LAYERS = {
     "workbench.controller": 2,
     "workbench.measure": 3,
     "workbench.planning": 3,
-    "analysis": 4,
+    "workbench.analysis": 4,
     "workbench.pipeline": 5,
     "workbench.cli": 6,
     "workbench.dagrun": 6,
@@ -39,9 +38,9 @@ PURE_DIRS = (PKG / "controller", PKG / "stats")
 PURE_FORBIDDEN_TOP = {
     "airflow", "ansible", "ansible_runner", "minio", "urllib3", "requests", "subprocess", "socket",
     "os", "shutil", "tempfile", "pathlib", "io", "pandas", "great_expectations", "matplotlib",
-    "pyarrow", "analysis",
+    "pyarrow",
 }
-PURE_FORBIDDEN_MODULES = ("workbench.pipeline", "workbench.measure")
+PURE_FORBIDDEN_MODULES = ("workbench.pipeline", "workbench.measure", "workbench.analysis")
 
 MAX_FILE_LINES = 400
 MAX_FUNCTION_LINES = 80
@@ -70,7 +69,7 @@ def module_name(path: Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-ALL_FILES = py_files(PKG, ANALYSIS, DAGS)
+ALL_FILES = py_files(PKG, DAGS)
 KNOWN_MODULES = {module_name(p) for p in ALL_FILES}
 
 
@@ -140,7 +139,7 @@ def test_imports_point_down():
         if src_unit is None:                      # the package root: test_package_root_is_lazy
             continue
         for imp in imports_of(path):
-            if top(imp.target) not in ("workbench", "analysis"):
+            if top(imp.target) != "workbench":
                 continue
             target = imp.target
             if target == "workbench" and imp.name in api:       # a lazy re-export: where it really lives
@@ -193,7 +192,7 @@ def test_controller_layer_does_no_io():
 
 def test_files_and_functions_are_small():
     bad = []
-    for path in py_files(PKG, ANALYSIS):
+    for path in py_files(PKG):
         rel = path.relative_to(REPO)
         n = len(path.read_text().splitlines())
         if n > MAX_FILE_LINES:
@@ -207,11 +206,10 @@ def test_files_and_functions_are_small():
 
 
 def test_test_files_mirror_the_modules():
-    """tests/<layer>/test_<module>[_<aspect>].py tests src/workbench/<layer>/<module>.py (analysis/:
-    the top-level package); every layer folder of the package has its folder of tests."""
+    """tests/<layer>/test_<module>[_<aspect>].py tests src/workbench/<layer>/<module>.py; every layer
+    folder of the package has its folder of tests."""
     tests = REPO / "tests"
     layer_dirs = {p.name: p for p in PKG.iterdir() if p.is_dir() and (p / "__init__.py").exists()}
-    layer_dirs["analysis"] = ANALYSIS
     assert set(layer_dirs) <= {p.name for p in tests.iterdir() if p.is_dir()}, sorted(layer_dirs)
     strays = []
     for name, src in layer_dirs.items():

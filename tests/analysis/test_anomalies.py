@@ -6,8 +6,8 @@ import math
 import pytest
 from scipy import stats
 
-from analysis.anomalies import history_trend, rating_warnings
-from analysis.report import nightly_report_html, rating_report_html
+from workbench.analysis.anomalies import history_trend, rating_warnings
+from workbench.analysis.report import nightly_report_html, rating_report_html
 
 
 def _trials(load, means, start=0, valid=True):

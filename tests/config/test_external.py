@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from analysis.report import rating_report_html
+from workbench.analysis.report import rating_report_html
 from helpers import FakeRunner
 from workbench import cli
 from workbench.config.external import external_server, refuse_server_factors

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from helpers import load_recorded_nights
 
-from analysis.regression import reference_load
+from workbench.analysis.regression import reference_load
 from workbench import pipeline
 from workbench.config import paths
 from workbench.config.vocabulary import CANNED_WORKLOADS, MAX_TRIAL_TASKS

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from analysis.cost import cost_text
+from workbench.analysis.cost import cost_text
 from workbench.pipeline.localstore import LocalStore
 from workbench.pipeline.steps import measured_cost
 

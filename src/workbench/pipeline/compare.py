@@ -15,8 +15,8 @@ import re
 from pathlib import Path
 from typing import Any, Mapping
 
-from analysis.comparison import compare_png, comparison_html
-from analysis.regression import compare_to_history
+from workbench.analysis.comparison import compare_png, comparison_html
+from workbench.analysis.regression import compare_to_history
 from workbench.pipeline.localstore import LocalStore
 from workbench.pipeline.nightly import nightly_rating
 from workbench.pipeline.plan import ParamError

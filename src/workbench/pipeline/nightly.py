@@ -12,10 +12,10 @@ from typing import Any, Mapping, Sequence
 
 import yaml
 
-from analysis.anomalies import history_trend
-from analysis.plots import history_png
-from analysis.regression import compare_to_history, reference_load
-from analysis.report import nightly_report_html
+from workbench.analysis.anomalies import history_trend
+from workbench.analysis.plots import history_png
+from workbench.analysis.regression import compare_to_history, reference_load
+from workbench.analysis.report import nightly_report_html
 from workbench.config.paths import REPO
 from workbench.controller.result import goal_results
 from workbench.pipeline.plan import UNSAFE_ID_CHARS, ParamError, plan_from_params, seeded, strict_json

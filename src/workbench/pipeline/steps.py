@@ -16,10 +16,10 @@ import time
 from pathlib import Path
 from typing import Any, Mapping
 
-from analysis.anomalies import rating_warnings
-from analysis.report import rating_plots, rating_report_html
-from analysis.tenants import background_result
-from analysis.validate import validate_trials
+from workbench.analysis.anomalies import rating_warnings
+from workbench.analysis.report import rating_plots, rating_report_html
+from workbench.analysis.tenants import background_result
+from workbench.analysis.validate import validate_trials
 from workbench.config.paths import FSTRESS
 from workbench.controller.decide import Done, NextTrial, decide
 from workbench.controller.result import PeakResult

@@ -18,8 +18,8 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from analysis.surface_plots import curve_png, mape_png, surface_png
-from analysis.report import surface_report_html
+from workbench.analysis.surface_plots import curve_png, mape_png, surface_png
+from workbench.analysis.report import surface_report_html
 from workbench.config.factors import sweep_factors
 from workbench.config.tenants import TENANT_FACTOR_NAMES
 from workbench.config.vocabulary import DESIGNS, MAX_ROUNDS

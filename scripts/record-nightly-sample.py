@@ -22,7 +22,7 @@ import tempfile
 from pathlib import Path
 
 from workbench.pipeline import nightly
-from workbench.pipeline.localstore import LocalStore
+from workbench.store.local import LocalStore
 
 NIGHTS = {"2026-11-01": 100, "2026-11-02": 100, "2026-11-03": 40}
 KEEP = ("config.json", "web.json", "spec.json", "result.json", "/trials/")

@@ -270,9 +270,9 @@ run_id=$(sed -n 's/^dag_run_id=//p' "$RUN/trigger.out")
 # object itself from the host, through MinIO's published port.
 rid=$(timeout 120 "${COMPOSE[@]}" exec -T airflow-worker python -c '
 import sys
-from workbench import pipeline
-from workbench.pipeline.s3store import open_store
-rid = pipeline.rating_id_for("rate_peak", sys.argv[1])
+from workbench.params.plan import rating_id_for
+from workbench.store.s3 import open_store
+rid = rating_id_for("rate_peak", sys.argv[1])
 st = open_store()
 keys = st.list_keys(st.rating_key(rid, ""))
 print(f"objects: {len(keys)} under {st.url(st.rating_key(rid, str()))}", file=sys.stderr)

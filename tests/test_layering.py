@@ -4,7 +4,8 @@ the package root stays lazy, the controller layer does no I/O, and files and fun
 Layers, low → high (a module may import its own layer or lower):
   0 workbench.config   1 workbench.stats   2 workbench.controller
   3 workbench.measure, workbench.planning (planning may import measure, not the reverse)
-  4 workbench.analysis   5 workbench.pipeline   6 workbench.cli, workbench.dagrun   7 dags/
+  4 workbench.analysis, workbench.params, workbench.store   5 workbench.lease, workbench.output
+  6 workbench.pipeline   7 workbench.cli, workbench.dagrun   8 dags/
 """
 from __future__ import annotations
 
@@ -25,11 +26,15 @@ LAYERS = {
     "workbench.controller": 2,
     "workbench.measure": 3,
     "workbench.planning": 3,
-    "workbench.analysis": 4,
-    "workbench.pipeline": 5,
-    "workbench.cli": 6,
-    "workbench.dagrun": 6,
-    "dags": 7,
+    "workbench.analysis": 4,     # validation, regression verdicts, plots, reports: pure functions of records
+    "workbench.params": 4,       # the Params, RatingPlan, the validation pass
+    "workbench.store": 4,        # the Store and its layout; S3/MinIO and directory backends
+    "workbench.lease": 5,        # slot leases (on a RatingPlan)
+    "workbench.output": 5,       # the console's lines, the notifications of a run
+    "workbench.pipeline": 6,     # the workflows: rating steps, run_rating, sweeps, nights, comparisons
+    "workbench.cli": 7,
+    "workbench.dagrun": 7,
+    "dags": 8,
 }
 # Imports between different units of one rank: allowed only where listed (importer, imported).
 SAME_RANK_ALLOWED = {("workbench.planning", "workbench.measure")}   # planning.dryrun simulates
@@ -40,7 +45,8 @@ PURE_FORBIDDEN_TOP = {
     "os", "shutil", "tempfile", "pathlib", "io", "pandas", "great_expectations", "matplotlib",
     "pyarrow",
 }
-PURE_FORBIDDEN_MODULES = ("workbench.pipeline", "workbench.measure", "workbench.analysis")
+PURE_FORBIDDEN_MODULES = ("workbench.measure", "workbench.analysis", "workbench.params", "workbench.store",
+                          "workbench.lease", "workbench.output", "workbench.pipeline")
 
 MAX_FILE_LINES = 400
 MAX_FUNCTION_LINES = 80

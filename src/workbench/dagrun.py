@@ -27,8 +27,9 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from workbench.config.paths import DAGS, WORKDIR, private_dir, rating_dir
-from workbench.pipeline import RatingPlan, open_store, rating_id_for
-from workbench.pipeline.console import Progress, result_block
+from workbench.output.console import Progress, result_block
+from workbench.params.plan import RatingPlan, rating_id_for
+from workbench.store.s3 import open_store
 
 
 def worker_hostname() -> str:

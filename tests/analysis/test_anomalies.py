@@ -63,7 +63,7 @@ def test_the_reports_show_the_warnings():
 
 
 def test_the_console_result_block_lists_the_warnings():
-    from workbench.pipeline.console import result_block
+    from workbench.output.console import result_block
     res = {"peak_rate": 900.0, **rating_warnings(_trials(900, [1.0, 2.0, 3.0]))}
     assert "warning" in result_block(res) and "the mean rose by 1 ms per trial" in result_block(res)
     assert "warning" not in result_block({"peak_rate": 900.0, "warnings": []})

@@ -55,7 +55,7 @@ from scipy import stats as _st
 from workbench.stats.intervals import welch
 
 __all__ = ["RegressionVerdict", "compare_to_history", "diff_ci", "peak_se", "reference_load",
-           "separation_error", "BASELINE_RATINGS", "NEAR_LOAD_FRACTION"]
+           "separation_error", "verdict_label", "verdict_word", "BASELINE_RATINGS", "NEAR_LOAD_FRACTION"]
 
 BASELINE_RATINGS = 5          # the baseline is the mean of the last ≤ 5 history ratings
 NEAR_LOAD_FRACTION = 0.10     # Welch uses trials within 10 % of the reference load
@@ -331,3 +331,12 @@ def _verdict_text(regression: bool, improvement: bool, inconclusive: bool, uncon
 def _level(rating: Mapping[str, Any], default: float) -> float:
     """The confidence of a rating's λ* CI (`ci_level`), else `default`."""
     return float(rating.get("ci_level") or default)
+
+
+def verdict_label(v: Mapping[str, Any]) -> str:
+    """The baseline's name, with the goal when the baseline rates several."""
+    return str(v.get("name")) + (f" at R_sat {v['r_sat_ms']:g} ms" if (v.get("n_goals") or 1) > 1 else "")
+
+
+def verdict_word(v: Mapping[str, Any]) -> str:
+    return "REGRESSION" if v["regression"] else "NO VERDICT" if v.get("inconclusive") else "ok"

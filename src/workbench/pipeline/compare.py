@@ -17,11 +17,11 @@ from typing import Any, Mapping
 
 from workbench.analysis.comparison import compare_png, comparison_html
 from workbench.analysis.regression import compare_to_history
-from workbench.pipeline.localstore import LocalStore
+from workbench.params.plan import ParamError
 from workbench.pipeline.nightly import nightly_rating
-from workbench.pipeline.plan import ParamError
-from workbench.pipeline.s3store import ResultsStore, S3Config, open_store
-from workbench.pipeline.store import Store
+from workbench.store.base import Store
+from workbench.store.local import LocalStore
+from workbench.store.s3 import ResultsStore, S3Config, open_store
 
 S3_RATING = re.compile(r"s3://([a-z0-9][a-z0-9.-]{1,61}[a-z0-9])/ratings/([A-Za-z0-9_.:+-]+)/?")
 

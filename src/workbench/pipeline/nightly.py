@@ -14,14 +14,14 @@ import yaml
 
 from workbench.analysis.anomalies import history_trend
 from workbench.analysis.plots import history_png
-from workbench.analysis.regression import compare_to_history, reference_load
+from workbench.analysis.regression import compare_to_history, reference_load, verdict_label, verdict_word
 from workbench.analysis.report import nightly_report_html
 from workbench.config.paths import REPO
 from workbench.controller.result import goal_results
-from workbench.pipeline.plan import UNSAFE_ID_CHARS, ParamError, plan_from_params, seeded, strict_json
+from workbench.params.plan import UNSAFE_ID_CHARS, ParamError, plan_from_params, seeded, strict_json
+from workbench.params.validation import validate_plans
 from workbench.pipeline.runner import run_rating
-from workbench.pipeline.store import Store
-from workbench.pipeline.validation import validate_plans
+from workbench.store.base import Store
 
 # trials tonight's rating runs at its baseline's reference load: the sample of the nightly Welch test
 # (analysis.regression); with 2 (a smoke rating's cap per load) one warm-cache trial among overloaded
@@ -225,27 +225,6 @@ def night_warnings(history: Sequence[Mapping[str, Any]], current: Mapping[str, A
     peaks = [r["result"].get("peak_rate") if r["result"].get("converged") else None for r in nights]
     trend = history_trend(peaks, [r["night"] for r in nights], confidence)
     return [w["text"] for w in current["result"].get("warnings") or []] + ([trend["text"]] if trend else [])
-
-
-def night_of(dag_run: Any, run_id: str = "") -> str:
-    """The night (YYYY-MM-DD) a nightly_regression run rates: its logical date, else when it was
-    triggered; without the run (a callback's minimal context), the date in its run id."""
-    when = getattr(dag_run, "logical_date", None) or getattr(dag_run, "run_after", None)
-    if when is not None:
-        return when.strftime("%Y-%m-%d")
-    m = re.search(r"\d{4}-\d{2}-\d{2}", run_id)
-    if m is None:
-        raise ValueError(f"no night in run {run_id!r}")
-    return m.group(0)
-
-
-def verdict_label(v: Mapping[str, Any]) -> str:
-    """The baseline's name, with the goal when the baseline rates several."""
-    return str(v.get("name")) + (f" at R_sat {v['r_sat_ms']:g} ms" if (v.get("n_goals") or 1) > 1 else "")
-
-
-def verdict_word(v: Mapping[str, Any]) -> str:
-    return "REGRESSION" if v["regression"] else "NO VERDICT" if v.get("inconclusive") else "ok"
 
 
 def report(store: Store, night: str, verdicts: Sequence[Mapping[str, Any]]) -> str:

@@ -25,12 +25,12 @@ from workbench.controller.decide import Done, NextTrial, decide
 from workbench.controller.result import PeakResult
 from workbench.controller.state import load_key
 from workbench.controller.trial import TrialResult
+from workbench.lease.leases import holding, holds, mark_dirty, release_slot, teardown_turn
 from workbench.measure.ansible import AnsibleHarness
 from workbench.measure.protocol import Harness, HarnessFactory
-from workbench.pipeline.leases import holding, holds, mark_dirty, release_slot, teardown_turn
-from workbench.pipeline.plan import RatingPlan, strict_json
+from workbench.params.plan import RatingPlan, strict_json
 from workbench.pipeline.stop import killable
-from workbench.pipeline.store import Store, TrialConflict, encode_json
+from workbench.store.base import Store, TrialConflict, encode_json
 
 
 class TeardownFailed(RuntimeError):

@@ -26,7 +26,7 @@ from typing import Iterator
 
 import psutil
 
-from workbench.pipeline.plan import RatingPlan
+from workbench.params.plan import RatingPlan
 
 GRACE_S = 1.0
 _handling: list[RatingPlan] = []       # the plan whose killable block holds the SIGTERM handler

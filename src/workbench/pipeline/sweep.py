@@ -18,21 +18,21 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from workbench.analysis.surface_plots import curve_png, mape_png, surface_png
 from workbench.analysis.report import surface_report_html
+from workbench.analysis.surface_plots import curve_png, mape_png, surface_png
 from workbench.config.factors import sweep_factors
 from workbench.config.tenants import TENANT_FACTOR_NAMES
 from workbench.config.vocabulary import DESIGNS, MAX_ROUNDS
 from workbench.config.workloads import WORKLOAD_BY_NAME, WORKLOAD_FACTOR_NAMES
-from workbench.pipeline.plan import ParamError, RatingPlan, check_param, plan_from_params, seeded, strict_json
+from workbench.params.plan import ParamError, RatingPlan, check_param, plan_from_params, seeded, strict_json
+from workbench.params.validation import validate_plans
 from workbench.pipeline.runner import run_rating
-from workbench.pipeline.store import PARQUET_TYPE, Store
-from workbench.pipeline.validation import validate_plans
 from workbench.planning import active
 from workbench.planning.design import Categorical, FactorSpace, Numeric
 from workbench.planning.doptimal import d_optimal
 from workbench.planning.seeding import nearest_seed, seed_order
 from workbench.stats.rsm import mape
+from workbench.store.base import PARQUET_TYPE, Store
 
 NUMERIC_FACTORS = sweep_factors("numeric") + WORKLOAD_FACTOR_NAMES + TENANT_FACTOR_NAMES  # server, workload, tenant B
 CATEGORICAL_FACTORS = sweep_factors("categorical")

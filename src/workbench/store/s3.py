@@ -21,7 +21,7 @@ from minio.deleteobjects import DeleteObject
 from minio.error import InvalidResponseError, MinioException, S3Error, ServerError
 
 from workbench.config.paths import MINIO_ENV_FILE
-from workbench.pipeline.store import MISSING, NotFound, Store, StoreError, check_key
+from workbench.store.base import MISSING, NotFound, Store, StoreError, check_key
 
 _AUTH_CODES = {"InvalidAccessKeyId", "SignatureDoesNotMatch", "AccessDenied", "ExpiredToken"}
 _MISSING_CODES = {"NoSuchKey", "NoSuchBucket", "NoSuchObject"}

@@ -6,8 +6,8 @@ Layout (keys follow from validated ids, so a retried task rewrites the same obje
 
 `Store` holds the layout and everything built on six primitives (put_bytes, create_bytes,
 get_bytes, exists, list_keys, delete_prefix) that each backend implements: `ResultsStore` on
-S3/MinIO (``pipeline.s3store``, transient failures retried for a bounded time) and `LocalStore` on
-a directory (``pipeline.localstore``).
+S3/MinIO (``store.s3``, transient failures retried for a bounded time) and `LocalStore` on
+a directory (``store.local``).
 
 Trial objects are written once (`put_trial`): a retry that writes the same record again is a no-op,
 a different second record for the same trial is refused (`TrialConflict`) — the stored one may

@@ -18,9 +18,9 @@ import pandas as pd
 import pytest
 from conftest_store import MINIO_SH, free_ports
 
-from workbench.pipeline.localstore import LocalStore
-from workbench.pipeline.s3store import NotFound, ResultsStore, S3Config, StoreError
-from workbench.pipeline.store import TrialConflict
+from workbench.store.base import TrialConflict
+from workbench.store.local import LocalStore
+from workbench.store.s3 import NotFound, ResultsStore, S3Config, StoreError
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 TRIALS = [json.loads(line) for line in (DATA / "store_trials.jsonl").read_text().splitlines()]
@@ -316,7 +316,7 @@ def test_config_from_airflow_connection(tmp_path):
     envfile = tmp_path / "env"
     envfile.write_text("WB_S3_ENDPOINT=127.0.0.1:9124\nWB_S3_ACCESS_KEY=fa\nWB_S3_SECRET_KEY=fs\n")
     code = f"""
-from workbench.pipeline.s3store import S3Config, StoreError
+from workbench.store.s3 import S3Config, StoreError
 show = lambda c: print("RESULT", c.endpoint, c.access_key, c.secret_key, c.bucket, c.secure)
 show(S3Config.resolve(env={{}}))
 show(S3Config.resolve("wb_absent", env={{"WB_S3_ENDPOINT": "e:1", "WB_S3_ACCESS_KEY": "a",

@@ -29,11 +29,11 @@ from typing import Any, Callable, Mapping
 
 from airflow.sdk.bases.notifier import BaseNotifier
 
-from workbench.pipeline.console import _pair, fmt_num
-from workbench.pipeline.nightly import night_of, verdict_label, verdict_word
-from workbench.pipeline.plan import rating_id_for
-from workbench.pipeline.s3store import open_store
-from workbench.pipeline.store import Store
+from workbench.analysis.regression import verdict_label, verdict_word
+from workbench.output.console import _pair, fmt_num
+from workbench.params.plan import night_of, rating_id_for
+from workbench.store.base import Store
+from workbench.store.s3 import open_store
 
 SMTP_CONN = "workbench_smtp"
 WEBHOOK_CONN = "workbench_webhook"

@@ -13,7 +13,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from workbench.pipeline.store import MISSING, NotFound, Store, StoreError, check_key
+from workbench.store.base import MISSING, NotFound, Store, StoreError, check_key
 
 
 class LocalStore(Store):

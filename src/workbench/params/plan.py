@@ -94,6 +94,18 @@ def rating_id_for(dag_id: str, run_id: str) -> str:
     return rid[:128]
 
 
+def night_of(dag_run: Any, run_id: str = "") -> str:
+    """The night (YYYY-MM-DD) a nightly_regression run rates: its logical date, else when it was
+    triggered; without the run (a callback's minimal context), the date in its run id."""
+    when = getattr(dag_run, "logical_date", None) or getattr(dag_run, "run_after", None)
+    if when is not None:
+        return when.strftime("%Y-%m-%d")
+    m = re.search(r"\d{4}-\d{2}-\d{2}", run_id)
+    if m is None:
+        raise ValueError(f"no night in run {run_id!r}")
+    return m.group(0)
+
+
 def strict_json(obj: Any) -> Any:
     """obj with NaN/±inf replaced by None: XCom and strict JSON readers refuse them."""
     if isinstance(obj, float):
@@ -128,7 +140,7 @@ class RatingPlan:
     external: dict[str, Any] = field(default_factory=dict)   # ExternalServer fields; {} = the slot's SUT
     load_hosts: int = 0            # the slot's first N load hosts share the load (0 = all)
     background: dict[str, Any] = field(default_factory=dict)   # tenant B (config.tenants); {} = none
-    lease_token: int = 0           # fencing token of the slot's lease (pipeline.leases); 0 = not leased
+    lease_token: int = 0           # fencing token of the slot's lease (lease.leases); 0 = not leased
 
     def rating_spec(self) -> RatingSpec:
         return RatingSpec(**self.spec)

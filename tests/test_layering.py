@@ -1,5 +1,6 @@
-"""Architecture checks on the source (AST only, nothing imported): imports point down the layers,
-the package root stays lazy, the controller layer does no I/O, and files and functions stay small.
+"""Architecture checks on the source (AST only, nothing imported): imports point down the layers and
+form no cycle between modules (function-level imports count), the package root stays lazy, the
+controller layer does no I/O, and files and functions stay small.
 
 Layers, low → high (a module may import its own layer or lower):
   0 workbench.config   1 workbench.stats   2 workbench.controller
@@ -128,6 +129,81 @@ def top(module: str) -> str:
     return module.partition(".")[0]
 
 
+def import_graph() -> dict[str, dict[str, Import]]:
+    """Module → each module of the package (or dags/) it imports → the first import that does: module-level
+    and function-level imports alike (a function-level import is a dependency all the same); a lazy
+    re-export of the root counts as the module that defines it."""
+    api = lazy_api()
+    graph: dict[str, dict[str, Import]] = {module_name(p): {} for p in ALL_FILES}
+    for path in ALL_FILES:
+        for imp in imports_of(path):
+            target = api.get(imp.name, imp.target) if imp.target == "workbench" else imp.target
+            if target in graph:
+                graph[module_name(path)].setdefault(target, imp)
+    return graph
+
+
+def strongly_connected(graph: dict[str, dict[str, Import]]) -> list[list[str]]:
+    """Tarjan's strongly connected components of more than one module, or of one that imports itself."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    out: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in graph[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while not comp or comp[-1] != v:
+                comp.append(stack.pop())
+            if len(comp) > 1 or v in graph[v]:
+                out.append(sorted(comp))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return out
+
+
+def import_cycles(graph: dict[str, dict[str, Import]]) -> list[list[str]]:
+    """The import cycles: in each strongly connected set of modules, a shortest cycle through each of its
+    modules ([m0, m1, …, m0], starting at its least module), each cycle once."""
+    cycles: set[tuple[str, ...]] = set()
+    for comp in strongly_connected(graph):
+        members = set(comp)
+        for start in comp:                         # breadth-first back to `start` inside the component
+            came_from: dict[str, str] = {}
+            frontier = [start]
+            while start not in came_from and frontier:
+                nxt = []
+                for v in frontier:
+                    for w in sorted(graph[v]):
+                        if w in members and w not in came_from:
+                            came_from[w] = v
+                            nxt.append(w)
+                frontier = nxt
+            path = [start]
+            while len(path) == 1 or path[-1] != start:
+                path.append(came_from[path[-1]])
+            ring = path[::-1][:-1]                 # start → … (without the closing start)
+            i = ring.index(min(ring))
+            cycles.add(tuple(ring[i:] + ring[:i]))
+    return [[*c, c[0]] for c in sorted(cycles)]
+
+
+def cycle_text(cycle: list[str], graph: dict[str, dict[str, Import]]) -> str:
+    edges = [graph[a][b] for a, b in zip(cycle, cycle[1:])]
+    return " → ".join(cycle) + "".join(
+        f"\n    {e.where()}" + ("  (in a function)" if e.in_function else "") for e in edges)
+
+
 # --- tests -------------------------------------------------------------------------------------
 
 def test_every_file_has_a_layer():
@@ -137,6 +213,8 @@ def test_every_file_has_a_layer():
 
 
 def test_imports_point_down():
+    """Every import of the package and the DAGs points to its own unit or a lower layer, and no modules
+    import each other, directly or round a longer cycle (module-level and function-level imports)."""
     api = lazy_api()
     bad = []
     for path in ALL_FILES:
@@ -161,6 +239,8 @@ def test_imports_point_down():
                     bad.append(f"{imp.where()}  (up: {src_unit} [{s}] → {dst_unit} [{d}])")
                 elif d == s and (src_unit, dst_unit) not in SAME_RANK_ALLOWED:
                     bad.append(f"{imp.where()}  (sideways: {src_unit} → {dst_unit}, both layer {s})")
+    graph = import_graph()
+    bad += [f"import cycle: {cycle_text(c, graph)}" for c in import_cycles(graph)]
     assert not bad, "imports against the layering:\n" + "\n".join(bad)
 
 

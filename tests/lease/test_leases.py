@@ -17,6 +17,7 @@ from workbench.lease import leases
 from workbench.measure.ansible import AnsibleHarness
 from workbench.params.plan import RatingPlan, plan_from_params
 from workbench.pipeline import steps
+from workbench.pipeline.slot import TeardownFailed, teardown
 
 
 @pytest.fixture
@@ -150,8 +151,8 @@ def test_a_failed_teardown_keeps_the_lease_dirty_until_a_teardown_succeeds(lease
     make = lambda **kw: AnsibleHarness(runner=failing, **kw)   # noqa: E731
     a = leases.lease_slot(_plan("rating-a", "slot1"))
     a = RatingPlan.from_dict({**a.to_dict(), "workdir": str(tmp_path / "a")})
-    with pytest.raises(steps.TeardownFailed, match="target is busy.*marked dirty"):
-        steps.teardown(a, make)
+    with pytest.raises(TeardownFailed, match="target is busy.*marked dirty"):
+        teardown(a, make)
     lease = leases.read_lease("slot1")
     assert lease["rating_id"] == "rating-a" and lease["dirty"] is True
     # rating-a has ended: its dirty lease is taken over at once; the taker tears down before provisioning

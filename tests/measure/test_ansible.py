@@ -387,7 +387,7 @@ def test_a_rating_on_two_load_hosts_of_a_bridge_slot(tmp_path):
     from workbench.store.local import LocalStore
     from workbench.params.plan import plan_from_params, with_settings
     from workbench.pipeline.runner import run_rating
-    from workbench.pipeline.steps import harness_for, teardown
+    from workbench.pipeline.slot import harness_for, teardown
     if os.geteuid() != 0:
         pytest.skip("needs root (network namespaces, loop devices, cgroups)")
     k = int(INTEGRATION_SLOT.removeprefix("slot"))

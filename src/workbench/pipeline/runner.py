@@ -16,8 +16,9 @@ from workbench.measure.ansible import AnsibleHarness
 from workbench.measure.protocol import HarnessFactory
 from workbench.output.console import fmt_num, trial_line
 from workbench.params.plan import RatingPlan
+from workbench.pipeline.slot import teardown
 from workbench.pipeline.steps import (decide_step, deploy, provision, publish_step, report_step,
-                                      summarise_step, teardown, trial_log, trial_step, validate_step)
+                                      summarise_step, trial_log, trial_step, validate_step)
 from workbench.pipeline.stop import RatingKilled, killable, stop_children
 from workbench.store.base import Store
 

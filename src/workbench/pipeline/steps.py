@@ -25,28 +25,13 @@ from workbench.controller.decide import Done, NextTrial, decide
 from workbench.controller.result import PeakResult
 from workbench.controller.state import load_key
 from workbench.controller.trial import TrialResult
-from workbench.lease.leases import holding, holds, mark_dirty, release_slot, teardown_turn
+from workbench.lease.leases import holding, mark_dirty
 from workbench.measure.ansible import AnsibleHarness
-from workbench.measure.protocol import Harness, HarnessFactory
+from workbench.measure.protocol import HarnessFactory
 from workbench.params.plan import RatingPlan, strict_json
+from workbench.pipeline.slot import harness_for, teardown_or_raise
 from workbench.pipeline.stop import killable
 from workbench.store.base import Store, TrialConflict, encode_json
-
-
-class TeardownFailed(RuntimeError):
-    """The slot could not be torn down: its lease stays, marked dirty, until a later teardown succeeds."""
-
-
-def harness_for(plan: RatingPlan, make: HarnessFactory = AnsibleHarness) -> Harness:
-    """The plan's harness on its leased slot (`make`: AnsibleHarness, or a test's subclass)."""
-    if plan.slot == "auto":
-        raise RuntimeError("the plan has no slot yet: lease_slot first")
-    spec = plan.rating_spec()
-    return make(slot=plan.slot, inventory=plan.inventory, factors=plan.factors, workload=plan.workload_file(),
-                results_dir=plan.local_dir(), warmup_s=plan.warmup_s, fileset_rate=plan.fileset_rate,
-                extravars=plan.extravars, overload_ms=spec.r_sat_ms * (1.0 + spec.width),
-                external=plan.external, load_hosts=plan.load_hosts,
-                **({"background": plan.background} if plan.background else {}))
 
 
 def provision(plan: RatingPlan, store: Store, make: HarnessFactory = AnsibleHarness) -> dict[str, Any]:
@@ -57,7 +42,7 @@ def provision(plan: RatingPlan, store: Store, make: HarnessFactory = AnsibleHarn
     with holding(plan) as lease, killable(plan):
         h = harness_for(plan, make)
         if lease.get("dirty"):           # taken over from a rating that ended without a clean teardown
-            _teardown_or_raise(plan, make)
+            teardown_or_raise(plan, make)
             mark_dirty(plan, False)
         store.put_json(store.rating_key(plan.rating_id, "spec.json"), plan.to_dict())
         store.put_bytes(store.rating_key(plan.rating_id, "workload.wl"), plan.workload_source().encode(),
@@ -89,30 +74,6 @@ def deploy(plan: RatingPlan, store: Store, make: HarnessFactory = AnsibleHarness
     _record_time(plan, store, "deploy", t0)
     return (f"warm-up trial (discarded): {w.load_ops_s:g} ops/s × {w.runlength_s:g} s → mean {w.mean_ms:.2f} ms"
             + ("" if w.valid else f" ({w.reason})"))
-
-
-def _teardown_or_raise(plan: RatingPlan, make: HarnessFactory) -> None:
-    # every load host of the slot, even where the rating asked for fewer (or too many)
-    run = harness_for(dataclasses.replace(plan, load_hosts=0), make).teardown()
-    if not run.ok:
-        raise TeardownFailed(f"teardown of {plan.slot} failed: {run.message()}; its lease stays, marked "
-                             f"dirty, until a later teardown succeeds")
-
-
-def teardown(plan: RatingPlan, make: HarnessFactory = AnsibleHarness) -> str:
-    """Tear the slot down and release the lease — only if this rating holds it. TeardownFailed (the run
-    turns red) when the playbook fails: the lease is kept, marked dirty. Teardowns of a slot take turns."""
-    with teardown_turn(plan.slot):
-        if not holds(plan):
-            return f"slot {plan.slot} not held by {plan.rating_id}: nothing to tear down"
-        try:
-            with holding(plan):
-                _teardown_or_raise(plan, make)
-        except TeardownFailed:
-            mark_dirty(plan, True)
-            raise
-        release_slot(plan)
-    return "torn down"
 
 
 def trial_records(store: Store, rating_id: str) -> list[dict[str, Any]]:

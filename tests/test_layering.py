@@ -50,7 +50,7 @@ PURE_FORBIDDEN_MODULES = ("workbench.measure", "workbench.analysis", "workbench.
                           "workbench.lease", "workbench.output", "workbench.pipeline")
 
 MAX_FILE_LINES = 400
-MAX_FUNCTION_LINES = 80
+MAX_FUNCTION_LINES = 60
 
 
 @dataclass(frozen=True)
@@ -277,8 +277,9 @@ def test_controller_layer_does_no_io():
 
 
 def test_files_and_functions_are_small():
+    """No file of the package or dags/ over MAX_FILE_LINES, no function over MAX_FUNCTION_LINES."""
     bad = []
-    for path in py_files(PKG):
+    for path in py_files(PKG, DAGS):
         rel = path.relative_to(REPO)
         n = len(path.read_text().splitlines())
         if n > MAX_FILE_LINES:

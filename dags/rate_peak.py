@@ -158,7 +158,7 @@ def teardown(ti, **_):
 
 def verdict(ti, **_):
     store = open_store()
-    res = store.get_json(store.rating_key(_plan(ti).rating_id, "result.json"))
+    res = store.get_json(store.result_key(_plan(ti).rating_id))
     print(result_block(res))
     if not res.get("converged"):       # the run turns red; result, report and trials are stored
         raise AirflowFailException(f"the rating did not converge: {res.get('reason')}")

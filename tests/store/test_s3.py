@@ -20,7 +20,7 @@ from conftest_store import MINIO_SH, free_ports
 
 from workbench.store.base import TrialConflict
 from workbench.store.local import LocalStore
-from workbench.store.s3 import NotFound, ResultsStore, S3Config, StoreError
+from workbench.store.s3 import NotFound, ResultsStore, S3Config, StoreError, rating_at_url
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 TRIALS = [json.loads(line) for line in (DATA / "store_trials.jsonl").read_text().splitlines()]
@@ -210,6 +210,13 @@ def test_bad_names_and_indices_rejected(store):
     assert store.rating_key("a.b_c-1", "plots/x.png") == "ratings/a.b_c-1/plots/x.png"
     assert store.surface_key("sw1", "model.json") == "surfaces/sw1/model.json"
     assert store.nightly_key("2026-11-02", "verdicts.json") == "nightly/2026-11-02/verdicts.json"
+
+
+def test_an_s3_rating_url_names_bucket_and_rating():
+    assert rating_at_url("s3://workbench/ratings/rate_peak__x/") == ("workbench", "rate_peak__x")
+    assert rating_at_url("s3://my.bucket-1/ratings/r1") == ("my.bucket-1", "r1")
+    for bad in ("s3://workbench/surfaces/x/", "s3://workbench/ratings/", "s3://workbench/ratings/a/b", "ratings/r1"):
+        assert rating_at_url(bad) is None
 
 
 def test_link_between_reports_is_relative():

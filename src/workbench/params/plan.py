@@ -350,7 +350,7 @@ def resumable_plan(store: Any, plan: RatingPlan, workdir: str | Path) -> RatingP
     """`plan`, working in `workdir`; if the store already holds this rating, its stored plan, which
     must be the same rating (a re-run command resumes it; a different one is refused, naming why)."""
     plan = dataclasses.replace(plan, workdir=str(workdir))
-    stored = store.get_json(store.rating_key(plan.rating_id, "spec.json"), None)
+    stored = store.get_json(store.spec_key(plan.rating_id), None)
     if stored is None:
         return plan
     old = RatingPlan.from_dict(stored)
@@ -358,7 +358,7 @@ def resumable_plan(store: Any, plan: RatingPlan, workdir: str | Path) -> RatingP
                           "load_hosts", "background")
               if getattr(old, f) != getattr(plan, f)]
     if differ:
-        raise ParamError(f"{store.url(store.rating_key(plan.rating_id, ''))} holds rating {plan.rating_id} "
+        raise ParamError(f"{store.url(store.rating_prefix(plan.rating_id))} holds rating {plan.rating_id} "
                          f"with another {', '.join(differ)}: use another results directory to start anew")
     return dataclasses.replace(old, workdir=str(workdir))
 

@@ -44,19 +44,19 @@ def provision(plan: RatingPlan, store: Store, make: HarnessFactory = AnsibleHarn
         if lease.get("dirty"):           # taken over from a rating that ended without a clean teardown
             teardown_or_raise(plan, make)
             mark_dirty(plan, False)
-        store.put_json(store.rating_key(plan.rating_id, "spec.json"), plan.to_dict())
-        store.put_bytes(store.rating_key(plan.rating_id, "workload.wl"), plan.workload_source().encode(),
+        store.put_json(store.spec_key(plan.rating_id), plan.to_dict())
+        store.put_bytes(store.workload_key(plan.rating_id), plan.workload_source().encode(),
                         "text/plain; charset=utf-8")
         h.provision()
     info = json.loads((h.results_dir / "sysinfo.json").read_text())
-    store.put_json(store.rating_key(plan.rating_id, "sysinfo.json"), info)
+    store.put_json(store.sysinfo_key(plan.rating_id), info)
     _record_time(plan, store, "provision", t0)
     return info
 
 
 def _record_time(plan: RatingPlan, store: Store, step: str, t0: float) -> None:
     """timings/<step>.json: when the step started and how long it took (the measured cost)."""
-    store.put_json(store.rating_key(plan.rating_id, f"timings/{step}.json"),
+    store.put_json(store.timing_key(plan.rating_id, step),
                    {"start_unix": t0, "wall_s": time.time() - t0})
 
 
@@ -179,7 +179,7 @@ def validate_step(plan: RatingPlan, store: Store) -> dict[str, Any]:
     """great_expectations on the trial batch; gx.json to the store."""
     records = store.trials(plan.rating_id)
     res = validate_trials(records).to_dict()
-    store.put_json(store.rating_key(plan.rating_id, "gx.json"), res)
+    store.put_json(store.gx_key(plan.rating_id), res)
     return res
 
 
@@ -211,7 +211,7 @@ def summarise_step(plan: RatingPlan, store: Store, validation: Mapping[str, Any]
         out["background"] = background_result(plan.background, records)
     out.update(measured_cost(store, plan.rating_id, records, out["cost_s"], out["finished_unix"]))
     out = strict_json(out)
-    store.put_json(store.rating_key(plan.rating_id, "result.json"), out)
+    store.put_json(store.result_key(plan.rating_id), out)
     return out
 
 
@@ -222,7 +222,7 @@ def measured_cost(store: Store, rating_id: str, records: list[dict[str, Any]], s
     (each from its playbook's start to its end), and the rest — orchestration: decisions, store
     writes, scheduling between tasks, and any wait of a resumed rating. cost_spec_s: the
     controller's account (runlength + trial_overhead_s per trial), which the budget is spent in."""
-    steps = {s: store.get_json(store.rating_key(rating_id, f"timings/{s}.json"), None) for s in ("provision", "deploy")}
+    steps = {s: store.get_json(store.timing_key(rating_id, s), None) for s in ("provision", "deploy")}
     trials = [r for r in records if isinstance(r.get("wall_s"), (int, float))]
     starts = [t["start_unix"] for t in steps.values() if t] + [r["started_unix"] for r in trials]
     if not starts:                   # a rating recorded before timings were kept
@@ -246,16 +246,16 @@ def _unfinished(plan: RatingPlan, log: list[TrialResult], reason: str) -> PeakRe
 def report_step(plan: RatingPlan, store: Store) -> str:
     """HTML report and plots to the store; returns the report's key."""
     rid = plan.rating_id
-    result = store.get_json(store.rating_key(rid, "result.json"))
+    result = store.get_json(store.result_key(rid))
     trials = store.trials(rid)
-    sysinfo = store.get_json(store.rating_key(rid, "sysinfo.json"), None)
-    validation = store.get_json(store.rating_key(rid, "gx.json"), None)
+    sysinfo = store.get_json(store.sysinfo_key(rid), None)
+    validation = store.get_json(store.gx_key(rid), None)
     plots = rating_plots(plan.to_dict(), result, trials)
     for name, png in plots.items():
-        store.put_bytes(store.rating_key(rid, f"plots/{name}"), png, "image/png")
+        store.put_bytes(store.rating_plot_key(rid, name), png, "image/png")
     html = rating_report_html(plan.to_dict(), result, trials, sysinfo=sysinfo, validation=validation,
                               plots=plots)
-    key = store.rating_key(rid, "report.html")
+    key = store.rating_report_key(rid)
     store.put_bytes(key, html.encode(), "text/html; charset=utf-8")
     out = plan.local_dir() / "report.html"
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -267,6 +267,6 @@ def publish_step(plan: RatingPlan, store: Store) -> dict[str, str]:
     """trials.parquet beside the JSON trial log; returns the S3 locations."""
     rid = plan.rating_id
     pq = store.write_trials_parquet(rid)
-    return {"rating": store.url(store.rating_key(rid, "")), "result": store.url(store.rating_key(rid, "result.json")),
-            "report": store.url(store.rating_key(rid, "report.html")), "trials": store.url(pq),
+    return {"rating": store.url(store.rating_prefix(rid)), "result": store.url(store.result_key(rid)),
+            "report": store.url(store.rating_report_key(rid)), "trials": store.url(pq),
             "local_report": str(plan.local_dir() / "report.html")}

@@ -325,3 +325,13 @@ def open_store() -> ResultsStore:
     store = ResultsStore(S3Config.resolve())
     store.ensure_bucket()          # fails fast, naming endpoint and bucket, when MinIO is down
     return store
+
+
+# a rating named by its S3 location (workbench compare, compare_ratings)
+S3_RATING = re.compile(r"s3://([a-z0-9][a-z0-9.-]{1,61}[a-z0-9])/ratings/([A-Za-z0-9_.:+-]+)/?")
+
+
+def rating_at_url(url: str) -> tuple[str, str] | None:
+    """(bucket, rating id) of an s3://<bucket>/ratings/<rating id>/ URL, else None."""
+    m = S3_RATING.fullmatch(url)
+    return (m.group(1), m.group(2)) if m else None

@@ -16,10 +16,10 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-sys.path[:0] = [str(REPO / "src"), str(REPO)]
+sys.path[:0] = [str(REPO / "src")]
 
 from workbench.pipeline import sweep  # noqa: E402
-from workbench.pipeline.localstore import LocalStore  # noqa: E402
+from workbench.store.local import LocalStore  # noqa: E402
 
 
 def main() -> int:

@@ -20,6 +20,8 @@ import sys
 import time
 from pathlib import Path
 
+from workbench.store.local import LocalStore
+
 REPO = Path(__file__).resolve().parent.parent
 TOLERANCE = 0.05
 
@@ -30,7 +32,8 @@ def rate_once(out: Path, profile: str, slot: str, extra: list[str], timeout_s: f
             "--results", str(out), "--quiet", *extra]
     t0 = time.monotonic()
     proc = subprocess.run(argv, cwd=REPO, capture_output=True, text=True, timeout=timeout_s)
-    result = out / "ratings" / out.name / "result.json"
+    store = LocalStore(out)
+    result = Path(store.url(store.result_key(out.name)))
     if proc.returncode not in (0, 1) or not result.is_file():
         raise RuntimeError(f"workbench rate exit {proc.returncode}: {proc.stderr.strip()[-600:]}")
     res = json.loads(result.read_text())

@@ -14,9 +14,9 @@ import datetime as dt
 from airflow.sdk import DAG, Param, task
 from airflow.sdk.exceptions import AirflowFailException
 
+from workbench.params.plan import ParamError
 from workbench.pipeline import compare
-from workbench.pipeline.plan import ParamError
-from workbench.pipeline.store import StoreError
+from workbench.store.base import StoreError
 
 with DAG(
     dag_id="compare_ratings",

@@ -6,7 +6,7 @@
 
 plan_samples builds the design with pydoe (full factorial, D-optimal n of the grid, LHS, or
 active) and orders the samples so each can be seeded from a near finished one; every sample goes
-through the validation pass (pipeline.validation) before anything is stored or provisioned. Each
+through the validation pass (params.validation) before anything is stored or provisioned. Each
 rate_sample_k[i] (mapped; ≤ 2 at once, pool workbench_sut) runs a whole rating in its task (the
 per-trial branch loop stays in rate_peak: Airflow 3.3.2 ignores branch skips inside mapped task
 groups, apache/airflow#67265) and seeds from the nearest sample finished so far.
@@ -37,18 +37,19 @@ from airflow.providers.standard.utils.skipmixin import XCOM_SKIPMIXIN_FOLLOWED, 
 from airflow.sdk import DAG, Param, task
 from airflow.sdk.exceptions import AirflowFailException
 
-from workbench import pipeline
 from workbench.config.vocabulary import DESIGNS, MAX_ROUNDS, SLOTS
+from workbench.output.notify import RunNotifier
+from workbench.params.plan import PARAMS, ParamError, rating_id_for
 from workbench.pipeline import sweep
-from workbench.pipeline.notify import RunNotifier
 from workbench.pipeline.runner import RATING_TIMEOUT_S
+from workbench.store.s3 import open_store
 
 POOL = "workbench_sut"
 R = MAX_ROUNDS
 
 
 def _sweep_id(dag_run) -> str:
-    return pipeline.rating_id_for(dag_run.dag_id, dag_run.run_id)
+    return rating_id_for(dag_run.dag_id, dag_run.run_id)
 
 
 class RoundBranch(BranchPythonOperator):
@@ -67,7 +68,7 @@ class RoundBranch(BranchPythonOperator):
 
 def decide(k: int):
     def fn(dag_run, **_):
-        d = sweep.decide_round(pipeline.open_store(), _sweep_id(dag_run), k)
+        d = sweep.decide_round(open_store(), _sweep_id(dag_run), k)
         return f"done_{k}" if d["done"] else f"round_{k + 1}"
     return fn
 
@@ -80,10 +81,10 @@ with DAG(
     catchup=False,
     max_active_runs=1,
     params={
-        "workload": Param(**pipeline.PARAMS["workload"]),
-        "workload_text": Param(**pipeline.PARAMS["workload_text"]),
-        "profile": Param(**pipeline.PARAMS["profile"]),
-        "policy": Param(**pipeline.PARAMS["policy"]),
+        "workload": Param(**PARAMS["workload"]),
+        "workload_text": Param(**PARAMS["workload_text"]),
+        "profile": Param(**PARAMS["profile"]),
+        "policy": Param(**PARAMS["policy"]),
         "factors": Param({"memory_mb": [128, 256], "read_iops": [100, 200]}, type="object",
                          description="factor → levels; numeric: " + ", ".join(sweep.NUMERIC_FACTORS)
                                      + "; categorical: " + ", ".join(sweep.CATEGORICAL_FACTORS)),
@@ -112,26 +113,26 @@ with DAG(
     @task
     def plan_samples(params=None, dag_run=None):
         try:
-            return sweep.start_sweep(pipeline.open_store(), dict(params), _sweep_id(dag_run))
-        except pipeline.ParamError as e:
+            return sweep.start_sweep(open_store(), dict(params), _sweep_id(dag_run))
+        except ParamError as e:
             raise AirflowFailException(f"bad parameters: {e}") from None
 
     def rate_sample(k: int):
         @task(task_id=f"rate_sample_{k}", pool=POOL, max_active_tis_per_dagrun=len(SLOTS), retries=1,
               retry_delay=dt.timedelta(seconds=10), execution_timeout=dt.timedelta(seconds=RATING_TIMEOUT_S))
         def fn(job):
-            return sweep.rate_sample(pipeline.open_store(), job["sweep"], job["item"])
+            return sweep.rate_sample(open_store(), job["sweep"], job["item"])
         return fn
 
     def next_round(k: int):
         @task(task_id=f"round_{k}")
         def fn(dag_run=None):
-            return sweep.round_jobs(pipeline.open_store(), _sweep_id(dag_run), k)
+            return sweep.round_jobs(open_store(), _sweep_id(dag_run), k)
         return fn
 
     @task(trigger_rule="none_failed_min_one_success")
     def fit_surface(dag_run=None):
-        return sweep.finish_sweep(pipeline.open_store(), _sweep_id(dag_run))
+        return sweep.finish_sweep(open_store(), _sweep_id(dag_run))
 
     fit = fit_surface()
     jobs = plan_samples()

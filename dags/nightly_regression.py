@@ -3,10 +3,10 @@
     load_config → rate_baseline[b] (mapped; pool workbench_sut) → compare → report → verdict
 
 load_config checks the configuration and puts every selected baseline through the validation pass
-(pipeline.validation) before anything is stored or provisioned. Each baseline's λ* is compared with the λ* of its earlier nights in the store (CI of the
+(params.validation) before anything is stored or provisioned. Each baseline's λ* is compared with the λ* of its earlier nights in the store (CI of the
 difference and Welch's test on the trials at the baseline's peak, analysis.regression); a drop
 that is significant and beyond the tolerance is a regression and turns the run red (notified by
-e-mail and webhook: workbench.pipeline.notify). Each rating
+e-mail and webhook: workbench.output.notify). Each rating
 is seeded at its baseline's reference load (the measured load nearest the baseline λ*) with
 `seed_trials` trials there (default 6), so both sides of Welch's test have a sample. Schedule:
 $WB_NIGHTLY_CRON (default 03:00 every day), no catch-up.
@@ -19,11 +19,12 @@ import os
 from airflow.sdk import DAG, Param, task
 from airflow.sdk.exceptions import AirflowFailException
 
-from workbench import pipeline
 from workbench.config.vocabulary import SLOTS
+from workbench.output.notify import RunNotifier
+from workbench.params.plan import ParamError, night_of
 from workbench.pipeline import nightly
-from workbench.pipeline.notify import RunNotifier
 from workbench.pipeline.runner import RATING_TIMEOUT_S
+from workbench.store.s3 import open_store
 
 POOL = "workbench_sut"
 
@@ -48,23 +49,23 @@ with DAG(
     @task
     def load_config(params=None, dag_run=None):
         try:
-            return nightly.start_night(pipeline.open_store(), params["config_path"], params.get("only"),
-                                       nightly.night_of(dag_run))
-        except pipeline.ParamError as e:
+            return nightly.start_night(open_store(), params["config_path"], params.get("only"),
+                                       night_of(dag_run))
+        except ParamError as e:
             raise AirflowFailException(str(e)) from None
 
     @task(pool=POOL, max_active_tis_per_dagrun=len(SLOTS), retries=1,
           retry_delay=dt.timedelta(seconds=10), execution_timeout=dt.timedelta(seconds=RATING_TIMEOUT_S))
     def rate_baseline(job):
-        return nightly.rate_baseline(pipeline.open_store(), job["night"], job["baseline"])
+        return nightly.rate_baseline(open_store(), job["night"], job["baseline"])
 
     @task
     def compare(records, dag_run=None):
-        return nightly.compare(pipeline.open_store(), nightly.night_of(dag_run), records)
+        return nightly.compare(open_store(), night_of(dag_run), records)
 
     @task
     def report(verdicts, dag_run=None):
-        print(f"report: {nightly.report(pipeline.open_store(), nightly.night_of(dag_run), verdicts)}")
+        print(f"report: {nightly.report(open_store(), night_of(dag_run), verdicts)}")
         return verdicts
 
     @task

@@ -7,7 +7,7 @@
 
 verdict fails the run when the rating did not converge (after its result and report are stored and
 the slot is torn down: nothing lost). A red run is notified by e-mail and webhook (RunNotifier,
-workbench.pipeline.notify).
+workbench.output.notify).
 
 decide_k is a branch operator: it reads the trial log from the results store and asks the
 controller (`decide(spec, trials)`); it follows trial_k or stops at done_k, which skips every later
@@ -28,17 +28,21 @@ from airflow.sdk.exceptions import AirflowFailException
 from workbench import pipeline
 from workbench.config.vocabulary import MAX_TRIAL_TASKS, SLOTS
 from workbench.controller.decide import NextTrial
+from workbench.lease import leases
+from workbench.lease.leases import LeaseLost
 from workbench.measure.inventory import InventoryError
-from workbench.pipeline.console import fmt_num, result_block, trial_line
-from workbench.pipeline.leases import LeaseLost
-from workbench.pipeline.notify import RunNotifier
+from workbench.output.console import fmt_num, result_block, trial_line
+from workbench.output.notify import RunNotifier
+from workbench.params.plan import PARAMS, ParamError, RatingPlan, rating_id_for
+from workbench.params.validation import checked_plan
 from workbench.pipeline.stop import RatingKilled, stop_children
+from workbench.store.s3 import open_store
 
 POOL = "workbench_sut"
 K = MAX_TRIAL_TASKS
 # Wall-clock bounds (the ansible-runner timeouts inside are tighter: from the trial's own runlength)
 SETUP_TIMEOUT = dt.timedelta(hours=1)            # provision / deploy (file set build ≤ 30 min)
-TRIAL_TIMEOUT = dt.timedelta(seconds=pipeline.PARAMS["runlength_s"]["maximum"] * 1.5 + 600)
+TRIAL_TIMEOUT = dt.timedelta(seconds=PARAMS["runlength_s"]["maximum"] * 1.5 + 600)
 TEARDOWN_TIMEOUT = dt.timedelta(minutes=15)
 
 
@@ -75,21 +79,21 @@ class DecideOperator(BranchPythonOperator):
 
 
 
-def _plan(ti) -> pipeline.RatingPlan:
-    return pipeline.RatingPlan.from_dict(ti.xcom_pull(task_ids="lease_slot"))
+def _plan(ti) -> RatingPlan:
+    return RatingPlan.from_dict(ti.xcom_pull(task_ids="lease_slot"))
 
 
 def validate(params, dag_run, ti, **_):
-    rating_id = pipeline.rating_id_for(dag_run.dag_id, dag_run.run_id)
-    try:   # MinIO reachable, and the whole validation pass (pipeline.validation) before anything is provisioned
-        return pipeline.checked_plan(dict(params), rating_id, pipeline.open_store()).to_dict()
-    except pipeline.ParamError as e:
+    rating_id = rating_id_for(dag_run.dag_id, dag_run.run_id)
+    try:   # MinIO reachable, and the whole validation pass (params.validation) before anything is provisioned
+        return checked_plan(dict(params), rating_id, open_store()).to_dict()
+    except ParamError as e:
         raise AirflowFailException(f"bad parameters: {e}") from None
 
 
 def lease_slot(ti, **_):
     try:   # a busy slot is retried (the task's retries); a slot the inventory lacks is not
-        plan = pipeline.lease_slot(pipeline.RatingPlan.from_dict(ti.xcom_pull(task_ids="validate")))
+        plan = leases.lease_slot(RatingPlan.from_dict(ti.xcom_pull(task_ids="validate")))
     except InventoryError as e:
         raise AirflowFailException(str(e)) from None
     print(f"leased {plan.slot} (token {plan.lease_token})")
@@ -97,17 +101,17 @@ def lease_slot(ti, **_):
 
 
 def provision(ti, **_):
-    info = pipeline.provision(_plan(ti), pipeline.open_store())
+    info = pipeline.provision(_plan(ti), open_store())
     print(f"provisioned {info.get('host')}: {info.get('server')}")
 
 
 def deploy(ti, **_):
-    print(pipeline.deploy(_plan(ti), pipeline.open_store()))
+    print(pipeline.deploy(_plan(ti), open_store()))
 
 
 def decide(k: int):
     def fn(ti, **_):
-        d = pipeline.decide_step(_plan(ti), pipeline.open_store(), k)
+        d = pipeline.decide_step(_plan(ti), open_store(), k)
         if isinstance(d, NextTrial):
             print(f"trial {k}: {d.load_ops_s:g} ops/s × {d.runlength_s:g} s ({d.reason})")
             return f"trial_{k}"
@@ -118,27 +122,27 @@ def decide(k: int):
 
 def trial(k: int):
     def fn(ti, **_):
-        print(trial_line(pipeline.trial_step(_plan(ti), pipeline.open_store(), k)))
+        print(trial_line(pipeline.trial_step(_plan(ti), open_store(), k)))
     return fn
 
 
 def gx_check(ti, **_):
-    res = pipeline.validate_step(_plan(ti), pipeline.open_store())
+    res = pipeline.validate_step(_plan(ti), open_store())
     print(f"great_expectations: success={res['success']}, excluded={res['excluded']}")
     return res
 
 
 def summarise(ti, **_):
-    res = pipeline.summarise_step(_plan(ti), pipeline.open_store(), ti.xcom_pull(task_ids="gx_check"))
+    res = pipeline.summarise_step(_plan(ti), open_store(), ti.xcom_pull(task_ids="gx_check"))
     print(f"λ* = {fmt_num(res['peak_rate'])} ops/s, bracket {res['bracket']}, CI {res['peak_rate_ci']}: {res['reason']}")
 
 
 def report(ti, **_):
-    print(pipeline.report_step(_plan(ti), pipeline.open_store()))
+    print(pipeline.report_step(_plan(ti), open_store()))
 
 
 def publish(ti, **_):
-    urls = pipeline.publish_step(_plan(ti), pipeline.open_store())
+    urls = pipeline.publish_step(_plan(ti), open_store())
     for k, v in urls.items():
         print(f"{k}: {v}")
     return urls
@@ -149,12 +153,12 @@ def teardown(ti, **_):
     if raw is None:
         print("no slot was leased: nothing to tear down")
         return
-    print(pipeline.teardown(pipeline.RatingPlan.from_dict(raw)))
+    print(pipeline.teardown(RatingPlan.from_dict(raw)))
 
 
 def verdict(ti, **_):
-    store = pipeline.open_store()
-    res = store.get_json(store.rating_key(_plan(ti).rating_id, "result.json"))
+    store = open_store()
+    res = store.get_json(store.result_key(_plan(ti).rating_id))
     print(result_block(res))
     if not res.get("converged"):       # the run turns red; result, report and trials are stored
         raise AirflowFailException(f"the rating did not converge: {res.get('reason')}")
@@ -170,7 +174,7 @@ with DAG(
     # every step is idempotent (keys derive from the run), so a task lost to a crash is retried;
     # validate's AirflowFailException is never retried
     default_args={"retries": 2, "retry_delay": dt.timedelta(seconds=5)},
-    params={name: Param(**schema) for name, schema in pipeline.PARAMS.items()},
+    params={name: Param(**schema) for name, schema in PARAMS.items()},
     tags=["workbench"],
     doc_md=__doc__,
     on_failure_callback=RunNotifier(),

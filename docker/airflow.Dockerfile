@@ -1,5 +1,5 @@
 # syntax=docker/dockerfile:1
-# Airflow 3.3.2 + the workbench package (DAGs import `workbench` and `analysis`), Ansible (from
+# Airflow 3.3.2 + the workbench package (the DAGs import `workbench`), Ansible (from
 # requirements.lock), an ssh client for the compose inventory and the fstress binary the
 # fstress role copies to the load hosts (roles/fstress: fstress_bin_src = <repo>/bin/fstress).
 # Build context: the repository root (docker-compose.yml sets it). Base images are arguments
@@ -37,5 +37,5 @@ RUN pip install --no-cache-dir "apache-airflow==3.3.2" -r /opt/workbench/require
 COPY --chown=airflow:0 . /opt/workbench/
 COPY --chown=airflow:0 --from=fstress /out/fstress /opt/workbench/bin/fstress
 RUN pip install --no-cache-dir --no-deps -e /opt/workbench \
- && python -c "import workbench.measure.ansible, analysis, airflow.providers.celery, psycopg2" \
+ && python -c "import workbench.measure.ansible, workbench.analysis, airflow.providers.celery, psycopg2" \
  && chmod -R g+w /opt/workbench

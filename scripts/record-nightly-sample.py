@@ -22,10 +22,10 @@ import tempfile
 from pathlib import Path
 
 from workbench.pipeline import nightly
-from workbench.pipeline.localstore import LocalStore
+from workbench.store.local import LocalStore
 
 NIGHTS = {"2026-11-01": 100, "2026-11-02": 100, "2026-11-03": 40}
-KEEP = ("config.json", "web.json", "spec.json", "result.json", "/trials/")
+BASELINE = "web"
 
 
 def without_raw(obj):
@@ -37,6 +37,15 @@ def without_raw(obj):
     return obj
 
 
+def kept_keys(store: LocalStore, rating_ids: list[str]) -> list[str]:
+    """What `compare` reads: each night's configuration and baseline record, each rating's spec,
+    result and trials."""
+    keys = [k for night in NIGHTS for k in (store.night_config_key(night), store.baseline_key(night, BASELINE))]
+    for rid in rating_ids:
+        keys += [store.spec_key(rid), store.result_key(rid), *store.list_keys(store.trials_prefix(rid))]
+    return sorted(keys)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--slot", default="slot1")
@@ -44,20 +53,22 @@ def main() -> None:
     args = ap.parse_args()
     work = Path(tempfile.mkdtemp(prefix="wb-nightly-rec-"))
     store = LocalStore(work)
+    rating_ids = []
     for night, read_iops in NIGHTS.items():
         params = {"workload": "web_server", "profile": "smoke", "read_iops": read_iops, "slot": args.slot}
         cfg = work / "nightly.yml"
-        cfg.write_text(f"tolerance: 0.25\nconfidence: 0.95\nbaselines:\n  - name: web\n    params: {json.dumps(params)}\n")
+        cfg.write_text(f"tolerance: 0.25\nconfidence: 0.95\nbaselines:\n  - name: {BASELINE}\n"
+                       f"    params: {json.dumps(params)}\n")
         jobs = nightly.start_night(store, str(cfg), None, night)
         records = [nightly.rate_baseline(store, night, j["baseline"]) for j in jobs]
+        rating_ids += [r["rating_id"] for r in records]
         for v in nightly.compare(store, night, records):
             print(night, f"read_iops {read_iops}: λ* {v['current_peak']}", "REGRESSION" if v["regression"] else "ok")
     shutil.rmtree(args.out, ignore_errors=True)
-    for key in store.list_keys(""):
-        if any(k in key for k in KEEP) and not key.endswith(".html"):
-            dst = args.out / key
-            dst.parent.mkdir(parents=True, exist_ok=True)
-            dst.write_text(json.dumps(without_raw(store.get_json(key)), indent=1) + "\n")
+    for key in kept_keys(store, rating_ids):
+        dst = args.out / key
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        dst.write_text(json.dumps(without_raw(store.get_json(key)), indent=1) + "\n")
     print(f"recorded {sum(1 for _ in args.out.rglob('*.json'))} objects under {args.out}")
 
 

@@ -266,20 +266,20 @@ if ! python3 scripts/compose-rate-peak.py --url "http://127.0.0.1:$API_PORT" --p
 fi
 run_id=$(sed -n 's/^dag_run_id=//p' "$RUN/trigger.out")
 
-# The rating id and its objects, by the workbench's own code in the worker; then the result
-# object itself from the host, through MinIO's published port.
-rid=$(timeout 120 "${COMPOSE[@]}" exec -T airflow-worker python -c '
+# The rating's objects and its result's key, by the workbench's own code in the worker; then the
+# result object itself from the host, through MinIO's published port.
+result_key=$(timeout 120 "${COMPOSE[@]}" exec -T airflow-worker python -c '
 import sys
-from workbench import pipeline
-from workbench.pipeline.s3store import open_store
-rid = pipeline.rating_id_for("rate_peak", sys.argv[1])
+from workbench.params.plan import rating_id_for
+from workbench.store.s3 import open_store
+rid = rating_id_for("rate_peak", sys.argv[1])
 st = open_store()
-keys = st.list_keys(st.rating_key(rid, ""))
-print(f"objects: {len(keys)} under {st.url(st.rating_key(rid, str()))}", file=sys.stderr)
-print(rid)' "$run_id") || die "could not list the rating's objects"
+keys = st.list_keys(st.rating_prefix(rid))
+print(f"objects: {len(keys)} under {st.url(st.rating_prefix(rid))}", file=sys.stderr)
+print(st.result_key(rid))' "$run_id") || die "could not list the rating's objects"
 bucket=$(cat "$RUN/bucket")
 curl -fsS -K "$RUN/s3.curlrc" --aws-sigv4 "aws:amz:us-east-1:s3" -o "$RUN/result.json" \
-  "http://127.0.0.1:$MINIO_PORT/$bucket/ratings/$rid/result.json" || die "GET ratings/$rid/result.json from MinIO failed"
+  "http://127.0.0.1:$MINIO_PORT/$bucket/$result_key" || die "GET $result_key from MinIO failed"
 python3 - "$RUN/result.json" <<'PY' || die "the rating did not converge"
 import json, math, sys
 r = json.load(open(sys.argv[1]))
@@ -288,4 +288,4 @@ print(f"    result.json: peak_rate {r['peak_rate']:.0f} ops/s, converged {r['con
 sys.exit(0 if r["converged"] is True and isinstance(r["peak_rate"], (int, float)) and math.isfinite(r["peak_rate"])
          and r["peak_rate"] > 0 else 1)
 PY
-log "rate_peak converged: s3://$bucket/ratings/$rid/result.json"
+log "rate_peak converged: s3://$bucket/$result_key"

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from workbench.pipeline.s3store import ResultsStore, S3Config
+from workbench.store.s3 import ResultsStore, S3Config
 
 MINIO_SH = Path(__file__).resolve().parent.parent / "scripts" / "minio.sh"
 

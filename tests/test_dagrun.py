@@ -9,8 +9,8 @@ import types
 import pytest
 
 from workbench import dagrun
-from workbench.pipeline import plan_from_params
-from workbench.pipeline.localstore import LocalStore
+from workbench.params.plan import plan_from_params
+from workbench.store.local import LocalStore
 
 
 def _trial(n, load, mean):

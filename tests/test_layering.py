@@ -1,10 +1,12 @@
-"""Architecture checks on the source (AST only, nothing imported): imports point down the layers,
-the package root stays lazy, the controller layer does no I/O, and files and functions stay small.
+"""Architecture checks on the source (AST only, nothing imported): imports point down the layers and
+form no cycle between modules (function-level imports count), the package root stays lazy, the
+controller layer does no I/O, and files and functions stay small.
 
 Layers, low → high (a module may import its own layer or lower):
   0 workbench.config   1 workbench.stats   2 workbench.controller
   3 workbench.measure, workbench.planning (planning may import measure, not the reverse)
-  4 analysis (top-level package)   5 workbench.pipeline   6 workbench.cli, workbench.dagrun   7 dags/
+  4 workbench.analysis, workbench.params, workbench.store   5 workbench.lease, workbench.output
+  6 workbench.pipeline   7 workbench.cli, workbench.dagrun   8 dags/
 """
 from __future__ import annotations
 
@@ -17,7 +19,6 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 SRC = REPO / "src"
 PKG = SRC / "workbench"
-ANALYSIS = REPO / "analysis"
 DAGS = REPO / "dags"
 
 LAYERS = {
@@ -26,11 +27,15 @@ LAYERS = {
     "workbench.controller": 2,
     "workbench.measure": 3,
     "workbench.planning": 3,
-    "analysis": 4,
-    "workbench.pipeline": 5,
-    "workbench.cli": 6,
-    "workbench.dagrun": 6,
-    "dags": 7,
+    "workbench.analysis": 4,     # validation, regression verdicts, plots, reports: pure functions of records
+    "workbench.params": 4,       # the Params, RatingPlan, the validation pass
+    "workbench.store": 4,        # the Store and its layout; S3/MinIO and directory backends
+    "workbench.lease": 5,        # slot leases (on a RatingPlan)
+    "workbench.output": 5,       # the console's lines, the notifications of a run
+    "workbench.pipeline": 6,     # the workflows: rating steps, run_rating, sweeps, nights, comparisons
+    "workbench.cli": 7,
+    "workbench.dagrun": 7,
+    "dags": 8,
 }
 # Imports between different units of one rank: allowed only where listed (importer, imported).
 SAME_RANK_ALLOWED = {("workbench.planning", "workbench.measure")}   # planning.dryrun simulates
@@ -39,12 +44,13 @@ PURE_DIRS = (PKG / "controller", PKG / "stats")
 PURE_FORBIDDEN_TOP = {
     "airflow", "ansible", "ansible_runner", "minio", "urllib3", "requests", "subprocess", "socket",
     "os", "shutil", "tempfile", "pathlib", "io", "pandas", "great_expectations", "matplotlib",
-    "pyarrow", "analysis",
+    "pyarrow",
 }
-PURE_FORBIDDEN_MODULES = ("workbench.pipeline", "workbench.measure")
+PURE_FORBIDDEN_MODULES = ("workbench.measure", "workbench.analysis", "workbench.params", "workbench.store",
+                          "workbench.lease", "workbench.output", "workbench.pipeline")
 
 MAX_FILE_LINES = 400
-MAX_FUNCTION_LINES = 80
+MAX_FUNCTION_LINES = 60
 
 
 @dataclass(frozen=True)
@@ -70,7 +76,7 @@ def module_name(path: Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-ALL_FILES = py_files(PKG, ANALYSIS, DAGS)
+ALL_FILES = py_files(PKG, DAGS)
 KNOWN_MODULES = {module_name(p) for p in ALL_FILES}
 
 
@@ -123,6 +129,81 @@ def top(module: str) -> str:
     return module.partition(".")[0]
 
 
+def import_graph() -> dict[str, dict[str, Import]]:
+    """Module → each module of the package (or dags/) it imports → the first import that does: module-level
+    and function-level imports alike (a function-level import is a dependency all the same); a lazy
+    re-export of the root counts as the module that defines it."""
+    api = lazy_api()
+    graph: dict[str, dict[str, Import]] = {module_name(p): {} for p in ALL_FILES}
+    for path in ALL_FILES:
+        for imp in imports_of(path):
+            target = api.get(imp.name, imp.target) if imp.target == "workbench" else imp.target
+            if target in graph:
+                graph[module_name(path)].setdefault(target, imp)
+    return graph
+
+
+def strongly_connected(graph: dict[str, dict[str, Import]]) -> list[list[str]]:
+    """Tarjan's strongly connected components of more than one module, or of one that imports itself."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    out: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in graph[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while not comp or comp[-1] != v:
+                comp.append(stack.pop())
+            if len(comp) > 1 or v in graph[v]:
+                out.append(sorted(comp))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return out
+
+
+def import_cycles(graph: dict[str, dict[str, Import]]) -> list[list[str]]:
+    """The import cycles: in each strongly connected set of modules, a shortest cycle through each of its
+    modules ([m0, m1, …, m0], starting at its least module), each cycle once."""
+    cycles: set[tuple[str, ...]] = set()
+    for comp in strongly_connected(graph):
+        members = set(comp)
+        for start in comp:                         # breadth-first back to `start` inside the component
+            came_from: dict[str, str] = {}
+            frontier = [start]
+            while start not in came_from and frontier:
+                nxt = []
+                for v in frontier:
+                    for w in sorted(graph[v]):
+                        if w in members and w not in came_from:
+                            came_from[w] = v
+                            nxt.append(w)
+                frontier = nxt
+            path = [start]
+            while len(path) == 1 or path[-1] != start:
+                path.append(came_from[path[-1]])
+            ring = path[::-1][:-1]                 # start → … (without the closing start)
+            i = ring.index(min(ring))
+            cycles.add(tuple(ring[i:] + ring[:i]))
+    return [[*c, c[0]] for c in sorted(cycles)]
+
+
+def cycle_text(cycle: list[str], graph: dict[str, dict[str, Import]]) -> str:
+    edges = [graph[a][b] for a, b in zip(cycle, cycle[1:])]
+    return " → ".join(cycle) + "".join(
+        f"\n    {e.where()}" + ("  (in a function)" if e.in_function else "") for e in edges)
+
+
 # --- tests -------------------------------------------------------------------------------------
 
 def test_every_file_has_a_layer():
@@ -132,6 +213,8 @@ def test_every_file_has_a_layer():
 
 
 def test_imports_point_down():
+    """Every import of the package and the DAGs points to its own unit or a lower layer, and no modules
+    import each other, directly or round a longer cycle (module-level and function-level imports)."""
     api = lazy_api()
     bad = []
     for path in ALL_FILES:
@@ -140,7 +223,7 @@ def test_imports_point_down():
         if src_unit is None:                      # the package root: test_package_root_is_lazy
             continue
         for imp in imports_of(path):
-            if top(imp.target) not in ("workbench", "analysis"):
+            if top(imp.target) != "workbench":
                 continue
             target = imp.target
             if target == "workbench" and imp.name in api:       # a lazy re-export: where it really lives
@@ -156,6 +239,8 @@ def test_imports_point_down():
                     bad.append(f"{imp.where()}  (up: {src_unit} [{s}] → {dst_unit} [{d}])")
                 elif d == s and (src_unit, dst_unit) not in SAME_RANK_ALLOWED:
                     bad.append(f"{imp.where()}  (sideways: {src_unit} → {dst_unit}, both layer {s})")
+    graph = import_graph()
+    bad += [f"import cycle: {cycle_text(c, graph)}" for c in import_cycles(graph)]
     assert not bad, "imports against the layering:\n" + "\n".join(bad)
 
 
@@ -192,8 +277,9 @@ def test_controller_layer_does_no_io():
 
 
 def test_files_and_functions_are_small():
+    """No file of the package or dags/ over MAX_FILE_LINES, no function over MAX_FUNCTION_LINES."""
     bad = []
-    for path in py_files(PKG, ANALYSIS):
+    for path in py_files(PKG, DAGS):
         rel = path.relative_to(REPO)
         n = len(path.read_text().splitlines())
         if n > MAX_FILE_LINES:
@@ -207,11 +293,10 @@ def test_files_and_functions_are_small():
 
 
 def test_test_files_mirror_the_modules():
-    """tests/<layer>/test_<module>[_<aspect>].py tests src/workbench/<layer>/<module>.py (analysis/:
-    the top-level package); every layer folder of the package has its folder of tests."""
+    """tests/<layer>/test_<module>[_<aspect>].py tests src/workbench/<layer>/<module>.py; every layer
+    folder of the package has its folder of tests."""
     tests = REPO / "tests"
     layer_dirs = {p.name: p for p in PKG.iterdir() if p.is_dir() and (p / "__init__.py").exists()}
-    layer_dirs["analysis"] = ANALYSIS
     assert set(layer_dirs) <= {p.name for p in tests.iterdir() if p.is_dir()}, sorted(layer_dirs)
     strays = []
     for name, src in layer_dirs.items():

@@ -5,7 +5,7 @@
 #   2. the UI password file of SimpleAuthManager from AIRFLOW_ADMIN_USER / AIRFLOW_ADMIN_PASSWORD
 #   3. airflow db migrate
 #   4. pool workbench_sut with WB_SUT_SLOTS slots (bounds concurrent ratings: one per SUT slot)
-#   5. connection workbench_s3 from WB_S3_* (read by workbench.pipeline.s3store.S3Config.from_airflow)
+#   5. connection workbench_s3 from WB_S3_* (read by workbench.store.s3.S3Config.from_airflow)
 set -euo pipefail
 
 need() { # need VAR...: fail naming every missing variable

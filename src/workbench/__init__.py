@@ -7,7 +7,7 @@ cheap for the DAG files):
     res = find_peak(RatingSpec(r_sat_ms=40), SimulatedServer(capacity_ops_s=1200, seed=1).measure)
 
 Layers, imports pointing one way (tests/test_layering.py): config → stats → controller →
-measure, planning → analysis (the top-level package) → pipeline → cli, dagrun.
+measure, planning → analysis, params, store → lease, output → pipeline → cli, dagrun.
 """
 from __future__ import annotations
 

@@ -13,7 +13,7 @@
 ``DIR/ratings/<id>/trials/<n>.json``, so a rating killed mid-way resumes, with no trial lost or
 repeated, when the same command is run again with the same ``--results``. Bad input fails in one
 line (exit 2) before anything is provisioned: the Params checks and the whole validation pass
-(``pipeline.validation``: settings, inventory, slot, CPU lists, workload via ``fstress check``,
+(``params.validation``: settings, inventory, slot, CPU lists, workload via ``fstress check``,
 file set against the export); ``--check`` stops there, touching no host. ``--r-sat-ms 40,20,80``
 rates several R_sat goals from one search (the first is the headline λ*; the result block and the
 report give λ*, its bracket and CI per goal).
@@ -146,8 +146,8 @@ def check_rate_inputs(plan) -> dict[str, Any]:
     """The validation pass on what the plan meets outside itself (reads files only): fstress is
     built, the slot is a slot of the inventory with the hosts asked for, CPU lists exist, the
     workload and its file set pass `fstress check` and fit the export. Returns the file set."""
-    from workbench.pipeline.plan import ParamError
-    from workbench.pipeline.validation import validate_plan
+    from workbench.params.plan import ParamError
+    from workbench.params.validation import validate_plan
     if not FSTRESS.is_file():
         raise UsageError(f"fstress binary {FSTRESS} is missing: run `make fstress`")
     try:
@@ -159,7 +159,7 @@ def check_rate_inputs(plan) -> dict[str, Any]:
 def build_plan(args: argparse.Namespace, rating_id: str):
     """The rating plan of the command line: the same Params checks as the DAGs', plus the
     CLI's own settings (first load, warm-up, file set, fstress CPUs, inventory)."""
-    from workbench.pipeline.plan import ParamError, plan_from_params, with_settings
+    from workbench.params.plan import ParamError, plan_from_params, with_settings
     # the slot is checked against the inventory (check_rate_inputs), not against WB_SLOTS
     params: dict[str, Any] = {"workload": args.workload, "profile": args.profile, "slot": "auto"}
     params.update({f.name: getattr(args, f.name) for f in FACTORS})
@@ -181,10 +181,10 @@ def build_plan(args: argparse.Namespace, rating_id: str):
 
 
 def cmd_rate(args: argparse.Namespace, harness_factory=None) -> int:
-    from workbench.pipeline.console import Progress, result_block
-    from workbench.pipeline.localstore import LocalStore
-    from workbench.pipeline.plan import ParamError, resumable_plan
+    from workbench.output.console import Progress, result_block
+    from workbench.params.plan import ParamError, resumable_plan
     from workbench.pipeline.runner import run_rating
+    from workbench.store.local import LocalStore
 
     out = Path(args.results or REPO / "results" /
                f"{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}-{Path(args.workload).stem}-{args.slot}").resolve()
@@ -208,7 +208,7 @@ def cmd_rate(args: argparse.Namespace, harness_factory=None) -> int:
     t0 = time.monotonic()
     res = run_rating(plan, store, log=lambda s: err.write(s + "\n"), on_trial=prog.trial,
                      teardown_after=not args.no_teardown, make=harness_factory or AnsibleHarness)
-    where = store.url(store.rating_key(plan.rating_id, ""))
+    where = store.url(store.rating_prefix(plan.rating_id))
     print(f"\n{plan.workload_name()} on {plan.slot} ({plan.profile}): {where}")
     print(result_block(res, time.monotonic() - t0))
     return 0 if res["converged"] else 1
@@ -267,9 +267,9 @@ def _compare_parser(sub: Any) -> None:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
+    from workbench.params.plan import ParamError
     from workbench.pipeline import compare
-    from workbench.pipeline.plan import ParamError
-    from workbench.pipeline.store import StoreError
+    from workbench.store.base import StoreError
     try:
         (sa, a_id), (sb, b_id) = compare.open_rating(args.a, args.results), compare.open_rating(args.b, args.results)
         out = compare.compare_ratings(compare.load_rating(sa, a_id), compare.load_rating(sb, b_id),

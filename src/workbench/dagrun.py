@@ -27,8 +27,9 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from workbench.config.paths import DAGS, WORKDIR, private_dir, rating_dir
-from workbench.pipeline import RatingPlan, open_store, rating_id_for
-from workbench.pipeline.console import Progress, result_block
+from workbench.output.console import Progress, result_block
+from workbench.params.plan import RatingPlan, rating_id_for
+from workbench.store.s3 import open_store
 
 
 def worker_hostname() -> str:
@@ -97,12 +98,12 @@ class TrialWatcher(threading.Thread):
 
     def poll(self) -> None:
         if self.progress is None:
-            spec = self.store.get_json(self.store.rating_key(self.rating_id, "spec.json"), None)
+            spec = self.store.get_json(self.store.spec_key(self.rating_id), None)
             if spec is None:
                 return
             rs = RatingPlan.from_dict(spec).rating_spec()
             self.progress = Progress(rs.budget_s, rs.trial_overhead_s, self.stream, compact=True)
-        keys = sorted(self.store.list_keys(self.store.rating_key(self.rating_id, "trials/")))
+        keys = sorted(self.store.list_keys(self.store.trials_prefix(self.rating_id)))
         for key in keys[self.shown:]:
             self.progress.trial(self.store.get_json(key))
             self.shown += 1
@@ -141,17 +142,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"\n{a.dag_id} run {dr.run_id}: {state}")
     store = open_store()
     if a.dag_id == "rate_peak":
-        res = store.get_json(store.rating_key(rid, "result.json"), None)
+        res = store.get_json(store.result_key(rid), None)
         if res is not None:
             print(result_block(res))
-        print(f"  results       {store.url(store.rating_key(rid, ''))}")
-        print(f"  report        {store.url(store.rating_key(rid, 'report.html'))}")
+        print(f"  results       {store.url(store.rating_prefix(rid))}")
+        print(f"  report        {store.url(store.rating_report_key(rid))}")
         print(f"  local report  {rating_dir(rid) / 'report.html'}")
         return 0 if state.endswith("success") and res is not None and res.get("converged") else 1
     if a.dag_id == "map_surface":
-        print(f"  results       {store.url(store.surface_key(rid, ''))}")
+        print(f"  results       {store.url(store.surface_prefix(rid))}")
     elif a.dag_id == "nightly_regression":
-        print(f"  results       {store.url(store.nightly_key(when.strftime('%Y-%m-%d'), ''))}")
+        print(f"  results       {store.url(store.nightly_prefix(when.strftime('%Y-%m-%d')))}")
     return 0 if state.endswith("success") else 1
 
 

@@ -6,8 +6,8 @@ import math
 import pytest
 from scipy import stats
 
-from analysis.anomalies import history_trend, rating_warnings
-from analysis.report import nightly_report_html, rating_report_html
+from workbench.analysis.anomalies import history_trend, rating_warnings
+from workbench.analysis.report import nightly_report_html, rating_report_html
 
 
 def _trials(load, means, start=0, valid=True):
@@ -63,7 +63,7 @@ def test_the_reports_show_the_warnings():
 
 
 def test_the_console_result_block_lists_the_warnings():
-    from workbench.pipeline.console import result_block
+    from workbench.output.console import result_block
     res = {"peak_rate": 900.0, **rating_warnings(_trials(900, [1.0, 2.0, 3.0]))}
     assert "warning" in result_block(res) and "the mean rose by 1 ms per trial" in result_block(res)
     assert "warning" not in result_block({"peak_rate": 900.0, "warnings": []})

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from scipy import stats
 
-from analysis.regression import (
+from workbench.analysis.regression import (
     compare_to_history,
     diff_ci,
     peak_se,

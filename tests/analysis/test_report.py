@@ -16,7 +16,7 @@ import pytest
 from hdrh.histogram import HdrHistogram
 from scipy import stats as st
 
-from analysis import plots, report, surface_plots
+from workbench.analysis import plots, report, surface_plots
 from workbench.controller.result import GOAL_FIELDS, goal_results
 from workbench.controller.steadiness import records_as_read
 from workbench.stats.rsm import fit_quadratic

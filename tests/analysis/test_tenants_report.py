@@ -1,8 +1,8 @@
 """Both tenants in result.json and the report (analysis.tenants), against hand-computed medians."""
 from __future__ import annotations
 
-from analysis.report import rating_plots, rating_report_html
-from analysis.tenants import background_by_load, background_result
+from workbench.analysis.report import rating_plots, rating_report_html
+from workbench.analysis.tenants import background_by_load, background_result
 
 
 def _trial(n, load, mean, b_mean, valid=True, b_ops=150.0, errors=0):

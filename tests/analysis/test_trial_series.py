@@ -5,7 +5,7 @@ import io
 
 import matplotlib.image as mpimg
 
-from analysis import trial_series
+from workbench.analysis import trial_series
 
 SPEC = {"spec": {"r_sat_ms": 40.0}}
 

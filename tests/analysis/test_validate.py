@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from analysis.validate import TrialValidation, trials_frame, validate_trials
+from workbench.analysis.validate import TrialValidation, trials_frame, validate_trials
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "validate_trials.json"
 

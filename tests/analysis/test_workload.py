@@ -1,7 +1,7 @@
 """The workload section of a rating's report."""
 from __future__ import annotations
 
-from analysis.workload import workload_html
+from workbench.analysis.workload import workload_html
 
 
 def test_the_workload_section_shows_factors_and_the_escaped_text():

@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from analysis.report import rating_report_html
+from workbench.analysis.report import rating_report_html
 from helpers import FakeRunner
 from workbench import cli
 from workbench.config.external import external_server, refuse_server_factors
 from workbench.measure.ansible import AnsibleHarness
-from workbench.pipeline.plan import ParamError, plan_from_params
+from workbench.params.plan import ParamError, plan_from_params
 
 FILER = {"server_address": "10.251.11.1", "server_export": "/export", "server_description": "lab filer"}
 PROBE = {"nfs_port": 2049, "mount_port": 20048, "nfs_port_from": "portmapper", "mount_port_from": "portmapper",
@@ -113,8 +113,8 @@ def test_report_says_external_server_and_shows_what_the_client_learnt():
 
 
 def test_history_seeds_an_external_rating_only_from_the_same_filer(tmp_path):
-    from workbench.pipeline.localstore import LocalStore
-    from workbench.pipeline.plan import history_seed
+    from workbench.store.local import LocalStore
+    from workbench.params.plan import history_seed
     store = LocalStore(tmp_path)
     ext = plan_from_params({**FILER, "profile": "smoke"}, "ext")
     own = plan_from_params({"profile": "smoke"}, "own")

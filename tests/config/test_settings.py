@@ -17,7 +17,7 @@ from workbench.config.settings import Bounds, bounds_of, check_settings, param_s
 from workbench.controller.parts import Budget, Goals, Search
 from workbench.controller.policy import POLICY_CLASSES
 from workbench.controller.spec import RatingSpec
-from workbench.pipeline import plan as planmod
+from workbench.params import plan as planmod
 
 SRC = Path(__file__).resolve().parents[2] / "src" / "workbench"
 SPEC_SETTINGS = bounds_of(RatingSpec)

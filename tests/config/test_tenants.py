@@ -5,7 +5,7 @@ import pytest
 
 from workbench import cli
 from workbench.config.tenants import TENANT_FACTOR_NAMES, describe
-from workbench.pipeline.plan import ParamError, plan_from_params
+from workbench.params.plan import ParamError, plan_from_params
 from workbench.pipeline.sweep import NUMERIC_FACTORS, factor_space
 
 

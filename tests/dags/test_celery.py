@@ -52,7 +52,7 @@ TRIAL_KEY = re.compile(r"/trials/(\d{5})\.json$")
 @pytest.fixture(scope="module")
 def stack(minio_server, tmp_path_factory):
     """(CeleryStack, ResultsStore) for this module, on a bucket of its own."""
-    from workbench.pipeline.s3store import ResultsStore
+    from workbench.store.s3 import ResultsStore
 
     cfg = dataclasses.replace(minio_server, bucket=f"celery-{uuid.uuid4().hex[:10]}")
     store = ResultsStore(cfg)
@@ -84,8 +84,8 @@ def _trial_numbers(store, rating_id: str) -> list[int]:
 
 
 def _sample_rating_ids(store, run_id: str) -> dict[int, str]:
-    from workbench import pipeline
-    plan = store.get_json(store.surface_key(pipeline.rating_id_for(DAG_ID, run_id), "plan.json"), None)
+    from workbench.params.plan import rating_id_for
+    plan = store.get_json(store.surface_key(rating_id_for(DAG_ID, run_id), "plan.json"), None)
     return {it["i"]: it["plan"]["rating_id"] for it in plan["samples"]} if plan else {}
 
 
@@ -122,7 +122,7 @@ def test_samples_run_at_once_on_two_workers_and_a_killed_one_s_resumes_each_tria
     """Both samples run at the same time, one on each worker; the worker of one with ≥ 2 stored
     trials is SIGKILLed with its task processes; that sample is retried on the other worker and
     resumes from the trial log (each trial once, the stored ones kept); both results are stored."""
-    from workbench import pipeline
+    from workbench.params.plan import rating_id_for
 
     st, store = stack
     t0 = time.monotonic()
@@ -155,7 +155,7 @@ def test_samples_run_at_once_on_two_workers_and_a_killed_one_s_resumes_each_tria
     table = pq.read_table(io.BytesIO(store.get_bytes(store.rating_key(rid, "trials.parquet")))).to_pandas()
     assert sorted(table["n"]) == list(range(n))
     # both samples' results, the surface's model and its report
-    sid = pipeline.rating_id_for(DAG_ID, run_id)
+    sid = rating_id_for(DAG_ID, run_id)
     rows = [store.get_json(k) for k in store.list_keys(f"surfaces/{sid}/samples/")]
     assert len(rows) == 2 and all(r["converged"] and r["peak_rate"] > 0 for r in rows), rows
     for r in rows:

@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 from helpers import load_recorded_nights
 
-from analysis.regression import reference_load
-from workbench import pipeline
+from workbench.analysis.regression import reference_load
 from workbench.config import paths
 from workbench.config.vocabulary import CANNED_WORKLOADS, MAX_TRIAL_TASKS
 from workbench.controller.result import goal_results
+from workbench.params.plan import PARAMS, rating_id_for
 from workbench.pipeline import nightly
 
 REPO = Path(__file__).resolve().parents[2]
@@ -31,7 +31,7 @@ SLOT1 = pytest.mark.xdist_group("slot1")
 
 def test_dag_params_match_the_checked_table():
     dag = _dag("rate_peak")
-    assert set(dag.params.keys()) == set(pipeline.PARAMS)
+    assert set(dag.params.keys()) == set(PARAMS)
     assert dag.params.get_param("workload").schema["enum"] == list(CANNED_WORKLOADS)
     # a custom workload next to the canned choice: a multi-line text field, in both rating DAGs
     for d in (dag, _dag("map_surface")):
@@ -48,7 +48,7 @@ def test_dag_params_match_the_checked_table():
 def test_every_rating_dag_notifies_when_its_run_fails():
     from airflow.dag_processing.dagbag import DagBag
 
-    from workbench.pipeline.notify import RunNotifier
+    from workbench.output.notify import RunNotifier
     bag = DagBag(str(REPO / "dags"))
     assert all(isinstance(bag.dags[d].on_failure_callback, RunNotifier)
                for d in ("rate_peak", "map_surface", "nightly_regression"))
@@ -98,7 +98,7 @@ def test_map_surface_grows_an_active_design_round_by_round_then_skips_the_rest(a
     assert all(states[f"rate_sample_{k}[{i}]"] == "success" for k, n in ((0, 7), (1, 1), (2, 1)) for i in range(n))
     later = [t for t in states if t.rsplit("_", 1)[-1].split("[")[0] in ("3", "4", "5")]
     assert later and all(states[t] == "skipped" for t in later), states
-    model = airflow_env.get_json(f"surfaces/{pipeline.rating_id_for('map_surface', dr.run_id)}/model.json")
+    model = airflow_env.get_json(f"surfaces/{rating_id_for('map_surface', dr.run_id)}/model.json")
     assert model["n_samples"] == 9 and model["stopped"].startswith("MAPE target reached"), model
 
 
@@ -152,7 +152,7 @@ def test_rate_peak_end_to_end(airflow_env):
                                           "workload_text": CUSTOM_WORKLOAD, "zipf_alpha": 0.75})
     states = _states(dr)
     assert str(dr.state).endswith("success"), states
-    rid = pipeline.rating_id_for("rate_peak", dr.run_id)
+    rid = rating_id_for("rate_peak", dr.run_id)
     res = store.get_json(store.rating_key(rid, "result.json"))
     n = res["n_trials"]
     print(f"rate_peak end to end: {n} trials, {res['reason']}; per goal "
@@ -210,7 +210,7 @@ def test_rate_peak_bad_params_fail_at_validate_before_provisioning(airflow_env, 
     assert str(dr.state).endswith("failed") and states["validate"].endswith("failed"), states
     assert states["provision"].endswith("upstream_failed") and states["trial_0"].endswith("upstream_failed")
     assert not [k for k in store.list_keys("ratings/") if "spec.json" in k]
-    rid = pipeline.rating_id_for("rate_peak", dr.run_id)
+    rid = rating_id_for("rate_peak", dr.run_id)
     assert _assert_notified(notify_receivers, "failed", rid, None)["failed_task"] == "validate"
     # wrong type / unknown workload: Airflow's own Param schema check refuses the run, naming the field
     for conf, field in (({"workload": "nosuch"}, "workload"), ({"disks": "two"}, "disks")):
@@ -287,9 +287,9 @@ def test_an_external_filer_is_rated_from_a_load_host_only(airflow_env, tmp_path,
     turns red at `verdict` after the slot is torn down, and an e-mail and a webhook say so."""
     from conftest import stop_slot
     from workbench import cli
-    from workbench.pipeline import leases
+    from workbench.config import vocabulary
     _root()
-    monkeypatch.setattr(leases, "SLOTS", ("filer1",))   # rate_peak's slot "auto": as with WB_SLOTS=filer1
+    monkeypatch.setattr(vocabulary, "SLOTS", ("filer1",))   # rate_peak's slot "auto": as with WB_SLOTS=filer1
     store = airflow_env
     _filer_up()
     try:
@@ -317,7 +317,7 @@ def test_an_external_filer_is_rated_from_a_load_host_only(airflow_env, tmp_path,
         monkeypatch.setenv("WB_INVENTORY", str(EXTERNAL_INVENTORY))
         dr = _dag("rate_peak").test(run_conf={"profile": "smoke", "slot": "auto", "budget_s": 24, **FILER})
         states = _states(dr)
-        rid = pipeline.rating_id_for("rate_peak", dr.run_id)
+        rid = rating_id_for("rate_peak", dr.run_id)
         result = store.get_json(store.rating_key(rid, "result.json"))
         assert not result["converged"], result["reason"]
         assert str(dr.state).endswith("failed") and states["verdict"].endswith("failed"), states

@@ -84,7 +84,7 @@ def _measuring(states: dict[str, str | None], recorded: list[int]) -> str | None
 @pytest.fixture(scope="module")
 def live(minio_server, tmp_path_factory):
     """One real Airflow (and a bucket) for this module's tests: (LiveAirflow, ResultsStore)."""
-    from workbench.pipeline.s3store import ResultsStore
+    from workbench.store.s3 import ResultsStore
 
     cfg = dataclasses.replace(minio_server, bucket=f"restart-{uuid.uuid4().hex[:10]}")
     store = ResultsStore(cfg)
@@ -102,22 +102,22 @@ def live(minio_server, tmp_path_factory):
 
 def _plan(conf: dict, rating_id: str, inventory: str):
     """The plan of `conf` on this module's slot (not a slot of this process's WB_SLOTS)."""
-    from workbench import pipeline
-    plan = pipeline.plan_from_params({**conf, "slot": "auto"}, rating_id).with_slot(conf["slot"])
+    from workbench.params.plan import plan_from_params
+    plan = plan_from_params({**conf, "slot": "auto"}, rating_id).with_slot(conf["slot"])
     return dataclasses.replace(plan, inventory=inventory)
 
 
 @pytest.mark.timeout(600)
 def test_a_long_trial_keeps_its_slot_and_a_killed_one_stops_its_generator_and_frees_it(live, monkeypatch):
-    from workbench import pipeline
     from workbench.config import paths
-    from workbench.pipeline import leases
+    from workbench.lease import leases
+    from workbench.params.plan import rating_id_for
 
     af, store, inventory = live
     slot = CONF["slot"]
     _wait_slot_free(slot)
     run_id = af.trigger(DAG_ID, {**CONF, "runlength_s": 60, "max_trials": 2})
-    rid = pipeline.rating_id_for(DAG_ID, run_id)
+    rid = rating_id_for(DAG_ID, run_id)
     try:
         deadline = time.monotonic() + 300      # trial_0 running and its generator measuring
         while not (af.task_states(DAG_ID, run_id).get("trial_0") == "running"
@@ -166,12 +166,13 @@ def test_scheduler_crash_mid_rating_loses_and_repeats_no_trial(live):
     from workbench import pipeline
     from workbench.config import paths
     from workbench.config.vocabulary import MAX_TRIAL_TASKS
+    from workbench.params.plan import rating_id_for
 
     af, store, inventory = live
     t_start = time.monotonic()
     _wait_slot_free(CONF["slot"])
     run_id = af.trigger(DAG_ID, CONF)
-    rid = pipeline.rating_id_for(DAG_ID, run_id)
+    rid = rating_id_for(DAG_ID, run_id)
     plan = _plan(CONF, rid, inventory)
     try:
         # 1. Wait for ≥ 2 recorded trials and the next trial task in the middle of measuring.

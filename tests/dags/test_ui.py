@@ -178,6 +178,7 @@ def _cleanup(af: LiveAirflow, run_id: str | None, conf: dict | None) -> None:
     """Whatever happened: no running rating, slot torn down, lease released."""
     from workbench import pipeline
     from workbench.config.vocabulary import SLOTS
+    from workbench.params.plan import plan_from_params, rating_id_for
     if run_id is not None:
         try:
             if af.run_state(DAG_ID, run_id) not in ("success", "failed"):
@@ -189,7 +190,7 @@ def _cleanup(af: LiveAirflow, run_id: str | None, conf: dict | None) -> None:
             time.sleep(10)                      # a killed task's ansible-runner cleans up after it
         finally:
             # pipeline.teardown is a no-op unless this rating holds the slot's lease.
-            plan = pipeline.plan_from_params(conf or {}, pipeline.rating_id_for(DAG_ID, run_id))
+            plan = plan_from_params(conf or {}, rating_id_for(DAG_ID, run_id))
             for slot in SLOTS:
                 for attempt in (1, 2):
                     try:

@@ -384,10 +384,10 @@ def test_a_rating_on_two_load_hosts_of_a_bridge_slot(tmp_path):
     the hosts' figures kept beside it; then one host's fstress killed mid-trial makes that trial
     invalid, naming the host. A namespace on the bridge that is not a load host cannot mount the
     export."""
-    from workbench.pipeline.localstore import LocalStore
-    from workbench.pipeline.plan import plan_from_params, with_settings
+    from workbench.store.local import LocalStore
+    from workbench.params.plan import plan_from_params, with_settings
     from workbench.pipeline.runner import run_rating
-    from workbench.pipeline.steps import harness_for, teardown
+    from workbench.pipeline.slot import harness_for, teardown
     if os.geteuid() != 0:
         pytest.skip("needs root (network namespaces, loop devices, cgroups)")
     k = int(INTEGRATION_SLOT.removeprefix("slot"))

@@ -10,7 +10,7 @@ from helpers import fstress_json
 
 from workbench.measure.timeseries import SeriesError, merge_series
 from workbench.measure.trialjson import result_from_json, with_timeseries
-from workbench.pipeline.localstore import LocalStore
+from workbench.store.local import LocalStore
 
 
 def _hist(*us: int) -> str:

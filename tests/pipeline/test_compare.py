@@ -62,7 +62,7 @@ def test_compare_refuses_what_it_cannot_compare(tmp_path, capsys):
 
 
 def test_publish_stores_the_verdict_and_the_page(tmp_path):
-    from workbench.pipeline.localstore import LocalStore
+    from workbench.store.local import LocalStore
     store = LocalStore(tmp_path)
     out = compare.compare_ratings(compare.load_rating(*compare.open_rating(A, STORE)),
                                   compare.load_rating(*compare.open_rating(B, STORE)))

@@ -4,9 +4,9 @@ from __future__ import annotations
 import pytest
 from helpers import load_recorded_nights
 
-from workbench import pipeline
+from workbench.params.plan import ParamError
 from workbench.pipeline import nightly
-from workbench.pipeline.localstore import LocalStore
+from workbench.store.local import LocalStore
 
 
 def test_nightly_config_in_the_repo_is_valid(tmp_path):
@@ -14,12 +14,12 @@ def test_nightly_config_in_the_repo_is_valid(tmp_path):
     assert cfg["baselines"] and 0 < cfg["tolerance"] < 1
     bad = tmp_path / "n.yml"
     bad.write_text("baselines:\n  - name: x\n    params: {disks: 0}\n")
-    with pytest.raises(pipeline.ParamError, match="disks"):
+    with pytest.raises(ParamError, match="disks"):
         nightly.load_nightly_config(bad)
     assert cfg["seed_trials"] == 6 == nightly.NIGHTLY_SEED_TRIALS
     for v in ("1", "true", "2.5", "21"):
         bad.write_text(f"seed_trials: {v}\nbaselines:\n  - name: x\n    params: {{}}\n")
-        with pytest.raises(pipeline.ParamError, match="seed_trials must be an integer in"):
+        with pytest.raises(ParamError, match="seed_trials must be an integer in"):
             nightly.load_nightly_config(bad)
 
 

@@ -26,15 +26,16 @@ from conftest_store import MINIO_SH, free_ports
 
 from workbench.config import paths
 from workbench.controller.trial import TrialResult
+from workbench.lease import leases
 from workbench.measure.playbook import PlaybookRun
 from workbench.measure.simulated import SimulatedServer
 from workbench.measure.trialjson import harness_result
-from workbench.pipeline import leases, steps
-from workbench.pipeline.localstore import LocalStore
-from workbench.pipeline.plan import plan_from_params
+from workbench.params.plan import plan_from_params
+from workbench.pipeline import steps
 from workbench.pipeline.runner import run_rating
-from workbench.pipeline.s3store import ResultsStore, S3Config
-from workbench.pipeline.store import StoreError
+from workbench.store.base import StoreError
+from workbench.store.local import LocalStore
+from workbench.store.s3 import ResultsStore, S3Config
 
 CAPACITY, SEED = 800.0, 0          # smoke profile on this server: 8 trials, converged (λ* ≈ 785)
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from analysis.cost import cost_text
-from workbench.pipeline.localstore import LocalStore
+from workbench.analysis.cost import cost_text
 from workbench.pipeline.steps import measured_cost
+from workbench.store.local import LocalStore
 
 
 def test_the_measured_cost_and_its_breakdown(tmp_path):
@@ -46,7 +46,7 @@ def test_a_custom_workload_is_what_the_harness_runs_and_is_stored_with_the_ratin
     from workbench.measure.playbook import PlaybookRun
     from workbench.measure.simulated import SimulatedServer
     from workbench.pipeline import steps
-    from workbench.pipeline.plan import plan_from_params
+    from workbench.params.plan import plan_from_params
     from workbench.pipeline.runner import run_rating
 
     monkeypatch.setattr(paths, "LEASES", tmp_path / "leases")

@@ -17,7 +17,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 STEP = textwrap.dedent("""
     import json, subprocess, sys, time
-    from workbench.pipeline.plan import plan_from_params
+    from workbench.params.plan import plan_from_params
     from workbench.pipeline import stop
     plan = plan_from_params({"profile": "smoke", "slot": "slot1"}, "killed-step")
     plan = plan.__class__.from_dict({**plan.to_dict(), "workdir": sys.argv[1]})

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from workbench import pipeline
+from workbench.params.plan import ParamError, RatingPlan
 from workbench.pipeline import sweep
 
 
@@ -16,16 +16,16 @@ def test_sweep_plan_orders_for_seeding_and_checks_factors():
     for a, b in zip(samples, samples[1:]):
         assert sum(a[k] != b[k] for k in a) == 1
     assert [it["plan"]["rating_id"] for it in sw["samples"]] == [f"sw__s{i:02d}" for i in range(4)]
-    with pytest.raises(pipeline.ParamError, match="unknown factor 'colour'"):
+    with pytest.raises(ParamError, match="unknown factor 'colour'"):
         sweep.plan_sweep({"factors": {"colour": [1, 2]}}, "sw")
-    with pytest.raises(pipeline.ParamError, match="n_samples"):
+    with pytest.raises(ParamError, match="n_samples"):
         sweep.plan_sweep({"factors": {"memory_mb": [128, 256]}, "design": "dopt"}, "sw")
 
 
 def test_a_retried_sample_keeps_the_seed_of_its_first_try(tmp_path, monkeypatch):
     """Seeding reads the finished samples, which grow while a sweep runs: a sample retried (on any
     worker) after another finished must resume its trial log with its first try's seed, not a new one."""
-    from workbench.pipeline.localstore import LocalStore
+    from workbench.store.local import LocalStore
 
     store = LocalStore(tmp_path / "store")
     store.ensure_bucket()
@@ -61,7 +61,7 @@ def test_a_2x2_sweep_seeds_later_samples_and_ends_in_a_model_a_plot_and_a_report
     """The whole sweep in one process (fake ratings, local store): the first sample unseeded, every
     later one seeded from a finished one; the fit, the contour plot of the factor pair, the report
     linking each sample's rating report. (On real slots and two Celery workers: tests/dags/test_celery.py.)"""
-    from workbench.pipeline.localstore import LocalStore
+    from workbench.store.local import LocalStore
 
     store = LocalStore(tmp_path / "store")
     store.ensure_bucket()
@@ -95,7 +95,7 @@ def test_a_sweep_over_zipf_alpha_renders_each_sample_s_workload():
     samples = [it["sample"] for it in sw["samples"]]
     assert sorted((s["zipf_alpha"], s["read_iops"]) for s in samples) == [(0.6, 90), (0.6, 100), (0.9, 90), (0.9, 100)]
     for it in sw["samples"]:
-        plan = pipeline.RatingPlan.from_dict(it["plan"])
+        plan = RatingPlan.from_dict(it["plan"])
         alpha = it["sample"]["zipf_alpha"]
         assert plan.workload == "web_server" and plan.workload_factors == {"zipf_alpha": alpha}
         assert plan.workload_text.startswith("base = web_server\n")

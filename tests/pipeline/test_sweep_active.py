@@ -9,9 +9,9 @@ import time
 import pytest
 from helpers import web_surface_ratings
 
-from workbench import pipeline
+from workbench.params.plan import ParamError
 from workbench.pipeline import sweep
-from workbench.pipeline.localstore import LocalStore
+from workbench.store.local import LocalStore
 
 ACTIVE = {"workload": "web_server", "profile": "smoke", "design": "active", "mape_target_pct": 15.0,
           "factors": {"threads": [2, 4, 6, 8], "disks": [1, 2, 3]}, "fixed": {"fs": "btrfs"}}
@@ -91,7 +91,7 @@ def test_no_rating_starts_after_the_deadline_but_a_started_one_resumes(store, we
     assert rows[0]["reason"] == f"not rated: the deadline {soon} passed" and len(web_ratings) == 1
     d = sweep.decide_round(store, "sw", 0)
     assert d["done"] and d["reason"] == "deadline passed after 1 samples"
-    with pytest.raises(pipeline.ParamError, match="deadline: .* has passed"):
+    with pytest.raises(ParamError, match="deadline: .* has passed"):
         sweep.plan_sweep({**ACTIVE, "deadline": "2026-01-01T00:00:00Z"}, "sw3")
-    with pytest.raises(pipeline.ParamError, match="sweep_budget_s: 5 "):
+    with pytest.raises(ParamError, match="sweep_budget_s: 5 "):
         sweep.plan_sweep({**ACTIVE, "sweep_budget_s": 5}, "sw3")

@@ -8,7 +8,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, TextIO
 
 from workbench.config.paths import REPO
 
@@ -91,67 +91,83 @@ def _run_scrubbed(**kwargs: Any) -> Any:
     return r
 
 
+def _runner_envvars() -> dict[str, str]:
+    """ansible-runner's variables for every playbook run: this interpreter's bin first on PATH, the
+    repository's ansible.cfg and roles, quiet and fast settings."""
+    return {
+        "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]),
+        "ANSIBLE_CONFIG": str(REPO / "ansible.cfg"),
+        "ANSIBLE_ROLES_PATH": str(REPO / "roles"),
+        "ANSIBLE_PIPELINING": "True",
+        "ANSIBLE_GATHERING": "explicit",
+        "ANSIBLE_RETRY_FILES_ENABLED": "False",
+        "ANSIBLE_NOCOLOR": "1",
+        "ANSIBLE_DEPRECATION_WARNINGS": "False",
+        "ANSIBLE_LOCALHOST_WARNING": "False",
+        "ANSIBLE_INVENTORY_UNPARSED_WARNING": "False",
+        "ANSIBLE_PYTHON_INTERPRETER": "auto_silent",
+    }
+
+
+class _Events:
+    """The event handler of one run: each event's stdout to the log, and what the run's PlaybookRun
+    reports — the failed tasks' messages, the time to the first event, the seconds per task and the
+    recap's counters."""
+
+    def __init__(self, log: TextIO, t0: float) -> None:
+        self.log, self.t0 = log, t0
+        self.failures: list[str] = []
+        self.first_s: float | None = None
+        self.task_s: dict[str, float] = {}
+        self.task: str | None = None
+        self.task_t = 0.0
+        self.stats: dict[str, Any] = {}
+
+    def _close_task(self, now: float) -> None:
+        if self.task is not None:
+            self.task_s[self.task] = self.task_s.get(self.task, 0.0) + now - self.task_t
+
+    def on_event(self, ev: dict[str, Any]) -> bool:
+        now = time.monotonic() - self.t0
+        if self.first_s is None:
+            self.first_s = now
+        kind = ev.get("event", "")
+        if kind in ("playbook_on_task_start", "playbook_on_stats", "playbook_on_play_start"):
+            self._close_task(now)
+            self.task = (ev.get("event_data", {}) or {}).get("task") if kind == "playbook_on_task_start" else None
+            self.task_t = now
+        out = ev.get("stdout")
+        if out:
+            self.log.write(out + "\n")
+        f = _event_failure(ev)
+        if f:
+            self.failures.append(f)
+        if kind == "playbook_on_stats":    # the recap: ansible-runner's r.stats reads it back
+            data = ev.get("event_data", {}) or {}     # from the event files we do not keep
+            self.stats.update({k: dict(data.get(k) or {}) for k in STATS_KEYS})
+        return False          # do not keep event files: we keep the log
+
+
 def ansible_runner_run(playbook: Path, extravars: Mapping[str, Any], *, inventory: Path,
                        private_data_dir: Path, log_path: Path, timeout_s: float | None = None) -> PlaybookRun:
     """Run one playbook with ansible-runner: quiet, events streamed to `log_path`; stopped after
     `timeout_s` (status "timeout", a failed run)."""
-    failures: list[str] = []
     t0 = time.monotonic()
-    first: list[float] = []
-    task_s: dict[str, float] = {}
-    cur: dict[str, Any] = {"task": None, "t": 0.0}
-    stats: dict[str, Any] = {}
-
-    def close_task(now: float) -> None:
-        if cur["task"] is not None:
-            task_s[cur["task"]] = task_s.get(cur["task"], 0.0) + now - cur["t"]
     private_data_dir.mkdir(parents=True, exist_ok=True)
     with open(log_path, "a", encoding="utf-8") as log:
         log.write(f"\n=== {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())} {playbook.name} "
                   f"{json.dumps(dict(extravars), sort_keys=True, default=str)}\n")
-
-        def on_event(ev: dict[str, Any]) -> bool:
-            now = time.monotonic() - t0
-            if not first:
-                first.append(now)
-            kind = ev.get("event", "")
-            if kind in ("playbook_on_task_start", "playbook_on_stats", "playbook_on_play_start"):
-                close_task(now)
-                cur["task"] = (ev.get("event_data", {}) or {}).get("task") if kind == "playbook_on_task_start" else None
-                cur["t"] = now
-            out = ev.get("stdout")
-            if out:
-                log.write(out + "\n")
-            f = _event_failure(ev)
-            if f:
-                failures.append(f)
-            if kind == "playbook_on_stats":    # the recap: ansible-runner's r.stats reads it back
-                data = ev.get("event_data", {}) or {}     # from the event files we do not keep
-                stats.update({k: dict(data.get(k) or {}) for k in STATS_KEYS})
-            return False          # do not keep event files: we keep the log
-
+        events = _Events(log, t0)
         r = _run_scrubbed(
             private_data_dir=str(private_data_dir),
             playbook=str(playbook),
             inventory=str(inventory),
             extravars=dict(extravars),
             quiet=True,
-            event_handler=on_event,
+            event_handler=events.on_event,
             rotate_artifacts=1,
             timeout=int(math.ceil(timeout_s)) if timeout_s else None,
-            envvars={
-                "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]),
-                "ANSIBLE_CONFIG": str(REPO / "ansible.cfg"),
-                "ANSIBLE_ROLES_PATH": str(REPO / "roles"),
-                "ANSIBLE_PIPELINING": "True",
-                "ANSIBLE_GATHERING": "explicit",
-                "ANSIBLE_RETRY_FILES_ENABLED": "False",
-                "ANSIBLE_NOCOLOR": "1",
-                "ANSIBLE_DEPRECATION_WARNINGS": "False",
-                "ANSIBLE_LOCALHOST_WARNING": "False",
-                "ANSIBLE_INVENTORY_UNPARSED_WARNING": "False",
-                "ANSIBLE_PYTHON_INTERPRETER": "auto_silent",
-            },
+            envvars=_runner_envvars(),
             settings={"suppress_ansible_output": True},
             # never cancelled this way: without a callback ansible-runner installs its own SIGTERM
             # handler, which would hide a kill from pipeline.stop.killable
@@ -159,5 +175,6 @@ def ansible_runner_run(playbook: Path, extravars: Mapping[str, Any], *, inventor
         )
         log.write(f"=== {playbook.name}: {r.status} rc={r.rc} in {time.monotonic() - t0:.2f}s\n")
     return PlaybookRun(rc=int(r.rc if r.rc is not None else -1), status=str(r.status),
-                       failures=failures, elapsed_s=time.monotonic() - t0, stats=stats or r.stats or {},
-                       first_event_s=first[0] if first else 0.0, task_s=task_s)
+                       failures=events.failures, elapsed_s=time.monotonic() - t0,
+                       stats=events.stats or r.stats or {}, first_event_s=events.first_s or 0.0,
+                       task_s=events.task_s)

@@ -11,31 +11,28 @@ environment), by `s3://bucket/ratings/<id>/`, or by a local directory `…/ratin
 from __future__ import annotations
 
 import dataclasses
-import re
 from pathlib import Path
 from typing import Any, Mapping
 
-from analysis.comparison import compare_png, comparison_html
-from analysis.regression import compare_to_history
-from workbench.pipeline.localstore import LocalStore
+from workbench.analysis.comparison import compare_png, comparison_html
+from workbench.analysis.regression import compare_to_history
+from workbench.params.plan import ParamError
 from workbench.pipeline.nightly import nightly_rating
-from workbench.pipeline.plan import ParamError
-from workbench.pipeline.s3store import ResultsStore, S3Config, open_store
-from workbench.pipeline.store import Store
-
-S3_RATING = re.compile(r"s3://([a-z0-9][a-z0-9.-]{1,61}[a-z0-9])/ratings/([A-Za-z0-9_.:+-]+)/?")
+from workbench.store.base import Store
+from workbench.store.local import LocalStore, rating_in_dir
+from workbench.store.s3 import ResultsStore, S3Config, open_store, rating_at_url
 
 
 def open_rating(ref: str, results: str | Path | None = None) -> tuple[Store, str]:
     """(store, rating id) of a rating reference (see the module docstring)."""
     if ref.startswith("s3://"):
-        m = S3_RATING.fullmatch(ref)
-        if not m:
+        at = rating_at_url(ref)
+        if at is None:
             raise ParamError(f"{ref}: an S3 rating is s3://<bucket>/ratings/<rating id>/")
-        return ResultsStore(dataclasses.replace(S3Config.resolve(), bucket=m.group(1))), m.group(2)
-    path = Path(ref)
-    if path.is_dir() and path.parent.name == "ratings":
-        return LocalStore(path.parent.parent), path.name
+        return ResultsStore(dataclasses.replace(S3Config.resolve(), bucket=at[0])), at[1]
+    local = rating_in_dir(ref)
+    if local is not None:
+        return local
     if "/" in ref or not ref:
         raise ParamError(f"{ref!r}: not a rating id, an s3://<bucket>/ratings/<id>/ URL "
                          f"or an existing …/ratings/<id> directory")
@@ -44,12 +41,12 @@ def open_rating(ref: str, results: str | Path | None = None) -> tuple[Store, str
 
 def load_rating(store: Store, rating_id: str) -> dict[str, Any]:
     """The finished rating as analysis.regression and the page want it."""
-    result = store.get_json(store.rating_key(rating_id, "result.json"), None)
+    result = store.get_json(store.result_key(rating_id), None)
     if result is None:
-        raise ParamError(f"{store.url(store.rating_key(rating_id, ''))}: no result.json there "
+        raise ParamError(f"{store.url(store.rating_prefix(rating_id))}: no result.json there "
                          f"(no such rating, or it has not finished)")
     return {**nightly_rating(store, rating_id, result), "rating_id": rating_id,
-            "report_url": store.url(store.rating_key(rating_id, "report.html"))}
+            "report_url": store.url(store.rating_report_key(rating_id))}
 
 
 def compare_ratings(a: Mapping[str, Any], b: Mapping[str, Any], tolerance: float = 0.10,
@@ -77,7 +74,7 @@ def verdict_word(v: Mapping[str, Any]) -> str:
 def publish(store: Store, comparison: Mapping[str, Any]) -> str:
     """verdict.json and report.html under comparisons/<A>__vs__<B>/; returns the report's URL."""
     v = comparison["verdict"]
-    prefix = f"comparisons/{v['a']}__vs__{v['b']}"
-    store.put_json(f"{prefix}/verdict.json", v)
-    store.put_bytes(f"{prefix}/report.html", comparison["html"].encode(), "text/html; charset=utf-8")
-    return store.url(f"{prefix}/report.html")
+    store.put_json(store.comparison_verdict_key(v["a"], v["b"]), v)
+    key = store.comparison_report_key(v["a"], v["b"])
+    store.put_bytes(key, comparison["html"].encode(), "text/html; charset=utf-8")
+    return store.url(key)

@@ -12,16 +12,16 @@ from typing import Any, Mapping, Sequence
 
 import yaml
 
-from analysis.anomalies import history_trend
-from analysis.plots import history_png
-from analysis.regression import compare_to_history, reference_load
-from analysis.report import nightly_report_html
+from workbench.analysis.anomalies import history_trend
+from workbench.analysis.plots import history_png
+from workbench.analysis.regression import compare_to_history, reference_load, verdict_label, verdict_word
+from workbench.analysis.report import nightly_report_html
 from workbench.config.paths import REPO
 from workbench.controller.result import goal_results
-from workbench.pipeline.plan import UNSAFE_ID_CHARS, ParamError, plan_from_params, seeded, strict_json
+from workbench.params.plan import UNSAFE_ID_CHARS, ParamError, plan_from_params, seeded, strict_json
+from workbench.params.validation import validate_plans
 from workbench.pipeline.runner import run_rating
-from workbench.pipeline.store import Store
-from workbench.pipeline.validation import validate_plans
+from workbench.store.base import Store
 
 # trials tonight's rating runs at its baseline's reference load: the sample of the nightly Welch test
 # (analysis.regression); with 2 (a smoke rating's cap per load) one warm-cache trial among overloaded
@@ -108,7 +108,7 @@ def ci_level(spec: Mapping[str, Any]) -> float:
 
 def nightly_rating(store: Store, rating_id: str, result: Mapping[str, Any]) -> dict[str, Any]:
     """One rating as analysis.regression wants it: result, trial records and the CI level."""
-    plan = store.get_json(store.rating_key(rating_id, "spec.json"), default={}) or {}
+    plan = store.get_json(store.spec_key(rating_id), default={}) or {}
     return {"result": dict(result), "trials": store.trials(rating_id),
             "ci_level": ci_level(plan.get("spec") or {})}
 
@@ -116,11 +116,10 @@ def nightly_rating(store: Store, rating_id: str, result: Mapping[str, Any]) -> d
 def nightly_history(store: Store, name: str, before_night: str) -> list[dict[str, Any]]:
     """The earlier nights of baseline `name` (oldest first), each as `nightly_rating` + its night."""
     out = []
-    for key in sorted(store.list_keys("nightly/")):
-        parts = key.split("/")
-        if len(parts) == 3 and parts[2] == f"{name}.json" and parts[1] < before_night:
+    for night, key in store.baseline_nights(name):
+        if night < before_night:
             old = store.get_json(key)
-            out.append({**nightly_rating(store, old["rating_id"], old["result"]), "night": parts[1]})
+            out.append({**nightly_rating(store, old["rating_id"], old["result"]), "night": night})
     return out
 
 
@@ -144,20 +143,20 @@ def checked_night(config_path: str | Path, only: Sequence[str] | None, night: st
 def start_night(store: Store, config_path: str, only: Sequence[str] | None, night: str) -> list[dict[str, Any]]:
     """The checked configuration to the store; one job per selected baseline."""
     cfg, base = checked_night(config_path, only, night)
-    store.put_json(store.nightly_key(night, "config.json"), cfg)
+    store.put_json(store.night_config_key(night), cfg)
     return [{"night": night, "baseline": b} for b in base]
 
 
 def rate_baseline(store: Store, night: str, baseline: Mapping[str, Any]) -> dict[str, Any]:
     """Tonight's rating of one baseline, seeded at its reference load with a fixed sample there
     (cheaper, seed 000 §5.4; and the Welch test of `compare` gets a sample where the history has one)."""
-    key = store.nightly_key(night, f"{baseline['name']}.json")
+    key = store.baseline_key(night, baseline["name"])
     if store.exists(key):                          # a retried task: already rated tonight
         return store.get_json(key)
     params = baseline.get("params") or {}
     plan = plan_from_params(params, f"nightly__{night}__{baseline['name']}")
     ref = reference_load(nightly_history(store, baseline["name"], night))
-    cfg = store.get_json(store.nightly_key(night, "config.json"))
+    cfg = store.get_json(store.night_config_key(night))
     plan = seeded(plan, ref, cfg.get("seed_trials", NIGHTLY_SEED_TRIALS))
     print(f"{baseline['name']}: seed load {plan.spec.get('seed_load')} (baseline reference load {ref})")
     res = run_rating(plan, store)
@@ -180,13 +179,13 @@ def goal_view(result: Mapping[str, Any], r_sat_ms: float | None) -> dict[str, An
 def compare(store: Store, night: str, records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """Each baseline's verdict against its history, one per R_sat goal (a goal is compared with the
     earlier nights that rated it); verdicts.json to the store."""
-    cfg = store.get_json(store.nightly_key(night, "config.json"))
-    report_key = store.nightly_key(night, "report.html")
+    cfg = store.get_json(store.night_config_key(night))
+    report_key = store.nightly_report_key(night)
     verdicts = []
     for rec in sorted(records, key=lambda r: r["name"]):
         history = nightly_history(store, rec["name"], night)
         rating = nightly_rating(store, rec["rating_id"], rec["result"])
-        rating_report = store.rating_key(rec["rating_id"], "report.html")
+        rating_report = store.rating_report_key(rec["rating_id"])
         goals = [g.get("r_sat_ms") for g in goal_results(rec["result"])]
         for goal in goals:
             current = {**rating, "result": goal_view(rec["result"], goal)}
@@ -201,7 +200,7 @@ def compare(store: Store, night: str, records: Sequence[Mapping[str, Any]]) -> l
                      + [history_point(night, current["result"])])
             print(f"{verdict_label(v)}: {verdict_word(v)} — {v['reason']}")
             verdicts.append(v)
-    store.put_json(store.nightly_key(night, "verdicts.json"), verdicts)
+    store.put_json(store.verdicts_key(night), verdicts)
     return verdicts
 
 
@@ -227,30 +226,9 @@ def night_warnings(history: Sequence[Mapping[str, Any]], current: Mapping[str, A
     return [w["text"] for w in current["result"].get("warnings") or []] + ([trend["text"]] if trend else [])
 
 
-def night_of(dag_run: Any, run_id: str = "") -> str:
-    """The night (YYYY-MM-DD) a nightly_regression run rates: its logical date, else when it was
-    triggered; without the run (a callback's minimal context), the date in its run id."""
-    when = getattr(dag_run, "logical_date", None) or getattr(dag_run, "run_after", None)
-    if when is not None:
-        return when.strftime("%Y-%m-%d")
-    m = re.search(r"\d{4}-\d{2}-\d{2}", run_id)
-    if m is None:
-        raise ValueError(f"no night in run {run_id!r}")
-    return m.group(0)
-
-
-def verdict_label(v: Mapping[str, Any]) -> str:
-    """The baseline's name, with the goal when the baseline rates several."""
-    return str(v.get("name")) + (f" at R_sat {v['r_sat_ms']:g} ms" if (v.get("n_goals") or 1) > 1 else "")
-
-
-def verdict_word(v: Mapping[str, Any]) -> str:
-    return "REGRESSION" if v["regression"] else "NO VERDICT" if v.get("inconclusive") else "ok"
-
-
 def report(store: Store, night: str, verdicts: Sequence[Mapping[str, Any]]) -> str:
     """The night's HTML report to the store; returns its URL."""
-    key = store.nightly_key(night, "report.html")
+    key = store.nightly_report_key(night)
     store.put_bytes(key, nightly_report_html(night, verdicts, history_plots(verdicts)).encode(),
                     "text/html; charset=utf-8")
     return store.url(key)

@@ -11,15 +11,16 @@ from typing import Any, Callable, Mapping
 
 from workbench.config.vocabulary import MAX_TRIAL_TASKS
 from workbench.controller.decide import Done
+from workbench.lease.leases import LEASE_WAIT_S, holding, lease_slot
 from workbench.measure.ansible import AnsibleHarness
 from workbench.measure.protocol import HarnessFactory
-from workbench.pipeline.console import fmt_num, trial_line
-from workbench.pipeline.leases import LEASE_WAIT_S, holding, lease_slot
-from workbench.pipeline.plan import RatingPlan
+from workbench.output.console import fmt_num, trial_line
+from workbench.params.plan import RatingPlan
+from workbench.pipeline.slot import teardown
 from workbench.pipeline.steps import (decide_step, deploy, provision, publish_step, report_step,
-                                      summarise_step, teardown, trial_log, trial_step, validate_step)
+                                      summarise_step, trial_log, trial_step, validate_step)
 from workbench.pipeline.stop import RatingKilled, killable, stop_children
-from workbench.pipeline.store import Store
+from workbench.store.base import Store
 
 # Wall-clock bound of a whole rating in one task (map_surface, nightly_regression): the slot wait,
 # provisioning and the profiles' budgets fit many times over; a rating that needs more is stuck.

@@ -16,37 +16,22 @@ import time
 from pathlib import Path
 from typing import Any, Mapping
 
-from analysis.anomalies import rating_warnings
-from analysis.report import rating_plots, rating_report_html
-from analysis.tenants import background_result
-from analysis.validate import validate_trials
+from workbench.analysis.anomalies import rating_warnings
+from workbench.analysis.report import rating_plots, rating_report_html
+from workbench.analysis.tenants import background_result
+from workbench.analysis.validate import validate_trials
 from workbench.config.paths import FSTRESS
 from workbench.controller.decide import Done, NextTrial, decide
 from workbench.controller.result import PeakResult
 from workbench.controller.state import load_key
 from workbench.controller.trial import TrialResult
+from workbench.lease.leases import holding, mark_dirty
 from workbench.measure.ansible import AnsibleHarness
-from workbench.measure.protocol import Harness, HarnessFactory
-from workbench.pipeline.leases import holding, holds, mark_dirty, release_slot, teardown_turn
-from workbench.pipeline.plan import RatingPlan, strict_json
+from workbench.measure.protocol import HarnessFactory
+from workbench.params.plan import RatingPlan, strict_json
+from workbench.pipeline.slot import harness_for, teardown_or_raise
 from workbench.pipeline.stop import killable
-from workbench.pipeline.store import Store, TrialConflict, encode_json
-
-
-class TeardownFailed(RuntimeError):
-    """The slot could not be torn down: its lease stays, marked dirty, until a later teardown succeeds."""
-
-
-def harness_for(plan: RatingPlan, make: HarnessFactory = AnsibleHarness) -> Harness:
-    """The plan's harness on its leased slot (`make`: AnsibleHarness, or a test's subclass)."""
-    if plan.slot == "auto":
-        raise RuntimeError("the plan has no slot yet: lease_slot first")
-    spec = plan.rating_spec()
-    return make(slot=plan.slot, inventory=plan.inventory, factors=plan.factors, workload=plan.workload_file(),
-                results_dir=plan.local_dir(), warmup_s=plan.warmup_s, fileset_rate=plan.fileset_rate,
-                extravars=plan.extravars, overload_ms=spec.r_sat_ms * (1.0 + spec.width),
-                external=plan.external, load_hosts=plan.load_hosts,
-                **({"background": plan.background} if plan.background else {}))
+from workbench.store.base import Store, TrialConflict, encode_json
 
 
 def provision(plan: RatingPlan, store: Store, make: HarnessFactory = AnsibleHarness) -> dict[str, Any]:
@@ -57,21 +42,21 @@ def provision(plan: RatingPlan, store: Store, make: HarnessFactory = AnsibleHarn
     with holding(plan) as lease, killable(plan):
         h = harness_for(plan, make)
         if lease.get("dirty"):           # taken over from a rating that ended without a clean teardown
-            _teardown_or_raise(plan, make)
+            teardown_or_raise(plan, make)
             mark_dirty(plan, False)
-        store.put_json(store.rating_key(plan.rating_id, "spec.json"), plan.to_dict())
-        store.put_bytes(store.rating_key(plan.rating_id, "workload.wl"), plan.workload_source().encode(),
+        store.put_json(store.spec_key(plan.rating_id), plan.to_dict())
+        store.put_bytes(store.workload_key(plan.rating_id), plan.workload_source().encode(),
                         "text/plain; charset=utf-8")
         h.provision()
     info = json.loads((h.results_dir / "sysinfo.json").read_text())
-    store.put_json(store.rating_key(plan.rating_id, "sysinfo.json"), info)
+    store.put_json(store.sysinfo_key(plan.rating_id), info)
     _record_time(plan, store, "provision", t0)
     return info
 
 
 def _record_time(plan: RatingPlan, store: Store, step: str, t0: float) -> None:
     """timings/<step>.json: when the step started and how long it took (the measured cost)."""
-    store.put_json(store.rating_key(plan.rating_id, f"timings/{step}.json"),
+    store.put_json(store.timing_key(plan.rating_id, step),
                    {"start_unix": t0, "wall_s": time.time() - t0})
 
 
@@ -89,30 +74,6 @@ def deploy(plan: RatingPlan, store: Store, make: HarnessFactory = AnsibleHarness
     _record_time(plan, store, "deploy", t0)
     return (f"warm-up trial (discarded): {w.load_ops_s:g} ops/s × {w.runlength_s:g} s → mean {w.mean_ms:.2f} ms"
             + ("" if w.valid else f" ({w.reason})"))
-
-
-def _teardown_or_raise(plan: RatingPlan, make: HarnessFactory) -> None:
-    # every load host of the slot, even where the rating asked for fewer (or too many)
-    run = harness_for(dataclasses.replace(plan, load_hosts=0), make).teardown()
-    if not run.ok:
-        raise TeardownFailed(f"teardown of {plan.slot} failed: {run.message()}; its lease stays, marked "
-                             f"dirty, until a later teardown succeeds")
-
-
-def teardown(plan: RatingPlan, make: HarnessFactory = AnsibleHarness) -> str:
-    """Tear the slot down and release the lease — only if this rating holds it. TeardownFailed (the run
-    turns red) when the playbook fails: the lease is kept, marked dirty. Teardowns of a slot take turns."""
-    with teardown_turn(plan.slot):
-        if not holds(plan):
-            return f"slot {plan.slot} not held by {plan.rating_id}: nothing to tear down"
-        try:
-            with holding(plan):
-                _teardown_or_raise(plan, make)
-        except TeardownFailed:
-            mark_dirty(plan, True)
-            raise
-        release_slot(plan)
-    return "torn down"
 
 
 def trial_records(store: Store, rating_id: str) -> list[dict[str, Any]]:
@@ -218,7 +179,7 @@ def validate_step(plan: RatingPlan, store: Store) -> dict[str, Any]:
     """great_expectations on the trial batch; gx.json to the store."""
     records = store.trials(plan.rating_id)
     res = validate_trials(records).to_dict()
-    store.put_json(store.rating_key(plan.rating_id, "gx.json"), res)
+    store.put_json(store.gx_key(plan.rating_id), res)
     return res
 
 
@@ -250,7 +211,7 @@ def summarise_step(plan: RatingPlan, store: Store, validation: Mapping[str, Any]
         out["background"] = background_result(plan.background, records)
     out.update(measured_cost(store, plan.rating_id, records, out["cost_s"], out["finished_unix"]))
     out = strict_json(out)
-    store.put_json(store.rating_key(plan.rating_id, "result.json"), out)
+    store.put_json(store.result_key(plan.rating_id), out)
     return out
 
 
@@ -261,7 +222,7 @@ def measured_cost(store: Store, rating_id: str, records: list[dict[str, Any]], s
     (each from its playbook's start to its end), and the rest — orchestration: decisions, store
     writes, scheduling between tasks, and any wait of a resumed rating. cost_spec_s: the
     controller's account (runlength + trial_overhead_s per trial), which the budget is spent in."""
-    steps = {s: store.get_json(store.rating_key(rating_id, f"timings/{s}.json"), None) for s in ("provision", "deploy")}
+    steps = {s: store.get_json(store.timing_key(rating_id, s), None) for s in ("provision", "deploy")}
     trials = [r for r in records if isinstance(r.get("wall_s"), (int, float))]
     starts = [t["start_unix"] for t in steps.values() if t] + [r["started_unix"] for r in trials]
     if not starts:                   # a rating recorded before timings were kept
@@ -285,16 +246,16 @@ def _unfinished(plan: RatingPlan, log: list[TrialResult], reason: str) -> PeakRe
 def report_step(plan: RatingPlan, store: Store) -> str:
     """HTML report and plots to the store; returns the report's key."""
     rid = plan.rating_id
-    result = store.get_json(store.rating_key(rid, "result.json"))
+    result = store.get_json(store.result_key(rid))
     trials = store.trials(rid)
-    sysinfo = store.get_json(store.rating_key(rid, "sysinfo.json"), None)
-    validation = store.get_json(store.rating_key(rid, "gx.json"), None)
+    sysinfo = store.get_json(store.sysinfo_key(rid), None)
+    validation = store.get_json(store.gx_key(rid), None)
     plots = rating_plots(plan.to_dict(), result, trials)
     for name, png in plots.items():
-        store.put_bytes(store.rating_key(rid, f"plots/{name}"), png, "image/png")
+        store.put_bytes(store.rating_plot_key(rid, name), png, "image/png")
     html = rating_report_html(plan.to_dict(), result, trials, sysinfo=sysinfo, validation=validation,
                               plots=plots)
-    key = store.rating_key(rid, "report.html")
+    key = store.rating_report_key(rid)
     store.put_bytes(key, html.encode(), "text/html; charset=utf-8")
     out = plan.local_dir() / "report.html"
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -306,6 +267,6 @@ def publish_step(plan: RatingPlan, store: Store) -> dict[str, str]:
     """trials.parquet beside the JSON trial log; returns the S3 locations."""
     rid = plan.rating_id
     pq = store.write_trials_parquet(rid)
-    return {"rating": store.url(store.rating_key(rid, "")), "result": store.url(store.rating_key(rid, "result.json")),
-            "report": store.url(store.rating_key(rid, "report.html")), "trials": store.url(pq),
+    return {"rating": store.url(store.rating_prefix(rid)), "result": store.url(store.result_key(rid)),
+            "report": store.url(store.rating_report_key(rid)), "trials": store.url(pq),
             "local_report": str(plan.local_dir() / "report.html")}

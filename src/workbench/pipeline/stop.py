@@ -26,7 +26,8 @@ from typing import Iterator
 
 import psutil
 
-from workbench.pipeline.plan import RatingPlan
+from workbench.params.plan import RatingPlan
+from workbench.pipeline.slot import teardown
 
 GRACE_S = 1.0
 _handling: list[RatingPlan] = []       # the plan whose killable block holds the SIGTERM handler
@@ -97,7 +98,6 @@ def killable(plan: RatingPlan) -> Iterator[None]:
 
 
 def main(argv: list[str]) -> int:
-    from workbench.pipeline.steps import teardown
     plan = RatingPlan.from_dict(json.loads(argv[0]))
     print(f"teardown after a kill: {plan.rating_id} on {plan.slot}", flush=True)
     print(teardown(plan), flush=True)

@@ -18,21 +18,21 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from analysis.surface_plots import curve_png, mape_png, surface_png
-from analysis.report import surface_report_html
+from workbench.analysis.report import surface_report_html
+from workbench.analysis.surface_plots import curve_png, mape_png, surface_png
 from workbench.config.factors import sweep_factors
 from workbench.config.tenants import TENANT_FACTOR_NAMES
 from workbench.config.vocabulary import DESIGNS, MAX_ROUNDS
 from workbench.config.workloads import WORKLOAD_BY_NAME, WORKLOAD_FACTOR_NAMES
-from workbench.pipeline.plan import ParamError, RatingPlan, check_param, plan_from_params, seeded, strict_json
+from workbench.params.plan import ParamError, RatingPlan, check_param, plan_from_params, seeded, strict_json
+from workbench.params.validation import validate_plans
 from workbench.pipeline.runner import run_rating
-from workbench.pipeline.store import PARQUET_TYPE, Store
-from workbench.pipeline.validation import validate_plans
 from workbench.planning import active
 from workbench.planning.design import Categorical, FactorSpace, Numeric
 from workbench.planning.doptimal import d_optimal
 from workbench.planning.seeding import nearest_seed, seed_order
 from workbench.stats.rsm import mape
+from workbench.store.base import PARQUET_TYPE, Store
 
 NUMERIC_FACTORS = sweep_factors("numeric") + WORKLOAD_FACTOR_NAMES + TENANT_FACTOR_NAMES  # server, workload, tenant B
 CATEGORICAL_FACTORS = sweep_factors("categorical")
@@ -206,18 +206,17 @@ def sample_items(head: Mapping[str, Any], samples: Sequence[Mapping[str, Any]], 
 
 
 def finished_samples(store: Store, sweep_id: str) -> list[dict[str, Any]]:
-    keys = [k for k in store.list_keys(store.surface_key(sweep_id, "samples/")) if k.endswith(".json")]
-    return [store.get_json(k) for k in keys]
+    return [store.get_json(k) for k in store.sample_keys(sweep_id)]
 
 
 def rate_sample(store: Store, sweep: Mapping[str, Any], item: Mapping[str, Any], log=print) -> dict[str, Any]:
     """One sample's rating, seeded from the nearest finished sample of the sweep."""
     sweep_id = sweep["sweep_id"]
-    key = store.surface_key(sweep_id, f"samples/{item['i']:03d}.json")
+    key = store.sample_key(sweep_id, item["i"])
     if store.exists(key):                          # a retried task: the sample is already rated
         return store.get_json(key)
     plan = RatingPlan.from_dict(item["plan"])
-    first_try = store.get_json(store.rating_key(plan.rating_id, "spec.json"), None)
+    first_try = store.get_json(store.spec_key(plan.rating_id), None)
     seed = None
     if first_try is not None:      # a retry (on any worker) resumes with the seed its first try chose
         seed = first_try["spec"].get("seed_load")
@@ -271,24 +270,20 @@ def fit_surface(sweep: Mapping[str, Any], rows: Sequence[Mapping[str, Any]]) -> 
     return model, summary
 
 
-def round_key(store: Store, sweep_id: str, k: int) -> str:
-    return store.surface_key(sweep_id, f"rounds/{k:03d}.json")
-
-
 def decide_round(store: Store, sweep_id: str, k: int, now_s: float | None = None) -> dict[str, Any]:
     """After round k: the LOO MAPE of the rated samples and "more" (the next round's checked
     samples) or "done" (why), stored once at rounds/<k>.json so a retry decides the same."""
-    key = round_key(store, sweep_id, k)
+    key = store.round_key(sweep_id, k)
     if store.exists(key):
         return store.get_json(key)
-    plan = store.get_json(store.surface_key(sweep_id, "plan.json"))
+    plan = store.get_json(store.sweep_plan_key(sweep_id))
     rows = rated(finished_samples(store, sweep_id))
     space, st = factor_space(plan["factors"]), active_settings(plan)
     grid = space.fullfact() if plan["design"] == "active" else [r["sample"] for r in rows]
     d = active.next_round(space, grid, rows, k, st, time.time() if now_s is None else now_s,
                           _inf(plan.get("rating_budget_s")), float(plan["floor_s"]))
     reason = d.reason if plan["design"] == "active" else _one_shot(plan, store, sweep_id, len(rows))
-    n_items = sum(len(store.get_json(round_key(store, sweep_id, j))["items"]) for j in range(k)) + len(plan["samples"])
+    n_items = sum(len(store.get_json(store.round_key(sweep_id, j))["items"]) for j in range(k)) + len(plan["samples"])
     items = sample_items(plan, d.samples, n_items, d.budget_each_s)
     validate_plans([RatingPlan.from_dict(it["plan"]) for it in items], "sample")
     out = strict_json({"round": k, "done": d.done, "reason": reason, "n_samples": d.n_samples,
@@ -310,14 +305,13 @@ def _one_shot(plan: Mapping[str, Any], store: Store, sweep_id: str, n: int) -> s
 
 def round_jobs(store: Store, sweep_id: str, k: int) -> list[dict[str, Any]]:
     """Round k's jobs (k ≥ 1): the samples the decision after round k − 1 chose."""
-    plan = store.get_json(store.surface_key(sweep_id, "plan.json"))
+    plan = store.get_json(store.sweep_plan_key(sweep_id))
     head = {k_: v for k_, v in plan.items() if k_ not in ("samples", "unrated")}
-    return [{"sweep": head, "item": it} for it in store.get_json(round_key(store, sweep_id, k - 1))["items"]]
+    return [{"sweep": head, "item": it} for it in store.get_json(store.round_key(sweep_id, k - 1))["items"]]
 
 
 def rounds(store: Store, sweep_id: str) -> list[dict[str, Any]]:
-    keys = sorted(k for k in store.list_keys(store.surface_key(sweep_id, "rounds/")) if k.endswith(".json"))
-    return [store.get_json(k) for k in keys]
+    return [store.get_json(k) for k in store.round_keys(sweep_id)]
 
 
 def _inf(x: float | None) -> float:
@@ -340,7 +334,7 @@ def start_sweep(store: Store, params: Mapping[str, Any], sweep_id: str) -> list[
     (sweep + sample) per mapped rate_sample task."""
     plan = plan_sweep(params, sweep_id)
     validate_plans([RatingPlan.from_dict(it["plan"]) for it in plan["samples"]], "sample")
-    store.put_json(store.surface_key(sweep_id, "plan.json"), plan)
+    store.put_json(store.sweep_plan_key(sweep_id), plan)
     for it in plan["samples"]:
         print(f"sample {it['i']}: {it['sample']}")
     if plan["unrated"]:
@@ -366,7 +360,7 @@ def surface_plots(plan: Mapping[str, Any], rows: Sequence[Mapping[str, Any]], mo
 def finish_sweep(store: Store, sweep_id: str, rows: Sequence[Mapping[str, Any]] | None = None) -> dict[str, Any]:
     """Fit, samples.parquet, plots and the report of a finished sweep (rows: its samples, default the
     store's); returns the fit summary, with why the sweep stopped and MAPE against samples."""
-    plan = store.get_json(store.surface_key(sweep_id, "plan.json"))
+    plan = store.get_json(store.sweep_plan_key(sweep_id))
     rows = sorted(finished_samples(store, sweep_id) if rows is None else rows, key=lambda r: r["i"])
     skipped = [r for r in rows if r not in rated(rows)]
     rows = rated(rows)
@@ -380,17 +374,17 @@ def finish_sweep(store: Store, sweep_id: str, rows: Sequence[Mapping[str, Any]] 
                    mape_target_pct=plan.get("mape_target_pct") if plan["design"] == "active" else None,
                    mape_by_samples=[[h["n_samples"], h["mape_loo_pct"]] for h in history],
                    not_rated=len(plan.get("unrated") or []) + len(skipped))
-    store.put_json(store.surface_key(sweep_id, "model.json"), summary)
+    store.put_json(store.model_key(sweep_id), summary)
     points = pd.DataFrame([{**r["sample"], "peak_rate": r["peak_rate"]} for r in rows])
-    store.put_bytes(store.surface_key(sweep_id, "samples.parquet"), points.to_parquet(index=False), PARQUET_TYPE)
+    store.put_bytes(store.samples_parquet_key(sweep_id), points.to_parquet(index=False), PARQUET_TYPE)
     plots = surface_plots(plan, rows, model)
     if plan["design"] == "active":
         plots["mape_vs_samples.png"] = mape_png(summary["mape_by_samples"], plan["mape_target_pct"])
     for name, png in plots.items():
-        store.put_bytes(store.surface_key(sweep_id, f"plots/{name}"), png, "image/png")
-    key = store.surface_key(sweep_id, "report.html")
+        store.put_bytes(store.surface_plot_key(sweep_id, name), png, "image/png")
+    key = store.surface_report_key(sweep_id)
     samples = [{**r["sample"], **{k: r[k] for k in ("peak_rate", "rating_id", "n_trials", "seed_load", "converged")},
-                "report_href": store.link(key, store.rating_key(r["rating_id"], "report.html"))} for r in rows]
+                "report_href": store.link(key, store.rating_report_key(r["rating_id"]))} for r in rows]
     report = {k: v for k, v in summary.items() if k != "mape_by_samples"}
     html = surface_report_html({"sweep_id": sweep_id, "factors": plan["factors"], "design": plan["design"]},
                                samples, report, plots)

@@ -29,11 +29,11 @@ from typing import Any, Callable, Mapping
 
 from airflow.sdk.bases.notifier import BaseNotifier
 
-from workbench.pipeline.console import _pair, fmt_num
-from workbench.pipeline.nightly import night_of, verdict_label, verdict_word
-from workbench.pipeline.plan import rating_id_for
-from workbench.pipeline.s3store import open_store
-from workbench.pipeline.store import Store
+from workbench.analysis.regression import verdict_label, verdict_word
+from workbench.output.console import _pair, fmt_num
+from workbench.params.plan import night_of, rating_id_for
+from workbench.store.base import Store
+from workbench.store.s3 import open_store
 
 SMTP_CONN = "workbench_smtp"
 WEBHOOK_CONN = "workbench_webhook"
@@ -82,24 +82,24 @@ class Notice:
 def rating_notice(store: Store, dag_id: str, run_id: str, failed_task: str | None) -> Notice:
     """rate_peak: unconverged when only its verdict failed on an unconverged result; else failed."""
     rid = rating_id_for(dag_id, run_id)
-    res = store.get_json(store.rating_key(rid, "result.json"), None)
+    res = store.get_json(store.result_key(rid), None)
     event = "unconverged" if res is not None and not res.get("converged") and failed_task == "verdict" else "failed"
     details = () if res is None else (
         f"converged  {res.get('converged')} ({res.get('reason')})",
         f"bracket    {_pair(res.get('bracket'))} ops/s, λ* CI {_pair(res.get('peak_rate_ci'))} ops/s")
     return Notice(event, dag_id, run_id, rid, failed_task, (res or {}).get("peak_rate"),
-                  _location(store, store.rating_key(rid, "report.html")), details)
+                  _location(store, store.rating_report_key(rid)), details)
 
 
 def sweep_notice(store: Store, dag_id: str, run_id: str, failed_task: str | None) -> Notice:
     sid = rating_id_for(dag_id, run_id)
     return Notice("failed", dag_id, run_id, sid, failed_task,
-                  report=_location(store, store.surface_key(sid, "report.html")))
+                  report=_location(store, store.surface_report_key(sid)))
 
 
 def night_notice(store: Store, dag_id: str, run_id: str, night: str, failed_task: str | None) -> Notice:
     """nightly_regression: each baseline with a regression or no verdict, with its λ* and rating."""
-    verdicts = store.get_json(store.nightly_key(night, "verdicts.json"), None) or []
+    verdicts = store.get_json(store.verdicts_key(night), None) or []
     bad = [v for v in verdicts if v.get("regression") or v.get("inconclusive")]
     event = "regression" if any(v.get("regression") for v in bad) else "no_verdict" if bad else "failed"
     flagged = tuple({"name": verdict_label(v), "verdict": verdict_word(v), "rating_id": v.get("rating_id"),
@@ -109,7 +109,7 @@ def night_notice(store: Store, dag_id: str, run_id: str, night: str, failed_task
                     f"{fmt_num(b['baseline_peak'])}; rating {b['rating_id']}, report {b['report']}; {v.get('reason')}"
                     for b, v in zip(flagged, bad))
     return Notice(event, dag_id, run_id, night, failed_task, flagged[0]["peak_rate"] if len(flagged) == 1 else None,
-                  _location(store, store.nightly_key(night, "report.html")), details, flagged)
+                  _location(store, store.nightly_report_key(night)), details, flagged)
 
 
 def notice_for(context: Mapping[str, Any], store: Store) -> Notice:

@@ -68,6 +68,18 @@ def rating_id_for(dag_id: str, run_id: str) -> str:
     return rid[:128]
 
 
+def night_of(dag_run: Any, run_id: str = "") -> str:
+    """The night (YYYY-MM-DD) a nightly_regression run rates: its logical date, else when it was
+    triggered; without the run (a callback's minimal context), the date in its run id."""
+    when = getattr(dag_run, "logical_date", None) or getattr(dag_run, "run_after", None)
+    if when is not None:
+        return when.strftime("%Y-%m-%d")
+    m = re.search(r"\d{4}-\d{2}-\d{2}", run_id)
+    if m is None:
+        raise ValueError(f"no night in run {run_id!r}")
+    return m.group(0)
+
+
 def strict_json(obj: Any) -> Any:
     """obj with NaN/±inf replaced by None: XCom and strict JSON readers refuse them."""
     if isinstance(obj, float):
@@ -102,7 +114,7 @@ class RatingPlan:
     external: dict[str, Any] = field(default_factory=dict)   # ExternalServer fields; {} = the slot's SUT
     load_hosts: int = 0            # the slot's first N load hosts share the load (0 = all)
     background: dict[str, Any] = field(default_factory=dict)   # tenant B (config.tenants); {} = none
-    lease_token: int = 0           # fencing token of the slot's lease (pipeline.leases); 0 = not leased
+    lease_token: int = 0           # fencing token of the slot's lease (lease.leases); 0 = not leased
 
     def rating_spec(self) -> RatingSpec:
         return RatingSpec.from_dict(self.spec)
@@ -311,7 +323,7 @@ def resumable_plan(store: Any, plan: RatingPlan, workdir: str | Path) -> RatingP
     """`plan`, working in `workdir`; if the store already holds this rating, its stored plan, which
     must be the same rating (a re-run command resumes it; a different one is refused, naming why)."""
     plan = dataclasses.replace(plan, workdir=str(workdir))
-    stored = store.get_json(store.rating_key(plan.rating_id, "spec.json"), None)
+    stored = store.get_json(store.spec_key(plan.rating_id), None)
     if stored is None:
         return plan
     old = RatingPlan.from_dict(stored)
@@ -319,7 +331,7 @@ def resumable_plan(store: Any, plan: RatingPlan, workdir: str | Path) -> RatingP
                           "load_hosts", "background")
               if getattr(old, f) != getattr(plan, f)]
     if differ:
-        raise ParamError(f"{store.url(store.rating_key(plan.rating_id, ''))} holds rating {plan.rating_id} "
+        raise ParamError(f"{store.url(store.rating_prefix(plan.rating_id))} holds rating {plan.rating_id} "
                          f"with another {', '.join(differ)}: use another results directory to start anew")
     return dataclasses.replace(old, workdir=str(workdir))
 

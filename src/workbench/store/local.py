@@ -13,7 +13,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from workbench.pipeline.store import MISSING, NotFound, Store, StoreError, check_key
+from workbench.store.base import MISSING, NotFound, Store, StoreError, check_key
 
 
 class LocalStore(Store):
@@ -91,3 +91,11 @@ class LocalStore(Store):
         for k in keys:
             self._path(k).unlink(missing_ok=True)
         return len(keys)
+
+
+def rating_in_dir(path: str | Path) -> tuple[LocalStore, str] | None:
+    """(its store, the rating id) of an existing <results>/ratings/<rating id> directory, else None."""
+    path = Path(path)
+    if path.is_dir() and path.parent.name == "ratings":
+        return LocalStore(path.parent.parent), path.name
+    return None

@@ -6,8 +6,8 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from analysis import plots as _plots
-from analysis.report import _e, _fmt_dict, _kv, _num, _page, _pair, _plots_html, _status, _table
+from workbench.analysis import plots as _plots
+from workbench.analysis.report import _e, _fmt_dict, _kv, _num, _page, _pair, _plots_html, _status, _table
 
 _COLOURS = {"A": "#1f77b4", "B": "#d62728"}
 

@@ -18,9 +18,9 @@ import pandas as pd
 import pytest
 from conftest_store import MINIO_SH, free_ports
 
-from workbench.pipeline.localstore import LocalStore
-from workbench.pipeline.s3store import NotFound, ResultsStore, S3Config, StoreError
-from workbench.pipeline.store import TrialConflict
+from workbench.store.base import TrialConflict
+from workbench.store.local import LocalStore
+from workbench.store.s3 import NotFound, ResultsStore, S3Config, StoreError, rating_at_url
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 TRIALS = [json.loads(line) for line in (DATA / "store_trials.jsonl").read_text().splitlines()]
@@ -212,6 +212,13 @@ def test_bad_names_and_indices_rejected(store):
     assert store.nightly_key("2026-11-02", "verdicts.json") == "nightly/2026-11-02/verdicts.json"
 
 
+def test_an_s3_rating_url_names_bucket_and_rating():
+    assert rating_at_url("s3://workbench/ratings/rate_peak__x/") == ("workbench", "rate_peak__x")
+    assert rating_at_url("s3://my.bucket-1/ratings/r1") == ("my.bucket-1", "r1")
+    for bad in ("s3://workbench/surfaces/x/", "s3://workbench/ratings/", "s3://workbench/ratings/a/b", "ratings/r1"):
+        assert rating_at_url(bad) is None
+
+
 def test_link_between_reports_is_relative():
     night, rating = "nightly/2026-11-22/report.html", "ratings/nightly-web-1/report.html"
     assert ResultsStore.link(night, rating) == "../../ratings/nightly-web-1/report.html"
@@ -316,7 +323,7 @@ def test_config_from_airflow_connection(tmp_path):
     envfile = tmp_path / "env"
     envfile.write_text("WB_S3_ENDPOINT=127.0.0.1:9124\nWB_S3_ACCESS_KEY=fa\nWB_S3_SECRET_KEY=fs\n")
     code = f"""
-from workbench.pipeline.s3store import S3Config, StoreError
+from workbench.store.s3 import S3Config, StoreError
 show = lambda c: print("RESULT", c.endpoint, c.access_key, c.secret_key, c.bucket, c.secure)
 show(S3Config.resolve(env={{}}))
 show(S3Config.resolve("wb_absent", env={{"WB_S3_ENDPOINT": "e:1", "WB_S3_ACCESS_KEY": "a",

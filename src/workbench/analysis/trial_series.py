@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Sequence
 
-from analysis.plots import _INVALID, _VALID, _figure, _finite, _message, _ordered, _png, rating_spec
+from workbench.analysis.plots import _INVALID, _VALID, _figure, _finite, _message, _ordered, _png, rating_spec
 
 __all__ = ["interval_series", "intervals_png"]
 

@@ -7,7 +7,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 from matplotlib.ticker import MaxNLocator
 
-from analysis.plots import _ACCENT, _VALID, _figure, _finite, _message, _png
+from workbench.analysis.plots import _ACCENT, _VALID, _figure, _finite, _message, _png
 
 
 def surface_png(points_df: Any, factor_x: str, factor_y: str, fit: Any = None, *,

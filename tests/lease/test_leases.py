@@ -13,8 +13,11 @@ import pytest
 from helpers import FakeRunner
 from workbench import pipeline
 from workbench.config import paths
+from workbench.lease import leases
 from workbench.measure.ansible import AnsibleHarness
-from workbench.pipeline import leases, steps
+from workbench.params.plan import RatingPlan, plan_from_params
+from workbench.pipeline import steps
+from workbench.pipeline.slot import TeardownFailed, teardown
 
 
 @pytest.fixture
@@ -25,7 +28,7 @@ def lease_dir(tmp_path, monkeypatch):
 
 
 def _plan(rid: str, slot: str = "auto"):
-    return pipeline.plan_from_params({"profile": "smoke", "slot": slot}, rid)
+    return plan_from_params({"profile": "smoke", "slot": slot}, rid)
 
 
 def _age(lease_dir, slot: str, seconds: float) -> None:
@@ -46,31 +49,31 @@ def _dead_holder(lease_dir, slot: str) -> None:
 
 def test_leases_are_exclusive_idempotent_and_taken_over_only_from_an_ended_holder(lease_dir):
     a, b, c = _plan("rating-a"), _plan("rating-b"), _plan("rating-c")
-    la = pipeline.lease_slot(a)
+    la = leases.lease_slot(a)
     assert (la.slot, la.lease_token) == ("slot1", 1)
-    assert pipeline.lease_slot(a) == la                   # a retried task gets the same slot and token
-    lb = pipeline.lease_slot(b)
+    assert leases.lease_slot(a) == la                   # a retried task gets the same slot and token
+    lb = leases.lease_slot(b)
     assert (lb.slot, lb.lease_token) == ("slot2", 1)
     with pytest.raises(leases.SlotBusy, match="slot1 is held by rating rating-a"):
-        pipeline.lease_slot(c)
+        leases.lease_slot(c)
     # silent for longer than LEASE_STALE_S, but its process lives: not stale
     _age(lease_dir, "slot1", leases.LEASE_STALE_S + 5)
     with pytest.raises(leases.SlotBusy):
-        pipeline.lease_slot(c)
+        leases.lease_slot(c)
     # the holder has ended and its heartbeat stopped: taken over, with the next token
     _dead_holder(lease_dir, "slot1")
-    lc = pipeline.lease_slot(c)
+    lc = leases.lease_slot(c)
     assert (lc.slot, lc.lease_token) == ("slot1", 2)
     assert json.loads((lease_dir / "slot1").read_text())["dirty"] is True   # torn down before use
     # rating-a is fenced off: every step that touches the slot refuses
     with pytest.raises(leases.LeaseLost, match="no longer holds slot1.*held by rating-c"):
         leases.must_hold(la)
-    assert not pipeline.release_slot(la) and pipeline.release_slot(lc)
+    assert not leases.release_slot(la) and leases.release_slot(lc)
     assert pipeline.teardown(lb.with_slot("slot1")).startswith("slot slot1 not held")
 
 
 def test_a_slot_is_waited_for_a_bounded_time(lease_dir):
-    pipeline.lease_slot(_plan("holder", "slot1"))
+    leases.lease_slot(_plan("holder", "slot1"))
     t0 = time.monotonic()
     with pytest.raises(leases.SlotBusy, match="held by rating holder"):
         leases.lease_slot(_plan("waiter", "slot1"), wait_s=1.0)
@@ -79,8 +82,8 @@ def test_a_slot_is_waited_for_a_bounded_time(lease_dir):
 
 RACER = """
 import contextlib, sys
-from workbench.pipeline import leases
-from workbench.pipeline.plan import plan_from_params
+from workbench.lease import leases
+from workbench.params.plan import plan_from_params
 plan = plan_from_params({"profile": "smoke", "slot": "slot1"}, sys.argv[1])
 print("ready", flush=True)
 sys.stdin.readline()                          # every racer is up: go at once
@@ -147,17 +150,17 @@ def test_a_failed_teardown_keeps_the_lease_dirty_until_a_teardown_succeeds(lease
     failing = FakeRunner(fail="sut1: Unmount the export failed: target is busy")
     make = lambda **kw: AnsibleHarness(runner=failing, **kw)   # noqa: E731
     a = leases.lease_slot(_plan("rating-a", "slot1"))
-    a = pipeline.RatingPlan.from_dict({**a.to_dict(), "workdir": str(tmp_path / "a")})
-    with pytest.raises(steps.TeardownFailed, match="target is busy.*marked dirty"):
-        steps.teardown(a, make)
+    a = RatingPlan.from_dict({**a.to_dict(), "workdir": str(tmp_path / "a")})
+    with pytest.raises(TeardownFailed, match="target is busy.*marked dirty"):
+        teardown(a, make)
     lease = leases.read_lease("slot1")
     assert lease["rating_id"] == "rating-a" and lease["dirty"] is True
     # rating-a has ended: its dirty lease is taken over at once; the taker tears down before provisioning
     _dead_holder(lease_dir, "slot1")
     b = leases.lease_slot(_plan("rating-b", "slot1"))
-    b = pipeline.RatingPlan.from_dict({**b.to_dict(), "workdir": str(tmp_path / "b")})
+    b = RatingPlan.from_dict({**b.to_dict(), "workdir": str(tmp_path / "b")})
     ok = FakeRunner()
-    from workbench.pipeline.localstore import LocalStore
+    from workbench.store.local import LocalStore
     steps.provision(b, LocalStore(tmp_path / "store"), lambda **kw: AnsibleHarness(runner=ok, **kw))
     assert [name for name, _ in ok.calls] == ["teardown.yml", "provision_sut.yml"]
     assert leases.read_lease("slot1")["dirty"] is False

@@ -12,10 +12,9 @@ import types
 import pytest
 from helpers import WebhookReceiver, smtp_conn_env
 
-from workbench.pipeline import notify
-from workbench.pipeline.localstore import LocalStore
-from workbench.pipeline.nightly import night_of
-from workbench.pipeline.plan import rating_id_for
+from workbench.output import notify
+from workbench.params.plan import night_of, rating_id_for
+from workbench.store.local import LocalStore
 
 RUN_ID = "manual__2026-11-24T10:00:00+00:00"
 NIGHT_RUN = "scheduled__2026-11-03T03:00:00+00:00"

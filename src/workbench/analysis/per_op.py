@@ -4,7 +4,7 @@ from __future__ import annotations
 import math
 from typing import Any, Mapping, Sequence
 
-from analysis import plots as _plots
+from workbench.analysis import plots as _plots
 
 
 def _percentile_ms(hists: list[str], p: float) -> float:

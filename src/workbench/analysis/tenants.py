@@ -11,7 +11,7 @@ import statistics
 from collections import defaultdict
 from typing import Any, Mapping, Sequence
 
-from analysis import plots as _plots
+from workbench.analysis import plots as _plots
 from workbench.config.tenants import describe, is_active
 
 BACKGROUND_HEADERS = ("A load ops/s", "A trials", "A mean ms (median)", "B offered ops/s", "B achieved ops/s (median)",

@@ -10,8 +10,8 @@ import sys
 import time
 from typing import Any, Mapping, TextIO
 
-from analysis.cost import cost_text
-from analysis.goals import goal_rows
+from workbench.analysis.cost import cost_text
+from workbench.analysis.goals import goal_rows
 from workbench.controller.trial import record_outcome
 
 

@@ -12,13 +12,13 @@ import json
 import math
 from typing import Any, Iterable, Mapping, Sequence
 
-from analysis import plots as _plots
-from analysis.cost import cost_text
-from analysis.goals import GOAL_HEADERS, goal_rows
-from analysis.per_op import per_op_rows
-from analysis.tenants import BACKGROUND_HEADERS, background_rows, tenants_png
-from analysis.trial_series import intervals_png
-from analysis.workload import workload_html
+from workbench.analysis import plots as _plots
+from workbench.analysis.cost import cost_text
+from workbench.analysis.goals import GOAL_HEADERS, goal_rows
+from workbench.analysis.per_op import per_op_rows
+from workbench.analysis.tenants import BACKGROUND_HEADERS, background_rows, tenants_png
+from workbench.analysis.trial_series import intervals_png
+from workbench.analysis.workload import workload_html
 from workbench.config.external import external_text
 from workbench.controller.steadiness import records_as_read
 from workbench.controller.trial import record_outcome

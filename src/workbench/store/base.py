@@ -1,13 +1,18 @@
 """The results store: what a rating, a sweep and a night keep, under keys the store builds.
 
-Layout (keys follow from validated ids, so a retried task rewrites the same object):
-  ratings/<rating_id>/{spec,result,sysinfo,gx}.json, trials/<n:05d>.json, trials.parquet, report.html
-  surfaces/<sweep_id>/<name>, nightly/<YYYY-MM-DD>/<name>
+Layout (keys follow from validated ids, so a retried task rewrites the same object; the `Store`
+methods of the layout section build every one, nothing outside the store spells an object name):
+  ratings/<rating_id>/{spec,result,sysinfo,gx}.json, workload.wl, timings/<step>.json,
+      trials/<n:05d>.json, trials.parquet, plots/<name>, report.html
+  surfaces/<sweep_id>/plan.json, samples/<i:03d>.json, rounds/<k:03d>.json, model.json,
+      samples.parquet, plots/<name>, report.html
+  nightly/<YYYY-MM-DD>/config.json, <baseline>.json, verdicts.json, report.html
+  comparisons/<rating_id A>__vs__<rating_id B>/verdict.json, report.html
 
 `Store` holds the layout and everything built on six primitives (put_bytes, create_bytes,
 get_bytes, exists, list_keys, delete_prefix) that each backend implements: `ResultsStore` on
-S3/MinIO (``pipeline.s3store``, transient failures retried for a bounded time) and `LocalStore` on
-a directory (``pipeline.localstore``).
+S3/MinIO (``store.s3``, transient failures retried for a bounded time) and `LocalStore` on
+a directory (``store.local``).
 
 Trial objects are written once (`put_trial`): a retry that writes the same record again is a no-op,
 a different second record for the same trial is refused (`TrialConflict`) — the stored one may
@@ -146,7 +151,7 @@ class Store(ABC):
         except ValueError as e:
             raise StoreError(f"{self.url(key)} is not valid JSON: {e}") from None
 
-    # -- layout ----------------------------------------------------------------------------
+    # -- layout: every object name is spelled here, and only here (tests/store/test_base.py) -------
     def rating_key(self, rating_id: str, name: str) -> str:
         return f"ratings/{check_id(rating_id, 'rating id')}/{check_key(name)}"
 
@@ -156,10 +161,112 @@ class Store(ABC):
     def nightly_key(self, date_str: str, name: str) -> str:
         return f"nightly/{check_id(date_str, 'date')}/{check_key(name)}"
 
+    def comparison_key(self, a: str, b: str, name: str) -> str:
+        return f"comparisons/{check_id(a, 'rating id')}__vs__{check_id(b, 'rating id')}/{check_key(name)}"
+
+    # a rating
+    def rating_prefix(self, rating_id: str) -> str:
+        return self.rating_key(rating_id, "")
+
+    def spec_key(self, rating_id: str) -> str:
+        return self.rating_key(rating_id, "spec.json")
+
+    def workload_key(self, rating_id: str) -> str:
+        return self.rating_key(rating_id, "workload.wl")
+
+    def sysinfo_key(self, rating_id: str) -> str:
+        return self.rating_key(rating_id, "sysinfo.json")
+
+    def timing_key(self, rating_id: str, step: str) -> str:
+        return self.rating_key(rating_id, f"timings/{step}.json")
+
+    def gx_key(self, rating_id: str) -> str:
+        return self.rating_key(rating_id, "gx.json")
+
+    def result_key(self, rating_id: str) -> str:
+        return self.rating_key(rating_id, "result.json")
+
+    def rating_plot_key(self, rating_id: str, name: str) -> str:
+        return self.rating_key(rating_id, f"plots/{name}")
+
+    def rating_report_key(self, rating_id: str) -> str:
+        return self.rating_key(rating_id, "report.html")
+
+    def trials_prefix(self, rating_id: str) -> str:
+        return self.rating_key(rating_id, "trials/")
+
     def trial_key(self, rating_id: str, n: int) -> str:
         if isinstance(n, bool) or not isinstance(n, int) or n < 0:
             raise ValueError(f"trial index must be an int >= 0, got {n!r}")
         return self.rating_key(rating_id, f"trials/{n:05d}.json")
+
+    def trials_parquet_key(self, rating_id: str) -> str:
+        return self.rating_key(rating_id, "trials.parquet")
+
+    # a sweep (map_surface)
+    def surface_prefix(self, sweep_id: str) -> str:
+        return self.surface_key(sweep_id, "")
+
+    def sweep_plan_key(self, sweep_id: str) -> str:
+        return self.surface_key(sweep_id, "plan.json")
+
+    def sample_key(self, sweep_id: str, i: int) -> str:
+        return self.surface_key(sweep_id, f"samples/{i:03d}.json")
+
+    def sample_keys(self, sweep_id: str) -> list[str]:
+        """The sweep's rated samples, in key order."""
+        return [k for k in self.list_keys(self.surface_key(sweep_id, "samples/")) if k.endswith(".json")]
+
+    def round_key(self, sweep_id: str, k: int) -> str:
+        return self.surface_key(sweep_id, f"rounds/{k:03d}.json")
+
+    def round_keys(self, sweep_id: str) -> list[str]:
+        """The sweep's round decisions, in key order."""
+        return sorted(k for k in self.list_keys(self.surface_key(sweep_id, "rounds/")) if k.endswith(".json"))
+
+    def model_key(self, sweep_id: str) -> str:
+        return self.surface_key(sweep_id, "model.json")
+
+    def samples_parquet_key(self, sweep_id: str) -> str:
+        return self.surface_key(sweep_id, "samples.parquet")
+
+    def surface_plot_key(self, sweep_id: str, name: str) -> str:
+        return self.surface_key(sweep_id, f"plots/{name}")
+
+    def surface_report_key(self, sweep_id: str) -> str:
+        return self.surface_key(sweep_id, "report.html")
+
+    # a night (nightly_regression)
+    def nightly_prefix(self, night: str) -> str:
+        return self.nightly_key(night, "")
+
+    def night_config_key(self, night: str) -> str:
+        return self.nightly_key(night, "config.json")
+
+    def baseline_key(self, night: str, name: str) -> str:
+        return self.nightly_key(night, f"{name}.json")
+
+    def baseline_nights(self, name: str) -> list[tuple[str, str]]:
+        """(night, key) of every night that stored baseline `name`'s record, in key order."""
+        out = []
+        for key in sorted(self.list_keys("nightly/")):
+            parts = key.split("/")
+            if len(parts) == 3 and parts[2] == f"{name}.json":
+                out.append((parts[1], key))
+        return out
+
+    def verdicts_key(self, night: str) -> str:
+        return self.nightly_key(night, "verdicts.json")
+
+    def nightly_report_key(self, night: str) -> str:
+        return self.nightly_key(night, "report.html")
+
+    # a comparison (compare_ratings, workbench compare): B against A
+    def comparison_verdict_key(self, a: str, b: str) -> str:
+        return self.comparison_key(a, b, "verdict.json")
+
+    def comparison_report_key(self, a: str, b: str) -> str:
+        return self.comparison_key(a, b, "report.html")
 
     def put_trial(self, rating_id: str, n: int, record: Mapping[str, Any]) -> str:
         """Store trial n of a rating, once. Returns the key.
@@ -194,7 +301,7 @@ class Store(ABC):
 
     def trials(self, rating_id: str) -> list[dict]:
         """The rating's trial records ordered by n."""
-        prefix = self.rating_key(rating_id, "trials/")
+        prefix = self.trials_prefix(rating_id)
         found = [(int(m.group(1)), k) for k in self.list_keys(prefix)
                  if (m := _TRIAL.fullmatch(k[len(prefix):]))]
         return [self.get_json(k) for _, k in sorted(found)]
@@ -235,8 +342,7 @@ class Store(ABC):
         """trials_df as ratings/<id>/trials.parquet; returns the key."""
         buf = io.BytesIO()
         self.trials_df(rating_id).to_parquet(buf, index=False, engine="pyarrow")
-        return self.put_bytes(self.rating_key(rating_id, "trials.parquet"), buf.getvalue(),
-                              PARQUET_TYPE)
+        return self.put_bytes(self.trials_parquet_key(rating_id), buf.getvalue(), PARQUET_TYPE)
 
     def ratings_df(self, prefix: str = "ratings/"):
         """One row per rating with a result.json: its result, workload and spec factors."""

@@ -29,10 +29,9 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-from workbench.config import paths
-from workbench.config.vocabulary import SLOTS
+from workbench.config import paths, vocabulary
 from workbench.measure.inventory import slot_load_hosts
-from workbench.pipeline.plan import RatingPlan
+from workbench.params.plan import RatingPlan
 
 LEASE_STALE_S = float(os.environ.get("WB_LEASE_STALE_S", "300"))   # heartbeat silence before a takeover
 HEARTBEAT_S = max(0.5, min(10.0, LEASE_STALE_S / 6))
@@ -203,7 +202,7 @@ def lease_slot(plan: RatingPlan, holder: dict[str, Any] | None = None, alive: Al
                wait_s: float = 0.0, log: Callable[[str], None] = print) -> RatingPlan:
     """Lease the plan's slot (or the first free one of SLOTS for "auto"); the plan with slot and token.
     Waits up to `wait_s` for a busy slot (progress every minute); SlotBusy naming each holder after."""
-    candidates = SLOTS if plan.slot == "auto" else (plan.slot,)
+    candidates = vocabulary.SLOTS if plan.slot == "auto" else (plan.slot,)
     for slot in candidates:
         check_slot(plan, slot)
     holder = holder or current_holder()

@@ -1,6 +1,6 @@
 """One validation pass before any host changes, for every entry point (issue 13).
 
-A table of malformed inputs across the entry points — rate_peak Params (``pipeline.checked_plan``),
+A table of malformed inputs across the entry points — rate_peak Params (``validation.checked_plan``),
 ``workbench rate --check`` argv (in process, ``cli.main``), map_surface sweeps
 (``sweep.start_sweep``), nightly configurations (``nightly.start_night``), inventories and workload
 files — each refused in one line naming the field, and nothing on the machine changed: the
@@ -20,11 +20,14 @@ from typing import Any, Callable
 
 import pytest
 
-from workbench import cli, pipeline
+from workbench import cli
 from workbench.config.paths import FSTRESS, REPO
+from workbench.lease import leases
 from workbench.measure import ansible
-from workbench.pipeline import leases, nightly, sweep, validation
-from workbench.pipeline.localstore import LocalStore
+from workbench.params import validation
+from workbench.params.plan import ParamError
+from workbench.pipeline import nightly, sweep
+from workbench.store.local import LocalStore
 
 NCPU = os.cpu_count() or 1
 LEASES = Path("/tmp/workbench/leases")
@@ -116,12 +119,12 @@ class Spy:
 
         saved = [(subprocess, "Popen", real_popen), (os, "system", real_system), (os, "kill", os.kill),
                  (os, "killpg", os.killpg),
-                 (leases, "lease_slot", leases.lease_slot), (pipeline, "lease_slot", pipeline.lease_slot),
+                 (leases, "lease_slot", leases.lease_slot),
                  (ansible, "ansible_runner_run", ansible.ansible_runner_run),
                  (ansible.AnsibleHarness, "__init__", ansible.AnsibleHarness.__init__)]
         subprocess.Popen, os.system = Popen, refuse("os.system")
         os.kill, os.killpg = refuse("os.kill"), refuse("os.killpg")
-        leases.lease_slot = pipeline.lease_slot = refuse("lease_slot")
+        leases.lease_slot = refuse("lease_slot")
         ansible.ansible_runner_run = refuse("ansible-runner")
         ansible.AnsibleHarness.__init__ = refuse("AnsibleHarness")
         try:
@@ -156,8 +159,8 @@ def run_untouched(call: Callable[[], tuple[bool, str]]) -> tuple[bool, str, Spy]
 def params(p: dict[str, Any]) -> Callable[[], tuple[bool, str]]:
     def call():
         try:
-            pipeline.checked_plan(p, "r1", store=None)
-        except pipeline.ParamError as e:
+            validation.checked_plan(p, "r1", store=None)
+        except ParamError as e:
             return False, str(e)
         return True, ""
     return call
@@ -179,7 +182,7 @@ def swept(p: dict[str, Any], store_dir: Path) -> Callable[[], tuple[bool, str]]:
     def call():
         try:
             sweep.start_sweep(LocalStore(store_dir), {"profile": "smoke", **p}, "sw")
-        except pipeline.ParamError as e:
+        except ParamError as e:
             return False, str(e)
         return True, ""
     return call
@@ -189,7 +192,7 @@ def night(path: Path, store_dir: Path, only=None) -> Callable[[], tuple[bool, st
     def call():
         try:
             nightly.start_night(LocalStore(store_dir), str(path), only, "2026-11-03")
-        except pipeline.ParamError as e:
+        except ParamError as e:
             return False, str(e)
         return True, ""
     return call
@@ -283,7 +286,7 @@ def _arg(files: dict[str, Path], a: Any) -> Any:
 
 # (id, entry point, its input, substring the one-line refusal must contain)
 BAD: list[tuple[str, str, Any, str]] = [
-    # rate_peak Params (pipeline.checked_plan: plan_from_params + the pass)
+    # rate_peak Params (validation.checked_plan: plan_from_params + the pass)
     ("params-workload", "params", {"workload": "nosuch"}, "workload: 'nosuch' is not one of"),
     ("params-memory-floor", "params", {"memory_mb": 50}, "memory_mb"),
     ("params-tmpfs-too-small", "params", {"fs": "tmpfs"}, "fs: a tmpfs export of 128 MiB"),
@@ -462,8 +465,8 @@ def test_valid_inputs_pass_touching_nothing(name, kind, arg, files, tmp_path, mo
 
 
 def test_the_drain_bound_is_a_number_of_seconds():
-    from workbench.pipeline.plan import ParamError
-    from workbench.pipeline.validation import check_fstress_var
+    from workbench.params.plan import ParamError
+    from workbench.params.validation import check_fstress_var
     for ok in (0, 30, 60.5):
         check_fstress_var("fstress_drain_timeout_s", ok)
     for bad in (-1, "60", float("nan"), 7200, True):

@@ -55,7 +55,7 @@ from scipy import stats as _st
 from workbench.stats.intervals import welch
 
 __all__ = ["RegressionVerdict", "compare_to_history", "diff_ci", "peak_se", "reference_load",
-           "separation_error", "BASELINE_RATINGS", "NEAR_LOAD_FRACTION"]
+           "separation_error", "verdict_label", "verdict_word", "BASELINE_RATINGS", "NEAR_LOAD_FRACTION"]
 
 BASELINE_RATINGS = 5          # the baseline is the mean of the last ≤ 5 history ratings
 NEAR_LOAD_FRACTION = 0.10     # Welch uses trials within 10 % of the reference load
@@ -216,32 +216,81 @@ def compare_to_history(current: Mapping[str, Any], history: Sequence[Mapping[str
     unconverged_txt = (f"{current_name} did not converge ({cur_res.get('reason') or 'no reason given'}; "
                        f"bracket [{b_lo:.0f}, {b_hi:.0f}] ops/s)")
     base_items = _baseline(history)
-    if not base_items:
-        return RegressionVerdict(None, cur_peak, None, None, None, None, None, None, False, False, False,
-                                 f"no baseline yet; {unconverged_txt}: NO VERDICT" if unconverged else
-                                 "no baseline yet", inconclusive=unconverged, **common)
+    nothing = _nothing_to_compare(cur_peak, base_items, unconverged, unconverged_txt, current_name, common)
+    if nothing is not None:
+        return nothing
     peaks = [float(h["result"]["peak_rate"]) for h in base_items]
     base = sum(peaks) / len(peaks)
     k = len(peaks)
-    if cur_peak is None:
-        return RegressionVerdict(base, None, None, None, None, None, None, None, False, False,
-                                 False, f"{current_name} produced no peak rate: nothing to compare "
-                                        f"with the baseline of {base:.0f} ops/s", n_baseline=k,
-                                 inconclusive=unconverged, **common)
-    alpha = 1.0 - confidence
     base_trials = [t for h in base_items for t in (h.get("trials") or [])]
     ref = _ref_load(base_trials, base)
     x = _near_means_ms(current.get("trials") or [], ref)
     y = _near_means_ms(base_trials, ref)
     use_welch = len(x) >= 2 and len(y) >= 2
+    alpha = 1.0 - confidence
     # the reported CI of d is the one that decides: level c beside Welch, 1 − α/2 in the fallback
     ci_level = confidence if use_welch else 1.0 - alpha / 2.0
     d, lo, hi = diff_ci(cur_peak, peak_se(cur_res, confidence), peaks,
                         [peak_se(h["result"], confidence) for h in base_items], ci_level)
     rel = d / base if base > 0 else math.nan
+    sig = _significance(current, base_items, d, (lo, hi), x, y, use_welch, confidence)
+    regression, improvement = _direction(sig.significant, unconverged, rel, (b_lo, b_hi), base, tolerance)
+    inconclusive = unconverged and not (regression or improvement)
 
+    head = _change_text(cur_peak, base, k, rel, ci_level, lo, hi, sig.sep_sig, sig.cur_ci, sig.base_bounds,
+                        sig.welch_p, ref, x, y)
+    tail = _verdict_text(regression, improvement, inconclusive, unconverged_txt if unconverged else None,
+                         sig.significant, rel, base, tolerance, confidence, use_welch)
+    return RegressionVerdict(
+        baseline_peak=base, current_peak=cur_peak, rel_change=rel, diff=d, diff_ci=(lo, hi),
+        welch_t=sig.welch_t, welch_df=sig.welch_df, welch_p=sig.welch_p, significant=sig.significant,
+        regression=regression, improvement=improvement, reason=f"{head}; {tail}", n_baseline=k,
+        ref_load_ops_s=ref, welch_n_current=len(x), welch_n_baseline=len(y),
+        mean_ms_current=sum(x) / len(x) if x else None, mean_ms_baseline=sum(y) / len(y) if y else None,
+        separation_error=sig.sep_err, test=sig.test, inconclusive=inconclusive, **common)
+
+
+def _nothing_to_compare(cur_peak: float | None, base_items: Sequence[Mapping[str, Any]], unconverged: bool,
+                        unconverged_txt: str, current_name: str,
+                        common: Mapping[str, float]) -> RegressionVerdict | None:
+    """The verdict when there is nothing to compare (no baseline yet, or no λ* tonight), else None."""
+    if not base_items:
+        return RegressionVerdict(None, cur_peak, None, None, None, None, None, None, False, False, False,
+                                 f"no baseline yet; {unconverged_txt}: NO VERDICT" if unconverged else
+                                 "no baseline yet", inconclusive=unconverged, **common)
+    if cur_peak is None:
+        peaks = [float(h["result"]["peak_rate"]) for h in base_items]
+        base = sum(peaks) / len(peaks)
+        return RegressionVerdict(base, None, None, None, None, None, None, None, False, False,
+                                 False, f"{current_name} produced no peak rate: nothing to compare "
+                                        f"with the baseline of {base:.0f} ops/s", n_baseline=len(peaks),
+                                 inconclusive=unconverged, **common)
+    return None
+
+
+@dataclass(frozen=True)
+class _Significance:
+    """What decided significance (`test`: welch | ci) and what it found."""
+    test: str
+    significant: bool
+    sep_sig: bool                              # CI separation decided it (the fallback only)
+    sep_err: float
+    welch_t: float | None
+    welch_df: float | None
+    welch_p: float | None
+    cur_ci: tuple[float, float]
+    base_bounds: list[tuple[float, float]]
+
+
+def _significance(current: Mapping[str, Any], base_items: Sequence[Mapping[str, Any]], d: float,
+                  d_ci: tuple[float, float], x: Sequence[float], y: Sequence[float], use_welch: bool,
+                  confidence: float) -> _Significance:
+    """Welch's one-sided test when both sides have a sample near L_ref; else the fallback, Bonferroni
+    over the CI of d at 1 − α/2 and CI separation (module docstring)."""
+    alpha = 1.0 - confidence
+    lo, hi = d_ci
     w_t, w_df, w_p = _welch_one_sided(x, y, confidence) if use_welch else (None, None, None)
-    cur_lo, cur_hi = _ci_bounds(cur_res)
+    cur_lo, cur_hi = _ci_bounds(current.get("result") or {})
     base_bounds = [_ci_bounds(h["result"]) for h in base_items]
     sep_err = separation_error(_level(current, confidence), [_level(h, confidence) for h in base_items])
     separated = (cur_hi < min(b[0] for b in base_bounds)) or (cur_lo > max(b[1] for b in base_bounds))
@@ -253,25 +302,18 @@ def compare_to_history(current: Mapping[str, Any], history: Sequence[Mapping[str
         test = "ci"
         sep_sig = separated and sep_err <= alpha / 2.0 + 1e-12
         significant = bool(hi < 0 or lo > 0 or sep_sig)
-    if unconverged:   # the bracket, not peak_rate, says how far λ* moved (module docstring)
-        regression = bool(significant and b_hi < (1.0 - tolerance) * base)
-        improvement = bool(significant and b_lo > (1.0 + tolerance) * base)
-    else:
-        regression = bool(rel < -tolerance and significant)
-        improvement = bool(rel > tolerance and significant)
-    inconclusive = unconverged and not (regression or improvement)
+    return _Significance(test, significant, sep_sig, sep_err, w_t, w_df, w_p, (cur_lo, cur_hi), base_bounds)
 
-    head = _change_text(cur_peak, base, k, rel, ci_level, lo, hi, sep_sig, (cur_lo, cur_hi), base_bounds,
-                        w_p, ref, x, y)
-    tail = _verdict_text(regression, improvement, inconclusive, unconverged_txt if unconverged else None,
-                         significant, rel, base, tolerance, confidence, use_welch)
-    return RegressionVerdict(
-        baseline_peak=base, current_peak=cur_peak, rel_change=rel, diff=d, diff_ci=(lo, hi),
-        welch_t=w_t, welch_df=w_df, welch_p=w_p, significant=significant, regression=regression,
-        improvement=improvement, reason=f"{head}; {tail}", n_baseline=k, ref_load_ops_s=ref,
-        welch_n_current=len(x), welch_n_baseline=len(y),
-        mean_ms_current=sum(x) / len(x) if x else None, mean_ms_baseline=sum(y) / len(y) if y else None,
-        separation_error=sep_err, test=test, inconclusive=inconclusive, **common)
+
+def _direction(significant: bool, unconverged: bool, rel: float, bracket: tuple[float, float], base: float,
+               tolerance: float) -> tuple[bool, bool]:
+    """(regression, improvement): significant and beyond the tolerance; for a rating that did not
+    converge, its bracket, not peak_rate, says how far λ* moved (module docstring)."""
+    b_lo, b_hi = bracket
+    if unconverged:
+        return (bool(significant and b_hi < (1.0 - tolerance) * base),
+                bool(significant and b_lo > (1.0 + tolerance) * base))
+    return bool(rel < -tolerance and significant), bool(rel > tolerance and significant)
 
 
 def _change_text(cur_peak: float, base: float, k: int, rel: float, ci_level: float, lo: float, hi: float,
@@ -331,3 +373,12 @@ def _verdict_text(regression: bool, improvement: bool, inconclusive: bool, uncon
 def _level(rating: Mapping[str, Any], default: float) -> float:
     """The confidence of a rating's λ* CI (`ci_level`), else `default`."""
     return float(rating.get("ci_level") or default)
+
+
+def verdict_label(v: Mapping[str, Any]) -> str:
+    """The baseline's name, with the goal when the baseline rates several."""
+    return str(v.get("name")) + (f" at R_sat {v['r_sat_ms']:g} ms" if (v.get("n_goals") or 1) > 1 else "")
+
+
+def verdict_word(v: Mapping[str, Any]) -> str:
+    return "REGRESSION" if v["regression"] else "NO VERDICT" if v.get("inconclusive") else "ok"

@@ -20,15 +20,14 @@ import tempfile
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from workbench.config import tenants
+from workbench.config import tenants, vocabulary
 from workbench.config.factors import BY_NAME, MEMORY_FLOOR_MB, TMPFS_DEFAULT_MB, parse_cpu_list
 from workbench.config.paths import FSTRESS
 from workbench.config.vocabulary import CANNED_WORKLOADS
 from workbench.config.workloads import FACTORS_MARK, WORKLOAD_BY_NAME, text_digest
 from workbench.measure.inventory import (InventoryError, host_vars, slot_background_hosts, slot_load_hosts,
                                         slot_sut_hosts)
-from workbench.pipeline import leases
-from workbench.pipeline.plan import ParamError, RatingPlan, history_seed, plan_from_params, seeded
+from workbench.params.plan import ParamError, RatingPlan, history_seed, plan_from_params, seeded
 
 FSTRESS_CHECK_TIMEOUT_S = 30.0
 MAX_FILESET_RATE = 1e7          # fstress's bound (workload.MaxRate)
@@ -190,7 +189,7 @@ def validate_plan(plan: RatingPlan, slots: Sequence[str] | None = None,
     `fstress check`."""
     check_settings(plan)
     if slots is None:
-        slots = tuple(leases.SLOTS) if plan.slot == "auto" else (plan.slot,)
+        slots = tuple(vocabulary.SLOTS) if plan.slot == "auto" else (plan.slot,)
     runs = (runs if runs is not None else check_inventory(plan, slots)) or {_run_vars(plan.extravars)}
     with tempfile.TemporaryDirectory(prefix="wb-check-") as tmp:
         wl = plan.workload_file(Path(tmp))
@@ -246,7 +245,7 @@ def validate_plans(plans: Sequence[RatingPlan], what: str) -> None:
     for plan in plans:
         try:
             check_settings(plan)
-            slots = tuple(leases.SLOTS) if plan.slot == "auto" else (plan.slot,)
+            slots = tuple(vocabulary.SLOTS) if plan.slot == "auto" else (plan.slot,)
             key = json.dumps([plan.inventory, slots, plan.load_hosts, plan.background, bool(plan.external), plan.extravars,
                               plan.factors.get("server_cpus")], sort_keys=True, default=str)
             if key not in seen:

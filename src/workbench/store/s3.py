@@ -21,7 +21,7 @@ from minio.deleteobjects import DeleteObject
 from minio.error import InvalidResponseError, MinioException, S3Error, ServerError
 
 from workbench.config.paths import MINIO_ENV_FILE
-from workbench.pipeline.store import MISSING, NotFound, Store, StoreError, check_key
+from workbench.store.base import MISSING, NotFound, Store, StoreError, check_key
 
 _AUTH_CODES = {"InvalidAccessKeyId", "SignatureDoesNotMatch", "AccessDenied", "ExpiredToken"}
 _MISSING_CODES = {"NoSuchKey", "NoSuchBucket", "NoSuchObject"}
@@ -325,3 +325,13 @@ def open_store() -> ResultsStore:
     store = ResultsStore(S3Config.resolve())
     store.ensure_bucket()          # fails fast, naming endpoint and bucket, when MinIO is down
     return store
+
+
+# a rating named by its S3 location (workbench compare, compare_ratings)
+S3_RATING = re.compile(r"s3://([a-z0-9][a-z0-9.-]{1,61}[a-z0-9])/ratings/([A-Za-z0-9_.:+-]+)/?")
+
+
+def rating_at_url(url: str) -> tuple[str, str] | None:
+    """(bucket, rating id) of an s3://<bucket>/ratings/<rating id>/ URL, else None."""
+    m = S3_RATING.fullmatch(url)
+    return (m.group(1), m.group(2)) if m else None

@@ -1,0 +1,1 @@
+"""Slot leases: one rating at a time on a SUT slot."""

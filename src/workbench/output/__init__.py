@@ -1,0 +1,1 @@
+"""What people read: the console's trial line and result block, the notifications of a run."""

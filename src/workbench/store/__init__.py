@@ -1,0 +1,1 @@
+"""The results store: the Store and its layout (base), on S3/MinIO (s3) and on a directory (local)."""

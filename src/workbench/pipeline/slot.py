@@ -21,7 +21,7 @@ def harness_for(plan: RatingPlan, make: HarnessFactory = AnsibleHarness) -> Harn
     spec = plan.rating_spec()
     return make(slot=plan.slot, inventory=plan.inventory, factors=plan.factors, workload=plan.workload_file(),
                 results_dir=plan.local_dir(), warmup_s=plan.warmup_s, fileset_rate=plan.fileset_rate,
-                extravars=plan.extravars, overload_ms=spec.r_sat_ms * (1.0 + spec.width),
+                extravars=plan.extravars, overload_ms=spec.region[1],
                 external=plan.external, load_hosts=plan.load_hosts,
                 **({"background": plan.background} if plan.background else {}))
 

@@ -124,3 +124,4 @@ def test_a_resumed_rating_must_have_the_same_workload_text(tmp_path):
     other = plan_from_params({"workload_text": CUSTOM + "read_size = 4K\n"}, "r1")
     with pytest.raises(ParamError, match="with another workload_text"):
         resumable_plan(store, other, tmp_path / "work")
+

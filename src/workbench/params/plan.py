@@ -20,6 +20,7 @@ from workbench.config import tenants, workloads
 from workbench.config.vocabulary import CANNED_WORKLOADS, MAX_TRIAL_TASKS, SEED_SOURCES, SLOTS
 from workbench.controller.policy import POLICY_CLASSES
 from workbench.controller.spec import RatingSpec
+from workbench.params.request import LoadRequest, RatingRequest, ServerRequest
 
 
 # Params of a rating: name → (JSON-schema type, constraints, help). The DAG's UI form is built from
@@ -118,6 +119,15 @@ class RatingPlan:
 
     def rating_spec(self) -> RatingSpec:
         return RatingSpec.from_dict(self.spec)
+
+    def request(self) -> RatingRequest:
+        """The plan's settings, typed: goals, policy, budget, search (the controller's), server and
+        load (the harness's)."""
+        return RatingRequest.of(
+            self.rating_spec(), ServerRequest(dict(self.factors), dict(self.external)),
+            LoadRequest(self.workload, self.workload_text, dict(self.workload_factors), self.load_hosts,
+                        dict(self.background), self.fileset_rate, self.warmup_s, self.warmup_trial_s,
+                        dict(self.extravars)))
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

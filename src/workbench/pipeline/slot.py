@@ -18,12 +18,13 @@ def harness_for(plan: RatingPlan, make: HarnessFactory = AnsibleHarness) -> Harn
     """The plan's harness on its leased slot (`make`: AnsibleHarness, or a test's subclass)."""
     if plan.slot == "auto":
         raise RuntimeError("the plan has no slot yet: lease_slot first")
-    spec = plan.rating_spec()
-    return make(slot=plan.slot, inventory=plan.inventory, factors=plan.factors, workload=plan.workload_file(),
-                results_dir=plan.local_dir(), warmup_s=plan.warmup_s, fileset_rate=plan.fileset_rate,
-                extravars=plan.extravars, overload_ms=spec.region[1],
-                external=plan.external, load_hosts=plan.load_hosts,
-                **({"background": plan.background} if plan.background else {}))
+    req = plan.request()
+    server, load = req.server, req.load        # the harness reads these two parts only
+    return make(slot=plan.slot, inventory=plan.inventory, factors=server.factors, workload=plan.workload_file(),
+                results_dir=plan.local_dir(), warmup_s=load.warmup_s, fileset_rate=load.fileset_rate,
+                extravars=load.extravars, overload_ms=req.goals.region[1],
+                external=server.external, load_hosts=load.load_hosts,
+                **({"background": load.background} if load.background else {}))
 
 
 def teardown_or_raise(plan: RatingPlan, make: HarnessFactory) -> None:

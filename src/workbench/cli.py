@@ -7,6 +7,7 @@
                    [--check] [--no-teardown] [--quiet]
     workbench plan [--workload web_server] [--profile quick] [--capacity OPS] [--reps N]
     workbench compare A B [--results DIR] [--tolerance 0.10] [--confidence 0.95] [--out FILE] [--publish]
+                      (exit 1 on a regression, 2 on no verdict or bad input: a CI job can gate on it)
 
 `rate` runs the same steps as the rate_peak DAG (``pipeline.runner.run_rating``) over a
 `LocalStore` in the results directory, taking the same slot lease: the trial log is
@@ -283,7 +284,13 @@ def cmd_compare(args: argparse.Namespace) -> int:
     print(f"{v['word']}: {v['reason']}\npage: {page.resolve()}")
     if args.publish:
         print(f"stored: {compare.publish(sb, out)}")
-    return 0
+    return compare_exit_code(v)
+
+
+def compare_exit_code(v: Any) -> int:
+    """`workbench compare`'s exit code, for a CI job to gate on: 1 on a regression, 2 on no verdict
+    (B did not converge and its bracket decides nothing; also bad input), 0 otherwise."""
+    return 1 if v.get("regression") else 2 if v.get("inconclusive") else 0
 
 
 def _num(x: Any) -> str:

@@ -35,7 +35,7 @@ def test_compare_gives_the_hand_computed_ci_and_verdict(tmp_path, capsys):
     assert p < 0.05 and rb["bracket"][1] < 0.9 * ra["peak_rate"] and not rb["converged"]
 
     out = tmp_path / "cmp.html"
-    assert cli.main(["compare", A, B, "--results", str(STORE), "--out", str(out)]) == 0
+    assert cli.main(["compare", A, B, "--results", str(STORE), "--out", str(out)]) == 1     # a regression
     text = capsys.readouterr().out
     assert text.splitlines()[2].startswith("REGRESSION: ")
     v = compare.compare_ratings(compare.load_rating(*compare.open_rating(A, STORE)),
@@ -69,3 +69,9 @@ def test_publish_stores_the_verdict_and_the_page(tmp_path):
     url = compare.publish(store, out)
     assert url.endswith(f"comparisons/{A}__vs__{B}/report.html")
     assert store.get_json(f"comparisons/{A}__vs__{B}/verdict.json")["word"] == "REGRESSION"
+
+
+@pytest.mark.parametrize("verdict,code", [({"regression": True}, 1), ({"inconclusive": True}, 2),
+                                          ({"improvement": True}, 0), ({}, 0)])
+def test_compare_exit_code_gates_a_ci_job(verdict, code):
+    assert cli.compare_exit_code(verdict) == code

@@ -54,6 +54,7 @@ import (
 	"os"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"workbench/loadgen/internal/xdr"
@@ -208,7 +209,9 @@ func putCall(cl *call) {
 // concurrent use.
 type Client struct {
 	conn    net.Conn
-	timeout int64 // ns
+	raw     syscall.RawConn // conn's socket for raw I/O (rawio_linux.go); nil: use conn
+	ww      *rawWriter      // the writer goroutine's raw writer
+	timeout int64           // ns
 	maxRetx int
 	tick    time.Duration
 	epoch   time.Time
@@ -267,6 +270,7 @@ func NewClient(conn net.Conn, opt Options) *Client {
 	tick := min(max(t/8, time.Millisecond), 100*time.Millisecond)
 	c := &Client{
 		conn:      conn,
+		raw:       rawIO(conn),
 		timeout:   int64(t),
 		maxRetx:   max(opt.MaxRetransmits, 0),
 		tick:      tick,
@@ -278,6 +282,9 @@ func NewClient(conn net.Conn, opt Options) *Client {
 		xid:       uint32(time.Now().UnixNano()) ^ 0x5a5a0000,
 	}
 	c.cred = encodeAuth(opt.Auth)
+	if c.raw != nil {
+		c.ww = newRawWriter(c.raw)
+	}
 	go c.writer()
 	go c.reader()
 	return c
@@ -320,16 +327,50 @@ func (c *Client) RemoteAddr() net.Addr { return c.conn.RemoteAddr() }
 // callback) or an error: ErrTimeout, *RPCError, or an error wrapping
 // ErrClosed. If Go returns an error, done is never called.
 func (c *Client) Go(prog, vers, proc uint32, args func(*xdr.Encoder), done func(body []byte, err error)) error {
-	return c.send(prog, vers, proc, args, done, nil)
+	return c.send(prog, vers, proc, args, done, nil, false)
 }
 
 // GoInfo is Go with a callback that also receives the call's CallInfo
 // (XID and retransmission count).
 func (c *Client) GoInfo(prog, vers, proc uint32, args func(*xdr.Encoder), done func(body []byte, info CallInfo, err error)) error {
-	return c.send(prog, vers, proc, args, nil, done)
+	return c.send(prog, vers, proc, args, nil, done, false)
 }
 
-func (c *Client) send(prog, vers, proc uint32, args func(*xdr.Encoder), done func([]byte, error), doneInfo func([]byte, CallInfo, error)) error {
+// GoQueued is GoInfo without waking the writer goroutine: the call waits in
+// the write buffer for the caller's next Flush (or for a write that another
+// call started). A caller that issues a batch of calls queues them and
+// flushes once, so the batch leaves in one write system call.
+func (c *Client) GoQueued(prog, vers, proc uint32, args func(*xdr.Encoder), done func(body []byte, info CallInfo, err error)) error {
+	return c.send(prog, vers, proc, args, nil, done, true)
+}
+
+// Flush wakes the writer goroutine when calls wait in the write buffer. The
+// write happens there, not on the caller's goroutine, so a full socket
+// buffer (a server that reads slowly) never blocks the caller: the calls
+// wait in the buffer, and their wait counts in their latency.
+func (c *Client) Flush() error {
+	c.mu.Lock()
+	n, err := len(c.wbuf), c.closeErr
+	c.mu.Unlock()
+	if n > 0 {
+		select {
+		case c.kick <- struct{}{}:
+		default:
+		}
+	}
+	return err
+}
+
+// writeOut writes b to the connection (raw when it is a socket).
+func (c *Client) writeOut(b []byte) error {
+	if c.raw != nil {
+		return c.ww.write(b)
+	}
+	_, err := c.conn.Write(b)
+	return err
+}
+
+func (c *Client) send(prog, vers, proc uint32, args func(*xdr.Encoder), done func([]byte, error), doneInfo func([]byte, CallInfo, error), queued bool) error {
 	if done == nil && doneInfo == nil {
 		return errors.New("rpc: nil done callback")
 	}
@@ -383,7 +424,7 @@ func (c *Client) send(prog, vers, proc uint32, args func(*xdr.Encoder), done fun
 	c.mu.Unlock()
 	c.outstanding.Add(1)
 	c.calls.Add(1)
-	if wasEmpty {
+	if wasEmpty && !queued {
 		select {
 		case c.kick <- struct{}{}:
 		default:
@@ -437,7 +478,7 @@ func (c *Client) writer() {
 			out := c.wbuf
 			c.wbuf = spare[:0]
 			c.mu.Unlock()
-			if _, err := c.conn.Write(out); err != nil {
+			if err := c.writeOut(out); err != nil {
 				c.fail(fmt.Errorf("%w: write: %v", ErrClosed, err))
 				return
 			}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"runtime"
 	"time"
 
 	"workbench/loadgen/internal/engine"
@@ -31,6 +32,10 @@ type runOpts struct {
 	drainState     string            // file remembering the idle RTTs ("": none)
 	drainProbe     string            // probe.ProbeRead: a READ stage after the NULL stage; probe.ProbeNull: none
 	drainRead      probe.DrainConfig // the READ stage's rule (Timeout: what the NULL stage left)
+	quantum        time.Duration     // metronome wake-up quantum (0: engine default)
+	shards         int               // metronome shards (0: 1, or one per --cpus CPU)
+	cpuList        string            // --cpus as given
+	cpus           []int             // parsed --cpus
 }
 
 // register adds the flags; withJSON: --json FILE (run), not the bool --json of check.
@@ -59,6 +64,56 @@ func (o *runOpts) register(fs *flag.FlagSet, withJSON bool) {
 	fs.Float64Var(&o.drain.Factor, "drain-factor", o.drain.Factor, "drained: window median <= max(idle x factor, idle + margin)")
 	fs.Var(durationValue{&o.drain.Margin}, "drain-margin", "see --drain-factor")
 	fs.IntVar(&o.drain.Window, "drain-window", o.drain.Window, "consecutive RTTs whose median the rule compares")
+	fs.Var(durationValue{&o.quantum}, "quantum", "shortest interval between metronome wake-ups at high rates (default 50us, at most 1ms)")
+	fs.IntVar(&o.shards, "shards", 0, "metronome shards, each with its own connections (default 1, or one per --cpus CPU)")
+	fs.StringVar(&o.cpuList, "cpus", "", "pin the process to this CPU list (e.g. 0-3) and shard k's metronome to its k-th CPU")
+}
+
+// checkFleet checks --quantum, --shards and --cpus and fills the shard count.
+func (o *runOpts) checkFleet() error {
+	if o.quantum < 0 || o.quantum > engine.MaxQuantum {
+		return fmt.Errorf("--quantum must be in [0, %v] (got %v)", engine.MaxQuantum, o.quantum)
+	}
+	if o.shards < 0 || o.shards > engine.MaxShards {
+		return fmt.Errorf("--shards must be in 1..%d (got %d)", engine.MaxShards, o.shards)
+	}
+	if o.cpuList != "" {
+		cpus, err := engine.ParseCPUs(o.cpuList)
+		if err != nil {
+			return fmt.Errorf("--cpus: %v", err)
+		}
+		o.cpus = cpus
+	}
+	if o.shards == 0 {
+		o.shards = max(1, len(o.cpus))
+	}
+	return nil
+}
+
+// pin applies --cpus: the process's threads to the list, GOMAXPROCS to its length.
+func (o *runOpts) pin() error {
+	if len(o.cpus) == 0 {
+		return nil
+	}
+	if err := engine.PinProcess(o.cpus); err != nil {
+		return err
+	}
+	runtime.GOMAXPROCS(len(o.cpus))
+	return nil
+}
+
+// connFor is the connection config for the run: at least one connection per shard.
+func (o *runOpts) connFor(c *common) engine.ConnConfig {
+	cc := c.conn()
+	cc.Conns = max(cc.Conns, o.shards)
+	return cc
+}
+
+// runConfig is the engine's configuration of the run.
+func (o *runOpts) runConfig(w *workload.Workload, rate float64, log io.Writer) engine.RunConfig {
+	return engine.RunConfig{Workload: w, Rate: rate, Duration: o.duration, Warmup: o.warmup,
+		Poisson: o.poisson, Seed: o.seed, StartAt: o.startAt, Interval: o.interval, MaxOutstanding: o.maxOutstanding,
+		LagBound: o.lagBound, ClientID: o.clientID, Log: log, Quantum: o.quantum, Shards: o.shards, CPUs: o.cpus}
 }
 
 // check validates the run flags (not --json, which only run needs).
@@ -87,6 +142,9 @@ func (o *runOpts) check() error {
 		if o.drainRead.Margin < 0 {
 			return fmt.Errorf("--drain-read-margin must be >= 0 (got %v)", o.drainRead.Margin)
 		}
+	}
+	if err := o.checkFleet(); err != nil {
+		return err
 	}
 	if o.interval != 0 {
 		return results.CheckInterval(o.interval, o.warmup, o.duration)
@@ -143,7 +201,11 @@ func cmdRun(args []string, _, stderr io.Writer) int {
 			return drainFailed(err, stderr)
 		}
 	}
-	sess, err := engine.Connect(ctx, c.conn())
+	if err := o.pin(); err != nil {
+		errLine(stderr, "%v", err)
+		return exitError
+	}
+	sess, err := engine.Connect(ctx, o.connFor(&c))
 	if err != nil {
 		errLine(stderr, "%v", err)
 		return exitError
@@ -153,9 +215,7 @@ func cmdRun(args []string, _, stderr io.Writer) int {
 	if err != nil {
 		return drainFailed(err, stderr)
 	}
-	out, err := engine.Run(ctx, sess, fset, engine.RunConfig{Workload: w, Rate: c.rate, Duration: o.duration, Warmup: o.warmup,
-		Poisson: o.poisson, Seed: o.seed, StartAt: o.startAt, Interval: o.interval, MaxOutstanding: o.maxOutstanding, LagBound: o.lagBound,
-		ClientID: o.clientID, Log: stderr})
+	out, err := engine.Run(ctx, sess, fset, o.runConfig(w, c.rate, stderr))
 	if err != nil {
 		errLine(stderr, "%v", err)
 		return exitError

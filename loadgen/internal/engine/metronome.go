@@ -18,13 +18,14 @@ const (
 	coarseAbove = 2 * time.Millisecond
 	coarseEarly = 1500 * time.Microsecond
 
-	// sendBatchDrain: within one wake-up, completions are applied and the
-	// clock re-read every this many sends.
-	sendBatchDrain = 1024
+	// sendBatchDrain: within one wake-up, the queued calls are written,
+	// completions applied and the clock re-read every this many sends.
+	sendBatchDrain = 256
 )
 
-// minBatch is the shortest interval between reply-driven wake-ups of the
-// metronome (FSTRESS_BATCH_US overrides it, for tuning).
+// minBatch is the default quantum (RunConfig.Quantum): the shortest
+// interval between reply-driven wake-ups of the metronome
+// (FSTRESS_BATCH_US overrides it, for tuning).
 var minBatch = func() time.Duration {
 	if v, err := strconv.Atoi(os.Getenv("FSTRESS_BATCH_US")); err == nil && v >= 0 {
 		return time.Duration(v) * time.Microsecond
@@ -56,9 +57,13 @@ func (r *runner) metronome(ctx context.Context) {
 			i++
 			next = int64(r.pacer.Next(i))
 			if batch++; batch%sendBatchDrain == 0 {
+				r.flushSends()
 				r.drain()
 				t = r.now()
 			}
+		}
+		if batch > 0 || r.v4 != nil {
+			r.flushSends()
 		}
 		if t >= r.endNs {
 			return // every call intended before the end has been sent
@@ -95,16 +100,20 @@ func sleepCoarse(ctx context.Context, d time.Duration) {
 }
 
 // parkFine parks on the sleeper until its timer, armed for
-// max(d, fineQuantum) after t, fires or a reply arrives once the send is
-// due. Replies wake the metronome at most once per minBatch: the wake-up
-// time is max(target, t + minBatch), so at high rates every wake-up sends
-// a batch.
+// max(d, fineQuantum, quantum) after t, fires or a reply arrives once the
+// send is due. Replies wake the metronome at most once per quantum
+// (RunConfig.Quantum, default minBatch): the wake-up time is max(target,
+// t + quantum), so at high rates every wake-up sends a batch and the
+// wake-ups — each a timer arm at most, a write per connection and the
+// scheduler's round trip — number at most one per quantum, not one per
+// call. The quantum bounds the send lag the batching adds.
 func (r *runner) parkFine(ctx context.Context, t, target int64, d time.Duration) {
-	if d < fineQuantum {
-		d = fineQuantum
+	q := r.cfg.Quantum
+	if d < max(fineQuantum, q) {
+		d = max(fineQuantum, q)
 	}
 	due := target
-	if lim := t + int64(minBatch); due < lim {
+	if lim := t + int64(q); due < lim {
 		due = lim
 	}
 	r.nextDue.Store(due)

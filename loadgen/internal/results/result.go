@@ -109,6 +109,9 @@ type Result struct {
 	Seed             int64    `json:"seed,omitempty"`
 	WarmupS          float64  `json:"warmup_s,omitempty"`
 	FirstCalls       []string `json:"first_calls,omitempty"` // one client's first calls ("PROC target"); not merged
+	Shards           int      `json:"shards,omitempty"`      // metronome shards (summed by merge)
+	CPUs             string   `json:"cpus,omitempty"`        // the CPU list the generator was pinned to (not merged)
+	QuantumUs        float64  `json:"quantum_us,omitempty"`  // the metronome's wake-up quantum, µs (the largest when merged)
 	Exact            Exact    `json:"exact"`                 // all replies
 	SendLagExact     Exact    `json:"send_lag_exact"`        // send lag
 	SendLagHistogram string   `json:"send_lag_histogram"`    // µs
@@ -373,6 +376,8 @@ func (m *merger) addTotals(r *Result) {
 		c = 1
 	}
 	out.Clients += c
+	out.Shards += r.Shards
+	out.QuantumUs = math.Max(out.QuantumUs, r.QuantumUs)
 	if r.GeneratorSaturated {
 		out.GeneratorSaturated = true
 		if r.SaturationReason != "" {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -163,68 +164,19 @@ func (o *runOpts) filesetFor(rate float64) float64 {
 // cmdRun is `fstress run`: one trial at a fixed offered rate (after the
 // drain probe, when asked), its JSON written to --json.
 func cmdRun(args []string, _, stderr io.Writer) int {
-	fs := newFlagSet("run")
-	var c common
-	c.register(fs)
-	var o runOpts
-	o.register(fs, true)
-	if !parseFlags(fs, args, stderr) {
-		return exitUsage
-	}
-	w, err := c.check(fs)
-	if err != nil {
-		errLine(stderr, "%v", err)
-		return exitError
-	}
-	if o.jsonPath == "" {
-		err = errors.New("--json FILE is required")
-	}
-	if err == nil {
-		err = o.check()
-	}
-	if err == nil {
-		_, err = w.CheckFileset(o.filesetFor(c.rate))
-	}
-	if err == nil {
-		err = checkJSONPath(o.jsonPath)
-	}
-	if err != nil {
-		errLine(stderr, "%v", err)
-		return exitError
+	t, code := parseTrial(args, true, stderr)
+	if t == nil {
+		return code
 	}
 	ctx, cancel := signalContext()
 	defer cancel()
-	jsonPath := o.jsonPath
-	var drained *results.Drain
-	if o.drain.Timeout > 0 {
-		if drained, err = drainServer(ctx, &c, &o, stderr); err != nil {
-			return drainFailed(err, stderr)
-		}
+	var kept keptSession
+	defer kept.close()
+	out, code := t.execute(ctx, &kept, stderr)
+	if out == nil {
+		return code
 	}
-	if err := o.pin(); err != nil {
-		errLine(stderr, "%v", err)
-		return exitError
-	}
-	sess, err := engine.Connect(ctx, o.connFor(&c))
-	if err != nil {
-		errLine(stderr, "%v", err)
-		return exitError
-	}
-	defer sess.Close()
-	fset, drained, err := readStageAndFileset(ctx, &c, &o, w, sess, drained, stderr)
-	if err != nil {
-		return drainFailed(err, stderr)
-	}
-	out, err := engine.Run(ctx, sess, fset, o.runConfig(w, c.rate, stderr))
-	if err != nil {
-		errLine(stderr, "%v", err)
-		return exitError
-	}
-	out.Result.Drain = drained
-	if ctx.Err() != nil {
-		errLine(stderr, "interrupted; no result written")
-		return exitError
-	}
+	jsonPath := t.o.jsonPath
 	out.Result.Summary(stderr)
 	if err := out.Result.WriteJSONFile(jsonPath); err != nil {
 		errLine(stderr, "writing %s: %v", jsonPath, err)
@@ -235,4 +187,85 @@ func cmdRun(args []string, _, stderr io.Writer) int {
 		return exitSaturated
 	}
 	return exitOK
+}
+
+// trial is one parsed and checked `run` (or agent run request).
+type trial struct {
+	c common
+	o runOpts
+	w *workload.Workload
+}
+
+// parseTrial parses and checks the flags of run; needJSON: --json FILE is
+// required (run), else it is refused (agent). nil and the exit code on an
+// error (one line on stderr).
+func parseTrial(args []string, needJSON bool, stderr io.Writer) (*trial, int) {
+	t := &trial{}
+	fs := newFlagSet("run")
+	t.c.register(fs)
+	t.o.register(fs, true)
+	if !parseFlags(fs, args, stderr) {
+		return nil, exitUsage
+	}
+	w, err := t.c.check(fs)
+	switch {
+	case err != nil:
+	case needJSON && t.o.jsonPath == "":
+		err = errors.New("--json FILE is required")
+	case !needJSON && t.o.jsonPath != "":
+		err = errors.New("--json: the agent returns the result in its reply")
+	default:
+		err = t.o.check()
+	}
+	if err == nil {
+		_, err = w.CheckFileset(t.o.filesetFor(t.c.rate))
+	}
+	if err == nil && needJSON {
+		err = checkJSONPath(t.o.jsonPath)
+	}
+	if err != nil {
+		errLine(stderr, "%v", err)
+		return nil, exitError
+	}
+	t.w = w
+	return t, exitOK
+}
+
+// execute runs the trial: the drain's NULL stage, the connections and the
+// file set (reused from kept when they match, kept for the next trial),
+// the drain's READ stage, the measured run. nil and the exit code on an
+// error (one line on stderr): 1, or 4 when the server did not drain.
+func (t *trial) execute(ctx context.Context, kept *keptSession, stderr io.Writer) (*engine.Outcome, int) {
+	c, o := &t.c, &t.o
+	var drained *results.Drain
+	var err error
+	if o.drain.Timeout > 0 {
+		if drained, err = drainServer(ctx, c, o, stderr); err != nil {
+			return nil, drainFailed(err, stderr)
+		}
+	}
+	if err := o.pin(); err != nil {
+		errLine(stderr, "%v", err)
+		return nil, exitError
+	}
+	sess, err := kept.session(ctx, o.connFor(c))
+	if err != nil {
+		errLine(stderr, "%v", err)
+		return nil, exitError
+	}
+	fset, drained, err := kept.fileset(ctx, t, sess, drained, stderr)
+	if err != nil {
+		return nil, drainFailed(err, stderr)
+	}
+	out, err := engine.Run(ctx, sess, fset, o.runConfig(t.w, c.rate, stderr))
+	if err != nil {
+		errLine(stderr, "%v", err)
+		return nil, exitError
+	}
+	out.Result.Drain = drained
+	if ctx.Err() != nil {
+		errLine(stderr, "interrupted; no result written")
+		return nil, exitError
+	}
+	return out, exitOK
 }

@@ -43,34 +43,16 @@ func newSleeper() *sleeper {
 		return s
 	}
 	s.f, s.fd = os.NewFile(fd, "timerfd"), fd
-	rc, err := s.f.SyscallConn()
-	if err != nil {
-		s.f.Close()
-		s.f = nil
-		return s
-	}
-	go s.expiries(rc)
-	return s
-}
-
-// expiries notifies on each expiry of the timer. It reads the timerfd with
-// a raw system call inside the RawConn's callback (the netpoller parks it
-// in between): an ordinary read would enter and leave the scheduler's
-// syscall state, and leaving it wakes the runtime's sysmon thread from its
-// idle sleep — two more context switches per wake-up.
-func (s *sleeper) expiries(rc syscall.RawConn) {
-	var buf [8]byte
-	var errno syscall.Errno
-	read := func(fd uintptr) bool {
-		_, _, errno = syscall.RawSyscall(syscall.SYS_READ, fd, uintptr(unsafe.Pointer(&buf[0])), 8)
-		return errno != syscall.EAGAIN
-	}
-	for {
-		if err := rc.Read(read); err != nil || (errno != 0 && errno != syscall.EINTR) || s.quit.Load() {
-			return
+	go func() {
+		var buf [8]byte
+		for {
+			if _, err := s.f.Read(buf[:]); err != nil || s.quit.Load() {
+				return
+			}
+			s.notify()
 		}
-		s.notify()
-	}
+	}()
+	return s
 }
 
 // notify wakes a waiting metronome (non-blocking).
@@ -94,8 +76,7 @@ func (s *sleeper) arm(now int64, d time.Duration) {
 	}
 	var its itimerspec
 	its.value = syscall.NsecToTimespec(int64(d))
-	// raw: a short call, no trip through the scheduler's syscall state
-	if _, _, e := syscall.RawSyscall6(syscall.SYS_TIMERFD_SETTIME, s.fd, 0, uintptr(unsafe.Pointer(&its)), 0, 0, 0); e != 0 {
+	if _, _, e := syscall.Syscall6(syscall.SYS_TIMERFD_SETTIME, s.fd, 0, uintptr(unsafe.Pointer(&its)), 0, 0, 0); e != 0 {
 		go func() { time.Sleep(d); s.notify() }()
 		return
 	}

@@ -113,6 +113,7 @@ func Run(ctx context.Context, s *Session, fs *Fileset, cfg RunConfig) (*Outcome,
 	res := tot.result(startWall, series)
 	res.Shards, res.QuantumUs = n, float64(cfg.Quantum)/1e3
 	res.CPUs = FormatCPUs(cfg.CPUs)
+	res.GeneratorCPUS = out.CPUSeconds
 	if stealOK {
 		res.HostStealPct = &stealPct
 	}

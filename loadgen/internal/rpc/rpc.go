@@ -6,7 +6,8 @@
 //
 //   - Go encodes the call message (record mark, header, credentials and the
 //     caller's arguments) into a pooled per-call buffer, registers the call in
-//     the pending table (a map keyed by XID plus a list ordered by deadline)
+//     the pending table (an array indexed by XID, pendtab.go, plus a list
+//     ordered by deadline)
 //     and appends the message to a shared write buffer.
 //   - One writer goroutine swaps that buffer out and writes it with a single
 //     Write: calls issued while a Write is in progress are batched into the
@@ -218,7 +219,7 @@ type Client struct {
 	cred    []byte // encoded credential + verifier
 
 	mu       sync.Mutex
-	pending  map[uint32]*call
+	pending  pendTab
 	head     *call // deadline-ordered list (deadlines are monotone: constant timeout)
 	tail     *call
 	wbuf     []byte
@@ -275,7 +276,6 @@ func NewClient(conn net.Conn, opt Options) *Client {
 		maxRetx:   max(opt.MaxRetransmits, 0),
 		tick:      tick,
 		epoch:     time.Now(),
-		pending:   make(map[uint32]*call, 1024),
 		kick:      make(chan struct{}, 1),
 		quit:      make(chan struct{}),
 		readerEnd: make(chan struct{}),
@@ -406,18 +406,12 @@ func (c *Client) send(prog, vers, proc uint32, args func(*xdr.Encoder), done fun
 		putCall(cl)
 		return err
 	}
-	xid := c.xid
-	for {
-		xid++
-		if _, busy := c.pending[xid]; !busy {
-			break
-		}
-	}
+	xid := c.pending.nextXID(c.xid, c.head)
 	c.xid = xid
 	binary.BigEndian.PutUint32(msg[4:], xid)
 	cl.xid = xid
 	cl.deadline = now + c.timeout
-	c.pending[xid] = cl
+	c.pending.put(cl)
 	c.pushBack(cl)
 	wasEmpty := len(c.wbuf) == 0
 	c.wbuf = append(c.wbuf, msg...)
@@ -599,7 +593,7 @@ func (c *Client) scan(expired []*call) []*call {
 			c.retransmits.Add(1)
 			continue
 		}
-		delete(c.pending, cl.xid)
+		c.pending.remove(cl)
 		expired = append(expired, cl)
 	}
 	c.mu.Unlock()
@@ -651,11 +645,11 @@ func (c *Client) reader() {
 	c.fail(fmt.Errorf("%w: read: %v", ErrClosed, rerr))
 	c.mu.Lock()
 	err := c.closeErr
-	all := make([]*call, 0, len(c.pending))
+	all := make([]*call, 0, c.pending.n)
 	for cl := c.head; cl != nil; cl = cl.next {
 		all = append(all, cl)
 	}
-	clear(c.pending)
+	c.pending = pendTab{}
 	c.head, c.tail = nil, nil
 	c.mu.Unlock()
 	for _, cl := range all {
@@ -671,9 +665,9 @@ func (c *Client) dispatch(rec []byte) {
 	}
 	xid := binary.BigEndian.Uint32(rec)
 	c.mu.Lock()
-	cl := c.pending[xid]
+	cl := c.pending.get(xid)
 	if cl != nil {
-		delete(c.pending, xid)
+		c.pending.remove(cl)
 		c.unlink(cl)
 	}
 	c.mu.Unlock()

@@ -230,3 +230,54 @@ func TestAgentReplacesStaleAgent(t *testing.T) {
 		t.Error("pid file left after the agent ended")
 	}
 }
+
+// NFSv4.1 through the agent: two trials of a mix that READs and WRITEs
+// (files opened and closed per trial) on one kept session, no errors.
+func TestAgentNFS41Trials(t *testing.T) {
+	_, port := startNull(t)
+	a, code := inProcessAgent(t)
+	a.must()
+	args := []string{"--nfs-version", "4.1", "--server", "127.0.0.1:" + strconv.Itoa(port), "--export", "/export",
+		"--workload", "db_tp", "--rate", "300", "--duration", "0.6", "--warmup", "0.1", "--drain-timeout", "0"}
+	for k := 1; k <= 2; k++ {
+		a.send(agentRequest{ID: strconv.Itoa(k), Op: "run", Args: args})
+		r := a.must()
+		if !r.OK || r.Result == nil || r.Result.NFSVersion != "4.1" || r.Result.Errors != 0 || r.Result.Timeouts != 0 ||
+			r.Result.OpsTotal != 180 || r.Reused == nil || *r.Reused != (k == 2) {
+			t.Fatalf("trial %d: ok %v exit %v reused %v error %q stderr %s", k, r.OK, r.Exit, r.Reused, r.Error, r.Stderr)
+		}
+	}
+	a.in.Close()
+	<-code
+}
+
+// Two agents given one --start-at start their schedules together.
+func TestAgentsCommonStart(t *testing.T) {
+	_, port := startNull(t)
+	at := time.Now().Add(1500 * time.Millisecond)
+	starts := make(chan int64, 2)
+	for id := 0; id < 2; id++ {
+		a, code := inProcessAgent(t)
+		a.must()
+		args := append(trialArgs(port, "0.5"), "--start-at", strconv.FormatFloat(float64(at.UnixNano())/1e9, 'f', 6, 64),
+			"--client-id", strconv.Itoa(id))
+		a.send(agentRequest{ID: "s", Op: "run", Args: args})
+		go func() {
+			r, ok := a.next()
+			a.in.Close()
+			<-code
+			if !ok || !r.OK {
+				starts <- 0
+				return
+			}
+			starts <- r.Result.StartUnixNs
+		}()
+	}
+	s1, s2 := <-starts, <-starts
+	want := at.Add(200 * time.Millisecond).UnixNano() // start + warm-up
+	for _, s := range []int64{s1, s2} {
+		if d := time.Duration(s - want); d < -5*time.Millisecond || d > 5*time.Millisecond {
+			t.Errorf("measured window began %v from the common start + warm-up", d)
+		}
+	}
+}

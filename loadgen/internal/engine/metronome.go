@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"os"
+	"runtime"
 	"strconv"
 	"time"
 )
@@ -44,6 +45,7 @@ func (r *runner) metronome(ctx context.Context) {
 	next := int64(r.pacer.Next(0))
 	for {
 		t := r.now()
+		r.pollReplies()
 		r.drain()
 		if ctx.Err() != nil {
 			return
@@ -58,6 +60,7 @@ func (r *runner) metronome(ctx context.Context) {
 			next = int64(r.pacer.Next(i))
 			if batch++; batch%sendBatchDrain == 0 {
 				r.flushSends()
+				r.pollReplies()
 				r.drain()
 				t = r.now()
 			}
@@ -99,6 +102,19 @@ func sleepCoarse(ctx context.Context, d time.Duration) {
 	}
 }
 
+// yieldEvery: a polled metronome (which sleeps holding its P) yields its P
+// this often, so that the other goroutines of the P (timers, a writer
+// finishing a slow write, GC work) run. A locked (pinned) goroutine's
+// yield hands the P to another thread and back: rarely, not per wake-up.
+const yieldEvery = time.Millisecond
+
+func (r *runner) yield() {
+	if now := r.now(); now-r.lastYield >= int64(yieldEvery) {
+		runtime.Gosched()
+		r.lastYield = now
+	}
+}
+
 // parkFine parks on the sleeper until its timer, armed for
 // max(d, fineQuantum, quantum) after t, fires or a reply arrives once the
 // send is due. Replies wake the metronome at most once per quantum
@@ -115,6 +131,11 @@ func (r *runner) parkFine(ctx context.Context, t, target int64, d time.Duration)
 	due := target
 	if lim := t + int64(q); due < lim {
 		due = lim
+	}
+	if r.polled {
+		sleepThread(time.Duration(target - r.now()))
+		r.yield()
+		return
 	}
 	r.nextDue.Store(due)
 	r.sl.arm(t, d)

@@ -185,6 +185,7 @@ const drainGrace = 500 * time.Millisecond
 func (r *runner) drainOutstanding() int {
 	deadline := time.Now().Add(r.s.callLifetime() + drainGrace)
 	for r.inFlight > 0 && time.Now().Before(deadline) {
+		r.pollReplies()
 		r.drain()
 		if r.v4 != nil && len(r.v4.backlog) > 0 {
 			r.flush4()

@@ -112,6 +112,8 @@ type runner struct {
 	sendErr                           error
 	v4                                *run4 // NFSv4.1 runs only
 	shard, nshards                    int   // this runner is shard `shard` of `nshards` (shards.go)
+	polled, polledRun                 bool  // replies are read by the metronome (poll.go); were, in this run
+	lastYield                         int64 // polled: when the metronome last yielded its P (ns from the start)
 }
 
 // now is the time since the common start, ns.
@@ -122,6 +124,9 @@ func (r *runner) now() int64 { return int64(time.Since(r.start)) }
 func (s *slot) onDone(body []byte, info rpc.CallInfo, err error) {
 	r := s.r
 	c := completion{slot: s.idx, retrans: int32(info.Retransmits), at: r.now()}
+	if !info.Arrived.IsZero() { // polled: the kernel's receive time (never before the intended send)
+		c.at = max(int64(info.Arrived.Sub(r.start)), s.intended)
+	}
 	switch {
 	case err == nil:
 		if s.op != nfs3.ProcNull && len(body) >= 4 {

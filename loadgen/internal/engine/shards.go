@@ -114,6 +114,7 @@ func Run(ctx context.Context, s *Session, fs *Fileset, cfg RunConfig) (*Outcome,
 	res.Shards, res.QuantumUs = n, float64(cfg.Quantum)/1e3
 	res.CPUs = FormatCPUs(cfg.CPUs)
 	res.GeneratorCPUS = out.CPUSeconds
+	res.RepliesPolled = rs[0].polledRun
 	if stealOK {
 		res.HostStealPct = &stealPct
 	}
@@ -137,6 +138,8 @@ func runShards(ctx context.Context, rs []*runner, start time.Time, cfg RunConfig
 			if len(cfg.CPUs) > 0 {
 				pinThread(cfg.CPUs[k%len(cfg.CPUs)]) // the thread ends with the goroutine
 			}
+			r.startPolling()
+			defer r.stopPolling()
 			r.awaitStart(ctx)
 			r.metronome(ctx)
 			r.nextDue.Store(math.MaxInt64) // no more reply wake-ups

@@ -113,6 +113,7 @@ type Result struct {
 	CPUs             string   `json:"cpus,omitempty"`            // the CPU list the generator was pinned to (not merged)
 	QuantumUs        float64  `json:"quantum_us,omitempty"`      // the metronome's wake-up quantum, µs (the largest when merged)
 	GeneratorCPUS    float64  `json:"generator_cpu_s,omitempty"` // the generator process's CPU time from the common start to the end of the drain, s (summed by merge)
+	RepliesPolled    bool     `json:"replies_polled,omitempty"`  // replies timed by the kernel's receive time, read by the metronome (low rates)
 	Exact            Exact    `json:"exact"`                     // all replies
 	SendLagExact     Exact    `json:"send_lag_exact"`            // send lag
 	SendLagHistogram string   `json:"send_lag_histogram"`        // µs

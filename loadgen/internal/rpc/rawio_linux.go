@@ -45,10 +45,21 @@ func rawIO(conn net.Conn) syscall.RawConn {
 
 // rawWriter writes whole buffers; one per writing goroutine.
 type rawWriter struct {
-	rc    syscall.RawConn
-	b     []byte
-	errno syscall.Errno
-	fn    func(uintptr) bool
+	rc     syscall.RawConn
+	b      []byte
+	errno  syscall.Errno
+	noWait bool   // tryWrite: stop at EAGAIN
+	last   []byte // what the last write left unwritten
+	fn     func(uintptr) bool
+}
+
+// tryWrite writes what the socket takes now; n < len(b) when it is full.
+func (w *rawWriter) tryWrite(b []byte) (int, error) {
+	w.noWait = true
+	err := w.write(b)
+	n := len(b) - len(w.last)
+	w.noWait, w.last = false, nil
+	return n, err
 }
 
 func newRawWriter(rc syscall.RawConn) *rawWriter {
@@ -65,7 +76,7 @@ func (w *rawWriter) step(fd uintptr) bool {
 			w.b = w.b[n:]
 		case syscall.EINTR:
 		case syscall.EAGAIN:
-			return false
+			return w.noWait
 		default:
 			w.errno = e
 			return true
@@ -80,7 +91,7 @@ func (w *rawWriter) step(fd uintptr) bool {
 func (w *rawWriter) write(b []byte) error {
 	w.b, w.errno = b, 0
 	err := w.rc.Write(w.fn)
-	w.b = nil
+	w.last, w.b = w.b, nil
 	if err != nil {
 		return err
 	}

@@ -168,7 +168,8 @@ type Options struct {
 // CallInfo describes a completed call.
 type CallInfo struct {
 	XID         uint32
-	Retransmits int // number of times the call was re-sent after its first send
+	Retransmits int       // number of times the call was re-sent after its first send
+	Arrived     time.Time // polled mode (SetPolled): the kernel's receive time of the reply; zero otherwise
 }
 
 // Stats are the cumulative counters of a Client.
@@ -209,10 +210,25 @@ func putCall(cl *call) {
 // Client is an ONC RPC client on one TCP connection. It is safe for
 // concurrent use.
 type Client struct {
-	conn    net.Conn
-	raw     syscall.RawConn // conn's socket for raw I/O (rawio_linux.go); nil: use conn
-	ww      *rawWriter      // the writer goroutine's raw writer
-	timeout int64           // ns
+	conn net.Conn
+	raw  syscall.RawConn // conn's socket for raw I/O (rawio_linux.go); nil: use conn
+	ww   *rawWriter      // the writer goroutine's raw writer
+	fw   *rawWriter      // Flush's raw writer (polled mode)
+
+	wmu    sync.Mutex // held while writing (the writer goroutine, or Flush when polled)
+	fspare []byte     // Flush's spare write buffer
+
+	// reading: the reader goroutine's, or the poller's while polled (poll_linux.go)
+	in          *sockIn
+	rr          *RecordReader
+	pauseReq    atomic.Bool
+	pausedCh    chan struct{} // reader → SetPolled: parked
+	resumeCh    chan struct{} // SetPolled → reader: read again
+	arrivedAt   time.Time     // receive time of the reply being dispatched (polled)
+	pollScan    int64         // next scan for expired calls (polled)
+	pollExpired []*call
+
+	timeout int64 // ns
 	maxRetx int
 	tick    time.Duration
 	epoch   time.Time
@@ -282,8 +298,11 @@ func NewClient(conn net.Conn, opt Options) *Client {
 		xid:       uint32(time.Now().UnixNano()) ^ 0x5a5a0000,
 	}
 	c.cred = encodeAuth(opt.Auth)
+	c.in = newSockIn(c)
+	c.rr = NewRecordReader(bufio.NewReaderSize(c.in, 256<<10))
+	c.pausedCh, c.resumeCh = make(chan struct{}), make(chan struct{})
 	if c.raw != nil {
-		c.ww = newRawWriter(c.raw)
+		c.ww, c.fw = newRawWriter(c.raw), newRawWriter(c.raw)
 	}
 	go c.writer()
 	go c.reader()
@@ -348,17 +367,70 @@ func (c *Client) GoQueued(prog, vers, proc uint32, args func(*xdr.Encoder), done
 // write happens there, not on the caller's goroutine, so a full socket
 // buffer (a server that reads slowly) never blocks the caller: the calls
 // wait in the buffer, and their wait counts in their latency.
+//
+// Polled (SetPolled), the reader goroutine is parked and the caller owns
+// the thread between its wake-ups, so Flush writes itself instead: as much
+// as the socket takes without waiting; the rest (a server that reads
+// slowly) goes to the writer goroutine, ahead of later calls.
 func (c *Client) Flush() error {
+	if c.in.polled && c.raw != nil {
+		return c.flushDirect()
+	}
 	c.mu.Lock()
 	n, err := len(c.wbuf), c.closeErr
 	c.mu.Unlock()
 	if n > 0 {
-		select {
-		case c.kick <- struct{}{}:
-		default:
-		}
+		c.kickWriter()
 	}
 	return err
+}
+
+func (c *Client) kickWriter() {
+	select {
+	case c.kick <- struct{}{}:
+	default:
+	}
+}
+
+// flushDirect is Flush on the caller's goroutine. Writes hold c.wmu, so a
+// partial record is never followed by another writer's bytes; when the
+// writer goroutine holds it, the calls wait for it.
+func (c *Client) flushDirect() error {
+	if !c.wmu.TryLock() {
+		c.kickWriter()
+		return nil
+	}
+	c.mu.Lock()
+	if c.closed || len(c.wbuf) == 0 {
+		err := c.closeErr
+		c.mu.Unlock()
+		c.wmu.Unlock()
+		return err
+	}
+	out := c.wbuf
+	c.wbuf = c.fspare[:0]
+	c.mu.Unlock()
+	n, err := c.fw.tryWrite(out)
+	if err != nil {
+		c.wmu.Unlock()
+		err = wrapClosed("write", err)
+		c.fail(err)
+		return err
+	}
+	if n < len(out) { // the socket is full: the rest first, by the writer goroutine
+		c.mu.Lock()
+		c.wbuf = append(append([]byte(nil), out[n:]...), c.wbuf...)
+		c.mu.Unlock()
+		c.wmu.Unlock()
+		c.kickWriter()
+		return nil
+	}
+	if cap(out) > 4<<20 {
+		out = nil
+	}
+	c.fspare = out
+	c.wmu.Unlock()
+	return nil
 }
 
 // writeOut writes b to the connection (raw when it is a socket).
@@ -464,15 +536,19 @@ func (c *Client) writer() {
 			return
 		}
 		for {
+			c.wmu.Lock()
 			c.mu.Lock()
 			if c.closed || len(c.wbuf) == 0 {
 				c.mu.Unlock()
+				c.wmu.Unlock()
 				break
 			}
 			out := c.wbuf
 			c.wbuf = spare[:0]
 			c.mu.Unlock()
-			if err := c.writeOut(out); err != nil {
+			err := c.writeOut(out)
+			c.wmu.Unlock()
+			if err != nil {
 				c.fail(fmt.Errorf("%w: write: %v", ErrClosed, err))
 				return
 			}
@@ -482,6 +558,29 @@ func (c *Client) writer() {
 			spare = out
 		}
 	}
+}
+
+// parkPolled parks the reader goroutine while the client is polled
+// (SetPolled); false when the client closed meanwhile.
+func (c *Client) parkPolled() bool {
+	select {
+	case c.pausedCh <- struct{}{}:
+	case <-c.quit:
+		return false
+	}
+	select {
+	case <-c.resumeCh:
+		return true
+	case <-c.quit:
+		return false
+	}
+}
+
+func wrapClosed(what string, err error) error {
+	if errors.Is(err, ErrClosed) {
+		return err
+	}
+	return fmt.Errorf("%w: %s: %v", ErrClosed, what, err)
 }
 
 // fail marks the client closed with err (if not already) and closes the
@@ -565,7 +664,7 @@ func (c *Client) CallContext(ctx context.Context, prog, vers, proc uint32, args 
 func (c *Client) complete(cl *call, body []byte, err error) {
 	c.outstanding.Add(-1)
 	if cl.doneInfo != nil {
-		cl.doneInfo(body, CallInfo{XID: cl.xid, Retransmits: cl.retrans}, err)
+		cl.doneInfo(body, CallInfo{XID: cl.xid, Retransmits: cl.retrans, Arrived: c.arrivedAt}, err)
 	} else {
 		cl.done(body, err)
 	}
@@ -612,7 +711,7 @@ func (c *Client) scan(expired []*call) []*call {
 
 func (c *Client) reader() {
 	defer close(c.readerEnd)
-	rr := NewRecordReader(bufio.NewReaderSize(c.conn, 256<<10))
+	rr := c.rr
 	var expired []*call
 	nextScan := c.now() + int64(c.tick)
 	c.conn.SetReadDeadline(time.Now().Add(c.tick))
@@ -621,6 +720,10 @@ func (c *Client) reader() {
 		rec, err := rr.Next()
 		if err != nil {
 			if errors.Is(err, os.ErrDeadlineExceeded) {
+				if c.pauseReq.Load() && !c.parkPolled() {
+					rerr = ErrClosed
+					break
+				}
 				expired = c.scan(expired)
 				nextScan = c.now() + int64(c.tick)
 				c.conn.SetReadDeadline(time.Now().Add(c.tick))
@@ -642,7 +745,7 @@ func (c *Client) reader() {
 	if rerr == io.EOF {
 		rerr = io.ErrUnexpectedEOF
 	}
-	c.fail(fmt.Errorf("%w: read: %v", ErrClosed, rerr))
+	c.fail(wrapClosed("read", rerr))
 	c.mu.Lock()
 	err := c.closeErr
 	all := make([]*call, 0, c.pending.n)

@@ -104,8 +104,9 @@ func sleepCoarse(ctx context.Context, d time.Duration) {
 
 // yieldEvery: a polled metronome (which sleeps holding its P) yields its P
 // this often, so that the other goroutines of the P (timers, a writer
-// finishing a slow write, GC work) run. A locked (pinned) goroutine's
-// yield hands the P to another thread and back: rarely, not per wake-up.
+// finishing a slow write, GC work) run. It is locked to its thread
+// (exactThread, or pinned by --cpus), so a yield hands the P to another
+// thread and back: once per millisecond, not per wake-up.
 const yieldEvery = time.Millisecond
 
 func (r *runner) yield() {
@@ -132,8 +133,8 @@ func (r *runner) parkFine(ctx context.Context, t, target int64, d time.Duration)
 	if lim := t + int64(q); due < lim {
 		due = lim
 	}
-	if r.polled {
-		sleepThread(time.Duration(target - r.now()))
+	if r.polled { // until max(target, t + quantum), like the timer
+		sleepThread(time.Duration(max(target, t+int64(q)) - r.now()))
 		r.yield()
 		return
 	}

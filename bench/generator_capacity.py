@@ -10,7 +10,8 @@ Python 3 standard library only. It builds fstress (loadgen/) and the reference c
   1. fstress, GETATTR only, at rising offered rates, for each generator configuration: one core
      (the default 50 us wake-up quantum), one core with a 500 us quantum, and every core but the
      server's as shards (`--cpus LIST`: one metronome shard per CPU); with a single spare core, all
-     cores (the server's included) instead. Each rate is run --repeats times (the VM is noisy: steal
+     cores (the server's included) instead; and two shards on the one generator core (the
+     sharded path's own cost: no scaling there). Each rate is run --repeats times (the VM is noisy: steal
      varies); a rate passes when most repeats are not saturated (send-lag p99 <= 2 ms, every call
      sent). A configuration's ladder stops after two rates in a row that no repeat passes.
   2. the reference client at windows 1, 16 and 256 on the generator core, --repeats times each.
@@ -88,13 +89,14 @@ def workload(tmp: Path) -> Path:
     return wl
 
 
-def fstress_trial(a, fstress: Path, wl: Path, port: int, cpus: str, quantum: str, rate: int, tmp: Path) -> dict:
+def fstress_trial(a, fstress: Path, wl: Path, port: int, cpus: str, quantum: str, rate: int, tmp: Path,
+                  shards: int = 0) -> dict:
     out = tmp / "r.json"
     out.unlink(missing_ok=True)
     argv = ["taskset", "-c", cpus, str(fstress), "run", "--server", f"127.0.0.1:{port}", "--mount-port", str(port),
             "--export", "/", "--workload", str(wl), "--rate", str(rate), "--duration", str(a.duration),
             "--warmup", str(a.warmup), "--drain-timeout", "0", "--cpus", cpus, "--quantum", quantum,
-            "--lag-bound", f"{LAG_BOUND_MS}ms", "--json", str(out)]
+            "--lag-bound", f"{LAG_BOUND_MS}ms", "--json", str(out)] + (["--shards", str(shards)] if shards else [])
     code, cpu_s, _, err = run_child(argv, dict(os.environ), a.duration + a.warmup + 30)
     if code not in (0, 3):
         raise RuntimeError(f"fstress exit {code}: {err.decode(errors='replace').strip()}")
@@ -108,11 +110,11 @@ def fstress_trial(a, fstress: Path, wl: Path, port: int, cpus: str, quantum: str
             "shards": r.get("shards", 1)}
 
 
-def ladder(a, name: str, cpus: str, quantum: str, ctx: dict) -> dict:
+def ladder(a, name: str, cpus: str, quantum: str, ctx: dict, shards: int = 0) -> dict:
     """Rising rates until no repeat passes; returns every trial and the highest passing rate."""
     trials, best, failed = [], None, 0
     for rate in a.rates:
-        reps = [fstress_trial(a, ctx["fstress"], ctx["wl"], ctx["port"], cpus, quantum, rate, ctx["tmp"])
+        reps = [fstress_trial(a, ctx["fstress"], ctx["wl"], ctx["port"], cpus, quantum, rate, ctx["tmp"], shards)
                 for _ in range(a.repeats)]
         passed = sum(not t["saturated"] for t in reps)
         trials.extend(reps)
@@ -166,7 +168,7 @@ def report(lads: list[dict], ref: list[dict]) -> dict:
     print("\nreference closed-loop pipelined client (same server, generator core)")
     for r in ref:
         print(f"  window {r['window']:>3}: {r['ops_per_s']:>12,.0f} ops/s  CPU {r['cpu_us_per_op']:.3f} us/op")
-    one = lads[0]
+    one = lads[0]  # the report's ratios: one core, default and 500 us quantum
     best_ref = min(r["cpu_us_per_op"] for r in ref)
     w1 = next(r["cpu_us_per_op"] for r in ref if r["window"] == 1)
     best_cpu = min((c for c in (cpu_at(l, l["max_rate"]) for l in lads[:2]) if c is not None), default=None)
@@ -186,9 +188,10 @@ def report(lads: list[dict], ref: list[dict]) -> dict:
     r = acc["cpu_ratio_at_10k_vs_window_1"]
     print(f"  CPU/op at 10k <= 1.2x reference window 1 ({w1:.2f} us): {fmt(r)}x -> "
           f"{'MET' if r is not None and r <= 1.2 else 'NOT MET'}")
-    if len(lads) > 2 and lads[2]["max_rate"] and one["max_rate"]:
-        print(f"  scaling, {lads[2]['name']}: {lads[2]['max_rate']:,} vs one core {one['max_rate']:,} ops/s "
-              f"({lads[2]['max_rate'] / one['max_rate']:.2f}x)")
+    for l in lads[2:]:
+        if "," in l["cpus"] and one["max_rate"]:  # several cores
+            print(f"  scaling, {l['name']} on CPUs {l['cpus']}: {fmt(l['max_rate'], ',d')} vs one core "
+                  f"{one['max_rate']:,} ops/s")
     return acc
 
 
@@ -220,6 +223,7 @@ def main() -> int:
             lads = [ladder(a, "one core", gen, "50us", ctx), ladder(a, "one core, quantum 500us", gen, "500us", ctx)]
             if len(every.split(",")) > 1:
                 lads.append(ladder(a, f"{len(every.split(','))} shards", every, "50us", ctx))
+            lads.append(ladder(a, "2 shards on one core", gen, "50us", ctx, shards=2))
             refs = reference(a, ref, port, gen)
         finally:
             server.kill()

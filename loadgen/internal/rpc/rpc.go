@@ -7,11 +7,11 @@
 //   - Go encodes the call message (record mark, header, credentials and the
 //     caller's arguments) into a pooled per-call buffer, registers the call in
 //     the pending table (an array indexed by XID, pendtab.go, plus a list
-//     ordered by deadline)
-//     and appends the message to a shared write buffer.
+//     ordered by deadline) and appends the message to a shared write buffer.
 //   - One writer goroutine swaps that buffer out and writes it with a single
-//     Write: calls issued while a Write is in progress are batched into the
-//     next one.
+//     write system call (raw, rawio_linux.go): calls issued while a write is
+//     in progress are batched into the next one. GoQueued queues a call
+//     without waking the writer; Flush wakes it once for the whole batch.
 //   - One reader goroutine reads records (reassembling multi-fragment
 //     records), parses the reply header, looks the XID up and runs the done
 //     callback. The same goroutine scans for expired calls: its read deadline
@@ -19,7 +19,13 @@
 //     is retransmitted with the same XID up to Options.MaxRetransmits times
 //     (each attempt waits Options.Timeout), then cancelled with ErrTimeout.
 //
-// Callbacks: every done callback of a Client runs on its reader goroutine,
+// Polled mode (SetPolled, poll_linux.go): the reader goroutine parks and
+// the caller reads the replies itself with Poll, each callback getting the
+// kernel's receive time (CallInfo.Arrived), and Flush writes on the
+// caller's goroutine.
+//
+// Callbacks: every done callback of a Client runs on its reader goroutine
+// (polled: on the goroutine that calls Poll),
 // so callbacks of one Client never run concurrently with each other. They
 // must not block for long (they hold up every other reply of the
 // connection); they may call Go, GoInfo and Close, but not Call or

@@ -27,6 +27,10 @@ func TestFleetFlags(t *testing.T) {
 			t.Errorf("%v: exit %d, %q", bad, code, stderr)
 		}
 	}
+	if code, _, stderr := runCLI("check", "--workload", "web_server", "--rate", "100", "--nfs-version", "4.1", "--shards", "2"); code != exitUsage ||
+		!strings.Contains(stderr, "NFSv3 only") {
+		t.Errorf("check --nfs-version 4.1 --shards 2: exit %d: %s", code, stderr)
+	}
 	code, _, stderr := runCLI(append(base, "--shards", "2", "--quantum", "200us")...)
 	if code != exitOK && code != exitSaturated {
 		t.Fatalf("2 shards: exit %d: %s", code, stderr)

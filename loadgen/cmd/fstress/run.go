@@ -103,6 +103,14 @@ func (o *runOpts) pin() error {
 	return nil
 }
 
+// checkVersion refuses shards for NFSv4.1 (one session's slots are not split).
+func (o *runOpts) checkVersion(c *common) error {
+	if c.v41() && o.shards > 1 {
+		return errors.New("--shards/--cpus with more than one shard is NFSv3 only (one NFSv4.1 session's slots are not split)")
+	}
+	return nil
+}
+
 // connFor is the connection config for the run: at least one connection per shard.
 func (o *runOpts) connFor(c *common) engine.ConnConfig {
 	cc := c.conn()
@@ -216,6 +224,9 @@ func parseTrial(args []string, needJSON bool, stderr io.Writer) (*trial, int) {
 		err = errors.New("--json: the agent returns the result in its reply")
 	default:
 		err = t.o.check()
+	}
+	if err == nil {
+		err = t.o.checkVersion(&t.c)
 	}
 	if err == nil {
 		_, err = w.CheckFileset(t.o.filesetFor(t.c.rate))

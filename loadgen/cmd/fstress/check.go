@@ -72,6 +72,9 @@ func checkWorkload(fs *flag.FlagSet, c *common, o *runOpts) (*checkReport, error
 	if err := o.check(); err != nil {
 		return nil, err
 	}
+	if err := o.checkVersion(c); err != nil {
+		return nil, err
+	}
 	rate := o.filesetFor(c.rate)
 	est, err := w.CheckFileset(rate)
 	if err != nil {

@@ -7,6 +7,7 @@
 //	fstress merge     merge the JSON results of several clients exactly
 //	fstress probe     describe an NFSv3 server as a client sees it, as JSON
 //	fstress nullserver answer every MOUNT/NFS call with success (capacity tests)
+//	fstress agent     resident: run trials on request (JSON lines on stdin/stdout), keep connections and file set
 //
 // Exit codes: 0 success; 1 error (bad input, unreachable server, ...; one
 // line on stderr, no JSON file); 2 usage error (and `check`: any invalid
@@ -51,6 +52,7 @@ const usage = `usage: fstress <command> [flags]
              [--drain-timeout D] [--drain-idle-rtt D] [--drain-state FILE] [--drain-factor F]
              [--drain-margin D] [--drain-window K] [--drain-probe read|null] [--drain-read-margin D]
              [--nfs-version 3|4.1]   (4.1: no portmapper/MOUNT, --export is the pseudo path, port 0 = 2049)
+             [--shards N] [--cpus LIST] [--quantum D]
   fileset    --server HOST:PORT --export PATH --workload NAME|FILE --rate OPS [--mount-port PORT]
              [--nfs-version 3|4.1]
   check      --workload NAME|FILE [--fileset-rate OPS | --rate OPS] [--json] [any other run flag]
@@ -60,6 +62,8 @@ const usage = `usage: fstress <command> [flags]
   probe      --server HOST[:PORT] --export PATH [--mount-port PORT] [--pings N] [--timeout D] [--json FILE]
              [--portmap-port PORT] [--nfs-version 3|4.1]
   nullserver --listen HOST:PORT
+  agent      [--deployment ID] [--pid-file FILE]   JSON lines on stdin/stdout: {"id","op":"run","args":[run flags]},
+             ping, cancel, reset, quit; each run's reply carries the JSON of fstress run (README: Agent)
 `
 
 // command is a subcommand: what runs it (args are those after its name)
@@ -79,6 +83,7 @@ var commands = map[string]command{
 	"merge":      {cmdMerge, "merge the JSON results of several clients exactly"},
 	"probe":      {cmdProbe, "describe an NFSv3 server as a client sees it, as JSON"},
 	"nullserver": {cmdNullserver, "answer every MOUNT/NFS call with success (capacity tests)"},
+	"agent":      {cmdAgent, "resident: run trials on request (JSON lines on stdin/stdout), keep connections and file set"},
 }
 
 // run is main without os.Exit, for tests.
@@ -95,6 +100,6 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprint(stdout, usage)
 		return exitOK
 	}
-	errLine(stderr, "unknown command %q (want run, fileset, check, workloads, merge, probe or nullserver)", args[0])
+	errLine(stderr, "unknown command %q (want run, fileset, check, workloads, merge, probe, nullserver or agent)", args[0])
 	return exitUsage
 }

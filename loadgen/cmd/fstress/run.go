@@ -1,11 +1,13 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"math"
+	"runtime"
 	"time"
 
 	"workbench/loadgen/internal/engine"
@@ -31,6 +33,10 @@ type runOpts struct {
 	drainState     string            // file remembering the idle RTTs ("": none)
 	drainProbe     string            // probe.ProbeRead: a READ stage after the NULL stage; probe.ProbeNull: none
 	drainRead      probe.DrainConfig // the READ stage's rule (Timeout: what the NULL stage left)
+	quantum        time.Duration     // metronome wake-up quantum (0: engine default)
+	shards         int               // metronome shards (0: 1, or one per --cpus CPU)
+	cpuList        string            // --cpus as given
+	cpus           []int             // parsed --cpus
 }
 
 // register adds the flags; withJSON: --json FILE (run), not the bool --json of check.
@@ -59,6 +65,64 @@ func (o *runOpts) register(fs *flag.FlagSet, withJSON bool) {
 	fs.Float64Var(&o.drain.Factor, "drain-factor", o.drain.Factor, "drained: window median <= max(idle x factor, idle + margin)")
 	fs.Var(durationValue{&o.drain.Margin}, "drain-margin", "see --drain-factor")
 	fs.IntVar(&o.drain.Window, "drain-window", o.drain.Window, "consecutive RTTs whose median the rule compares")
+	fs.Var(durationValue{&o.quantum}, "quantum", "shortest interval between metronome wake-ups at high rates (default 50us, at most 1ms)")
+	fs.IntVar(&o.shards, "shards", 0, "metronome shards, each with its own connections (default 1, or one per --cpus CPU)")
+	fs.StringVar(&o.cpuList, "cpus", "", "pin the process to this CPU list (e.g. 0-3) and shard k's metronome to its k-th CPU")
+}
+
+// checkFleet checks --quantum, --shards and --cpus and fills the shard count.
+func (o *runOpts) checkFleet() error {
+	if o.quantum < 0 || o.quantum > engine.MaxQuantum {
+		return fmt.Errorf("--quantum must be in [0, %v] (got %v)", engine.MaxQuantum, o.quantum)
+	}
+	if o.shards < 0 || o.shards > engine.MaxShards {
+		return fmt.Errorf("--shards must be in 1..%d (got %d)", engine.MaxShards, o.shards)
+	}
+	if o.cpuList != "" {
+		cpus, err := engine.ParseCPUs(o.cpuList)
+		if err != nil {
+			return fmt.Errorf("--cpus: %v", err)
+		}
+		o.cpus = cpus
+	}
+	if o.shards == 0 {
+		o.shards = max(1, len(o.cpus))
+	}
+	return nil
+}
+
+// pin applies --cpus: the process's threads to the list, GOMAXPROCS to its length.
+func (o *runOpts) pin() error {
+	if len(o.cpus) == 0 {
+		return nil
+	}
+	if err := engine.PinProcess(o.cpus); err != nil {
+		return err
+	}
+	runtime.GOMAXPROCS(len(o.cpus))
+	return nil
+}
+
+// checkVersion refuses shards for NFSv4.1 (one session's slots are not split).
+func (o *runOpts) checkVersion(c *common) error {
+	if c.v41() && o.shards > 1 {
+		return errors.New("--shards/--cpus with more than one shard is NFSv3 only (one NFSv4.1 session's slots are not split)")
+	}
+	return nil
+}
+
+// connFor is the connection config for the run: at least one connection per shard.
+func (o *runOpts) connFor(c *common) engine.ConnConfig {
+	cc := c.conn()
+	cc.Conns = max(cc.Conns, o.shards)
+	return cc
+}
+
+// runConfig is the engine's configuration of the run.
+func (o *runOpts) runConfig(w *workload.Workload, rate float64, log io.Writer) engine.RunConfig {
+	return engine.RunConfig{Workload: w, Rate: rate, Duration: o.duration, Warmup: o.warmup,
+		Poisson: o.poisson, Seed: o.seed, StartAt: o.startAt, Interval: o.interval, MaxOutstanding: o.maxOutstanding,
+		LagBound: o.lagBound, ClientID: o.clientID, Log: log, Quantum: o.quantum, Shards: o.shards, CPUs: o.cpus}
 }
 
 // check validates the run flags (not --json, which only run needs).
@@ -88,6 +152,9 @@ func (o *runOpts) check() error {
 			return fmt.Errorf("--drain-read-margin must be >= 0 (got %v)", o.drainRead.Margin)
 		}
 	}
+	if err := o.checkFleet(); err != nil {
+		return err
+	}
 	if o.interval != 0 {
 		return results.CheckInterval(o.interval, o.warmup, o.duration)
 	}
@@ -105,66 +172,19 @@ func (o *runOpts) filesetFor(rate float64) float64 {
 // cmdRun is `fstress run`: one trial at a fixed offered rate (after the
 // drain probe, when asked), its JSON written to --json.
 func cmdRun(args []string, _, stderr io.Writer) int {
-	fs := newFlagSet("run")
-	var c common
-	c.register(fs)
-	var o runOpts
-	o.register(fs, true)
-	if !parseFlags(fs, args, stderr) {
-		return exitUsage
-	}
-	w, err := c.check(fs)
-	if err != nil {
-		errLine(stderr, "%v", err)
-		return exitError
-	}
-	if o.jsonPath == "" {
-		err = errors.New("--json FILE is required")
-	}
-	if err == nil {
-		err = o.check()
-	}
-	if err == nil {
-		_, err = w.CheckFileset(o.filesetFor(c.rate))
-	}
-	if err == nil {
-		err = checkJSONPath(o.jsonPath)
-	}
-	if err != nil {
-		errLine(stderr, "%v", err)
-		return exitError
+	t, code := parseTrial(args, true, stderr)
+	if t == nil {
+		return code
 	}
 	ctx, cancel := signalContext()
 	defer cancel()
-	jsonPath := o.jsonPath
-	var drained *results.Drain
-	if o.drain.Timeout > 0 {
-		if drained, err = drainServer(ctx, &c, &o, stderr); err != nil {
-			return drainFailed(err, stderr)
-		}
+	var kept keptSession
+	defer kept.close()
+	out, code := t.execute(ctx, &kept, stderr)
+	if out == nil {
+		return code
 	}
-	sess, err := engine.Connect(ctx, c.conn())
-	if err != nil {
-		errLine(stderr, "%v", err)
-		return exitError
-	}
-	defer sess.Close()
-	fset, drained, err := readStageAndFileset(ctx, &c, &o, w, sess, drained, stderr)
-	if err != nil {
-		return drainFailed(err, stderr)
-	}
-	out, err := engine.Run(ctx, sess, fset, engine.RunConfig{Workload: w, Rate: c.rate, Duration: o.duration, Warmup: o.warmup,
-		Poisson: o.poisson, Seed: o.seed, StartAt: o.startAt, Interval: o.interval, MaxOutstanding: o.maxOutstanding, LagBound: o.lagBound,
-		ClientID: o.clientID, Log: stderr})
-	if err != nil {
-		errLine(stderr, "%v", err)
-		return exitError
-	}
-	out.Result.Drain = drained
-	if ctx.Err() != nil {
-		errLine(stderr, "interrupted; no result written")
-		return exitError
-	}
+	jsonPath := t.o.jsonPath
 	out.Result.Summary(stderr)
 	if err := out.Result.WriteJSONFile(jsonPath); err != nil {
 		errLine(stderr, "writing %s: %v", jsonPath, err)
@@ -175,4 +195,88 @@ func cmdRun(args []string, _, stderr io.Writer) int {
 		return exitSaturated
 	}
 	return exitOK
+}
+
+// trial is one parsed and checked `run` (or agent run request).
+type trial struct {
+	c common
+	o runOpts
+	w *workload.Workload
+}
+
+// parseTrial parses and checks the flags of run; needJSON: --json FILE is
+// required (run), else it is refused (agent). nil and the exit code on an
+// error (one line on stderr).
+func parseTrial(args []string, needJSON bool, stderr io.Writer) (*trial, int) {
+	t := &trial{}
+	fs := newFlagSet("run")
+	t.c.register(fs)
+	t.o.register(fs, true)
+	if !parseFlags(fs, args, stderr) {
+		return nil, exitUsage
+	}
+	w, err := t.c.check(fs)
+	switch {
+	case err != nil:
+	case needJSON && t.o.jsonPath == "":
+		err = errors.New("--json FILE is required")
+	case !needJSON && t.o.jsonPath != "":
+		err = errors.New("--json: the agent returns the result in its reply")
+	default:
+		err = t.o.check()
+	}
+	if err == nil {
+		err = t.o.checkVersion(&t.c)
+	}
+	if err == nil {
+		_, err = w.CheckFileset(t.o.filesetFor(t.c.rate))
+	}
+	if err == nil && needJSON {
+		err = checkJSONPath(t.o.jsonPath)
+	}
+	if err != nil {
+		errLine(stderr, "%v", err)
+		return nil, exitError
+	}
+	t.w = w
+	return t, exitOK
+}
+
+// execute runs the trial: the drain's NULL stage, the connections and the
+// file set (reused from kept when they match, kept for the next trial),
+// the drain's READ stage, the measured run. nil and the exit code on an
+// error (one line on stderr): 1, or 4 when the server did not drain.
+func (t *trial) execute(ctx context.Context, kept *keptSession, stderr io.Writer) (*engine.Outcome, int) {
+	c, o := &t.c, &t.o
+	var drained *results.Drain
+	var err error
+	if o.drain.Timeout > 0 {
+		if drained, err = drainServer(ctx, c, o, stderr); err != nil {
+			return nil, drainFailed(err, stderr)
+		}
+	}
+	if err := o.pin(); err != nil {
+		errLine(stderr, "%v", err)
+		return nil, exitError
+	}
+	sess, err := kept.session(ctx, o.connFor(c))
+	if err != nil {
+		errLine(stderr, "%v", err)
+		return nil, exitError
+	}
+	fset, drained, err := kept.fileset(ctx, t, sess, drained, stderr)
+	if err != nil {
+		return nil, drainFailed(err, stderr)
+	}
+	out, err := engine.Run(ctx, sess, fset, o.runConfig(t.w, c.rate, stderr))
+	if err != nil {
+		errLine(stderr, "%v", err)
+		return nil, exitError
+	}
+	out.Result.Drain = drained
+	if ctx.Err() != nil {
+		errLine(stderr, "interrupted; no result written")
+		return nil, exitError
+	}
+	return out, exitOK
 }

@@ -11,13 +11,20 @@
 //	t_i = i / rate                                  constant pacing (default)
 //	t_0 = 0, t_i = t_{i−1} + G_i, G_i ~ Exp(rate)   Poisson pacing (RunConfig.Poisson)
 //
-// One goroutine — the metronome — does all scheduling. At each wake-up it
+// One goroutine — the metronome — does all scheduling (per shard: with
+// RunConfig.Shards = N, shard k's metronome sends calls i ≡ k (mod N) of
+// the one schedule on its own connections; shards.go). At each wake-up it
 // applies the completions the RPC reader goroutines queued, sends every
 // call with t_i ≤ now (a batch, when it woke late) and parks until the next
 // t_i: a Go timer for waits over 2 ms (it ends 1.5 ms early, then the
-// metronome re-plans), else a timerfd armed for at least 100 µs, cut short
-// by a reply once the send is due — at most once per 50 µs
-// (FSTRESS_BATCH_US), so at high rates every wake-up sends a batch. Each
+// metronome re-plans), else a timerfd armed for at least max(100 µs,
+// quantum), cut short by a reply once the send is due — at most once per
+// quantum (RunConfig.Quantum, default 50 µs), so at high rates every
+// wake-up sends a batch, queued on the connections and written with one
+// write per connection (rpc.Client.GoQueued, Flush). From 500 to 15 000
+// ops/s per shard (NFSv3) the metronome also reads the replies itself at
+// each wake-up, timed by the kernel's receive time, and sleeps on its own
+// thread (poll.go): one wake-up per call instead of two. Each
 // call takes its procedure from the workload's scheduler and its target
 // from the weighted object sets (requestBuilders has one function per
 // procedure); a call with no possible target, or no free call slot
@@ -56,7 +63,7 @@
 //     (LagBound 2 ms; MaxOutstanding = min(rate · timeout · (retransmits+1)
 //     · 1.25 + 1024, 2^20)), build the weighted object sets from the file
 //     set, initialise the scratch pools over NFS, pre-allocate call slots.
-//  2. common start (awaitCommonStart): wait for RunConfig.StartAt, so that
+//  2. common start (commonStart, awaitStart): wait for RunConfig.StartAt, so that
 //     several clients share one schedule; a start already past starts now,
 //     with a warning. The host's steal is read when the warm-up ends.
 //  3. metronome loop (metronome): send every call intended before

@@ -203,6 +203,9 @@ func TestLatencyFromIntendedTime(t *testing.T) {
 	}
 	// every reply was held back ≥ delay, so every latency (from the
 	// intended time, which is ≤ the actual send time) is ≥ delay
+	if !r.RepliesPolled && replyPoll == "" {
+		t.Error("at 2000 ops/s the metronome should read the replies itself (replies_polled)")
+	}
 	if out.MinLatency < delay {
 		t.Errorf("min latency %v < injected delay %v", out.MinLatency, delay)
 	}

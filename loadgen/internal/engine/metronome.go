@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"os"
+	"runtime"
 	"strconv"
 	"time"
 )
@@ -18,13 +19,14 @@ const (
 	coarseAbove = 2 * time.Millisecond
 	coarseEarly = 1500 * time.Microsecond
 
-	// sendBatchDrain: within one wake-up, completions are applied and the
-	// clock re-read every this many sends.
-	sendBatchDrain = 1024
+	// sendBatchDrain: within one wake-up, the queued calls are written,
+	// completions applied and the clock re-read every this many sends.
+	sendBatchDrain = 256
 )
 
-// minBatch is the shortest interval between reply-driven wake-ups of the
-// metronome (FSTRESS_BATCH_US overrides it, for tuning).
+// minBatch is the default quantum (RunConfig.Quantum): the shortest
+// interval between reply-driven wake-ups of the metronome
+// (FSTRESS_BATCH_US overrides it, for tuning).
 var minBatch = func() time.Duration {
 	if v, err := strconv.Atoi(os.Getenv("FSTRESS_BATCH_US")); err == nil && v >= 0 {
 		return time.Duration(v) * time.Microsecond
@@ -43,6 +45,7 @@ func (r *runner) metronome(ctx context.Context) {
 	next := int64(r.pacer.Next(0))
 	for {
 		t := r.now()
+		r.pollReplies()
 		r.drain()
 		if ctx.Err() != nil {
 			return
@@ -56,9 +59,14 @@ func (r *runner) metronome(ctx context.Context) {
 			i++
 			next = int64(r.pacer.Next(i))
 			if batch++; batch%sendBatchDrain == 0 {
+				r.flushSends()
+				r.pollReplies()
 				r.drain()
 				t = r.now()
 			}
+		}
+		if batch > 0 || r.v4 != nil {
+			r.flushSends()
 		}
 		if t >= r.endNs {
 			return // every call intended before the end has been sent
@@ -94,18 +102,41 @@ func sleepCoarse(ctx context.Context, d time.Duration) {
 	}
 }
 
+// yieldEvery: a polled metronome (which sleeps holding its P) yields its P
+// this often, so that the other goroutines of the P (timers, a writer
+// finishing a slow write, GC work) run. It is locked to its thread
+// (exactThread, or pinned by --cpus), so a yield hands the P to another
+// thread and back: once per millisecond, not per wake-up.
+const yieldEvery = time.Millisecond
+
+func (r *runner) yield() {
+	if now := r.now(); now-r.lastYield >= int64(yieldEvery) {
+		runtime.Gosched()
+		r.lastYield = now
+	}
+}
+
 // parkFine parks on the sleeper until its timer, armed for
-// max(d, fineQuantum) after t, fires or a reply arrives once the send is
-// due. Replies wake the metronome at most once per minBatch: the wake-up
-// time is max(target, t + minBatch), so at high rates every wake-up sends
-// a batch.
+// max(d, fineQuantum, quantum) after t, fires or a reply arrives once the
+// send is due. Replies wake the metronome at most once per quantum
+// (RunConfig.Quantum, default minBatch): the wake-up time is max(target,
+// t + quantum), so at high rates every wake-up sends a batch and the
+// wake-ups — each a timer arm at most, a write per connection and the
+// scheduler's round trip — number at most one per quantum, not one per
+// call. The quantum bounds the send lag the batching adds.
 func (r *runner) parkFine(ctx context.Context, t, target int64, d time.Duration) {
-	if d < fineQuantum {
-		d = fineQuantum
+	q := r.cfg.Quantum
+	if d < max(fineQuantum, q) {
+		d = max(fineQuantum, q)
 	}
 	due := target
-	if lim := t + int64(minBatch); due < lim {
+	if lim := t + int64(q); due < lim {
 		due = lim
+	}
+	if r.polled { // until max(target, t + quantum), like the timer
+		sleepThread(time.Duration(max(target, t+int64(q)) - r.now()))
+		r.yield()
+		return
 	}
 	r.nextDue.Store(due)
 	r.sl.arm(t, d)

@@ -98,9 +98,20 @@ func (p *pool) finish(e int32, ok, created bool) {
 	}
 }
 
-func newPool(prefix string, client, n int, dirs int) *pool {
+// poolTag names the scratch names of this client and shard: the client id,
+// then "s" and the shard for shards after the first (x<client>_<j>,
+// x<client>s<k>_<j>).
+func (r *runner) poolTag() string {
+	t := strconv.Itoa(r.cfg.ClientID)
+	if r.shard > 0 {
+		t += "s" + strconv.Itoa(r.shard)
+	}
+	return t
+}
+
+func newPool(prefix string, tag string, n int, dirs int) *pool {
 	p := &pool{dir: make([]int32, n), name: make([]string, n), state: make([]uint8, n)}
-	pre := prefix + strconv.Itoa(client) + "_"
+	pre := prefix + tag + "_"
 	for j := 0; j < n; j++ {
 		p.dir[j] = int32((uint64(j) * 7919) % uint64(dirs))
 		p.name[j] = pre + strconv.Itoa(j)
@@ -125,11 +136,11 @@ func (r *runner) setupPools(ctx context.Context) error {
 		if share <= 0 {
 			return 0
 		}
-		return int(math.Min(64+2*r.cfg.Rate*share, 1<<17))
+		return int(math.Min(64+2*r.cfg.Rate/float64(max(r.nshards, 1))*share, 1<<17))
 	}
 	nd := len(r.fs.DirFH)
-	r.files2 = newPool("x", r.cfg.ClientID, size(fileShare), nd)
-	r.dirs2 = newPool("y", r.cfg.ClientID, size(dirShare), nd)
+	r.files2 = newPool("x", r.poolTag(), size(fileShare), nd)
+	r.dirs2 = newPool("y", r.poolTag(), size(dirShare), nd)
 	for _, pp := range []struct {
 		p  *pool
 		mk nfs3.Proc

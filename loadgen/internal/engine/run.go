@@ -25,6 +25,9 @@ type RunConfig struct {
 	StartAt        time.Time // zero: start now
 	MaxOutstanding int       // 0: derived from rate and timeout
 	LagBound       time.Duration
+	Quantum        time.Duration // shortest interval between metronome wake-ups at high rates (0: 50 µs)
+	Shards         int           // metronome shards (0, 1: one), each with its own connections (shards.go)
+	CPUs           []int         // pin shard k's metronome thread to CPUs[k mod len] (nil: no pinning)
 	ClientID       int
 	Log            io.Writer
 }
@@ -42,59 +45,31 @@ type Outcome struct {
 	WallSeconds     float64
 }
 
-// Run runs the measured interval against a prepared file set, in the five
-// phases of the package doc: set-up, common start, metronome loop, drain,
-// verdict.
-func Run(ctx context.Context, s *Session, fs *Fileset, cfg RunConfig) (*Outcome, error) {
-	r, err := setUp(ctx, s, fs, cfg)
-	if err != nil {
-		return nil, err
-	}
-	defer r.sl.close()
-	r.awaitCommonStart(ctx)
-	startWall := time.Now()
-	cpu0 := cpuTime()
-	steal := watchSteal(r.cfg.Warmup)
-
-	r.metronome(ctx)
-	r.nextDue.Store(math.MaxInt64) // no more reply wake-ups
-	r.drain()
-	r.ser.Stop(r.inFlight)
-	stealPct, stealOK := steal.stop()
-
-	left := r.drainOutstanding()
-	if r.v4 != nil {
-		r.finish4()
-	}
-	out := &Outcome{Intended: r.intended, Sent: r.sent, Skipped: r.skipped, LeftOutstanding: left,
-		WallSeconds: time.Since(startWall).Seconds(), CPUSeconds: cpuTime() - cpu0, MinLatency: r.minLat}
-	res := r.result(startWall)
-	if stealOK {
-		res.HostStealPct = &stealPct
-	}
-	r.verdict(out, res, stealPct, stealOK)
-	return out, nil
-}
-
 // setUp is the set-up phase: it checks cfg and fills its defaults, builds
 // the weighted object sets and the scratch pools (NFS calls, outside the
 // measured interval), pre-allocates call slots and opens the sleeper.
-func setUp(ctx context.Context, s *Session, fs *Fileset, cfg RunConfig) (*runner, error) {
-	if err := checkRunConfig(&cfg); err != nil {
-		return nil, err
-	}
+//
+// Shard k of n (shards.go) takes calls k, k+n, k+2n, ... of the schedule
+// (times and procedures), the connections k, k+n, ..., a 1/n share of the
+// call slots and its own scratch names; cfg is already checked.
+func setUp(ctx context.Context, s *Session, fs *Fileset, cfg RunConfig, k, n int) (*runner, error) {
 	pacer, err := pace.New(cfg.Rate, cfg.Poisson, cfg.Seed+1)
 	if err != nil {
 		return nil, err
 	}
-	if cfg.MaxOutstanding <= 0 {
-		cfg.MaxOutstanding = defaultMaxOutstanding(cfg.Rate, s.callLifetime())
-	}
 	w := cfg.Workload
 	r := &runner{cfg: cfg, s: s, fs: fs, w: w, clients: s.Clients, pacer: pacer,
-		rng:   rand.New(rand.NewSource(cfg.Seed)),
+		rng:   rand.New(rand.NewSource(cfg.Seed + int64(k)*shardSeedStep)),
 		sched: workload.NewScheduler(w.Mix, cfg.Seed),
-		rec:   results.NewRecorder(), minLat: math.MaxInt64}
+		rec:   results.NewRecorder(), minLat: math.MaxInt64, shard: k, nshards: n}
+	if n > 1 {
+		r.pacer = shardPacer{p: pacer, k: int64(k), n: int64(n)}
+		r.cfg.MaxOutstanding = (cfg.MaxOutstanding + n - 1) / n
+		r.clients = nil
+		for i := k; i < len(s.Clients); i += n {
+			r.clients = append(r.clients, s.Clients[i])
+		}
+	}
 	if r.ser, err = results.NewSeriesRecorder(cfg.Interval, cfg.Warmup, cfg.Duration); err != nil {
 		return nil, err
 	}
@@ -113,7 +88,7 @@ func setUp(ctx context.Context, s *Session, fs *Fileset, cfg RunConfig) (*runner
 		}
 	}
 	// pre-allocate the slots one second of calls needs; more on demand
-	for r.nslots < int(math.Min(cfg.Rate, float64(cfg.MaxOutstanding))) && r.grow() {
+	for r.nslots < int(math.Min(cfg.Rate/float64(n), float64(r.cfg.MaxOutstanding))) && r.grow() {
 	}
 	r.q = make([]completion, 0, 4096)
 	r.back = make([]completion, 0, 4096)
@@ -136,12 +111,21 @@ func checkRunConfig(cfg *RunConfig) error {
 	if cfg.LagBound <= 0 {
 		cfg.LagBound = DefaultLagBound
 	}
+	if cfg.Quantum <= 0 {
+		cfg.Quantum = minBatch
+	}
+	if cfg.Quantum > MaxQuantum {
+		return fmt.Errorf("quantum must be <= %v (got %v)", MaxQuantum, cfg.Quantum)
+	}
 	if cfg.Interval == 0 { // the default, shortened to a shorter run (even below MinInterval)
 		cfg.Interval = min(results.DefaultInterval, cfg.Duration)
 		return results.CheckIntervalCount(cfg.Interval, cfg.Warmup, cfg.Duration)
 	}
 	return results.CheckInterval(cfg.Interval, cfg.Warmup, cfg.Duration)
 }
+
+// MaxQuantum bounds RunConfig.Quantum: half the default send-lag bound.
+const MaxQuantum = time.Millisecond
 
 // defaultMaxOutstanding is enough call slots for every call of one full
 // call lifetime at the offered rate, with a margin:
@@ -158,22 +142,26 @@ func (s *Session) callLifetime() time.Duration {
 	return s.Cfg.Timeout * time.Duration(s.Cfg.Retransmits+1)
 }
 
-// awaitCommonStart is the common-start phase: it sets the start instant —
+// commonStart is the start instant of the common-start phase:
 // cfg.StartAt (so that several clients share one schedule), or now when it
-// is zero or already past (with a warning) — and waits for it: a Go timer
-// until 10 ms before, then the sleeper. Returns early when ctx ends.
-func (r *runner) awaitCommonStart(ctx context.Context) {
+// is zero or already past (with a warning).
+func commonStart(cfg *RunConfig) time.Time {
 	now := time.Now()
-	if at := r.cfg.StartAt; !at.IsZero() {
+	if at := cfg.StartAt; !at.IsZero() {
 		if late := now.Sub(at); late > 0 {
-			if r.cfg.Log != nil {
-				fmt.Fprintf(r.cfg.Log, "fstress: warning: --start-at is %.3fs in the past; starting now\n", late.Seconds())
+			if cfg.Log != nil {
+				fmt.Fprintf(cfg.Log, "fstress: warning: --start-at is %.3fs in the past; starting now\n", late.Seconds())
 			}
 		} else {
 			now = now.Add(-late) // monotonic reading of the start instant
 		}
 	}
-	r.start = now
+	return now
+}
+
+// awaitStart waits for r.start: a Go timer until 10 ms before, then the
+// sleeper. Returns early when ctx ends.
+func (r *runner) awaitStart(ctx context.Context) {
 	for d := time.Until(r.start); d > 0 && ctx.Err() == nil; d = time.Until(r.start) {
 		if d > 20*time.Millisecond {
 			select {
@@ -197,9 +185,11 @@ const drainGrace = 500 * time.Millisecond
 func (r *runner) drainOutstanding() int {
 	deadline := time.Now().Add(r.s.callLifetime() + drainGrace)
 	for r.inFlight > 0 && time.Now().Before(deadline) {
+		r.pollReplies()
 		r.drain()
 		if r.v4 != nil && len(r.v4.backlog) > 0 {
 			r.flush4()
+			r.flushSends()
 		}
 		if r.inFlight > 0 {
 			time.Sleep(time.Millisecond)

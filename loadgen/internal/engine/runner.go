@@ -111,6 +111,9 @@ type runner struct {
 	waiting                           atomic.Bool  // the metronome is parked
 	sendErr                           error
 	v4                                *run4 // NFSv4.1 runs only
+	shard, nshards                    int   // this runner is shard `shard` of `nshards` (shards.go)
+	polled, polledRun                 bool  // replies are read by the metronome (poll.go); were, in this run
+	lastYield                         int64 // polled: when the metronome last yielded its P (ns from the start)
 }
 
 // now is the time since the common start, ns.
@@ -121,6 +124,9 @@ func (r *runner) now() int64 { return int64(time.Since(r.start)) }
 func (s *slot) onDone(body []byte, info rpc.CallInfo, err error) {
 	r := s.r
 	c := completion{slot: s.idx, retrans: int32(info.Retransmits), at: r.now()}
+	if !info.Arrived.IsZero() { // polled: the kernel's receive time (never before the intended send)
+		c.at = max(int64(info.Arrived.Sub(r.start)), s.intended)
+	}
 	switch {
 	case err == nil:
 		if s.op != nfs3.ProcNull && len(body) >= 4 {
@@ -273,7 +279,7 @@ func (r *runner) send(t int64) {
 	if measured {
 		r.intended++
 	}
-	op := r.sched.Next()
+	op := r.nextOp()
 	n := len(r.free)
 	if n == 0 {
 		if !r.grow() {
@@ -311,11 +317,33 @@ func (r *runner) send(t int64) {
 	if r.rr++; r.rr == len(r.clients) {
 		r.rr = 0
 	}
-	if err := c.GoInfo(nfs3.Program, nfs3.Version, uint32(op), s.encode, s.done); err != nil {
+	if err := c.GoQueued(nfs3.Program, nfs3.Version, uint32(op), s.encode, s.done); err != nil {
 		if r.sendErr == nil {
 			r.sendErr = err
 		}
 		r.complete(&completion{slot: idx, kind: completedError, at: now})
+	}
+}
+
+// flushSends writes the calls queued since the last flush: one write
+// system call per connection and wake-up (rpc.Client.GoQueued).
+func (r *runner) flushSends() {
+	if r.v4 != nil {
+		for i := range r.v4.conns {
+			r.noteFlush(r.v4.conns[i].Load().Flush())
+		}
+		return
+	}
+	for _, c := range r.clients {
+		r.noteFlush(c.Flush())
+	}
+}
+
+// noteFlush keeps the first write error as the run's send error (the calls
+// of a failed connection complete as errors through their callbacks).
+func (r *runner) noteFlush(err error) {
+	if err != nil && r.sendErr == nil && !errors.Is(err, rpc.ErrClosed) {
+		r.sendErr = err
 	}
 }
 

@@ -174,7 +174,7 @@ func (r *runner) dispatch4(s *slot) bool {
 	if v.rr++; v.rr == len(v.conns) {
 		v.rr = 0
 	}
-	if err := c.GoInfo(nfs4.Program, nfs4.Version, q.Proc(), s.v4.encode, s.v4.done); err != nil {
+	if err := c.GoQueued(nfs4.Program, nfs4.Version, q.Proc(), s.v4.encode, s.v4.done); err != nil {
 		if q.Op != nfs4.OpNull {
 			v.v4.End(q, &nfs4.Reply{}) // not sent: the slot's sequence id stays
 		}

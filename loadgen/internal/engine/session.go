@@ -138,6 +138,24 @@ func Connect(ctx context.Context, cfg ConnConfig) (*Session, error) {
 	return s, nil
 }
 
+// Alive reports whether every connection of the session is still open
+// (an agent reuses a session between trials only then).
+func (s *Session) Alive() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.Clients) == 0 {
+		return false
+	}
+	for _, c := range s.Clients {
+		select {
+		case <-c.Done():
+			return false
+		default:
+		}
+	}
+	return true
+}
+
 // Close closes every connection (NFSv4.1: after DESTROY_SESSION and
 // DESTROY_CLIENTID).
 func (s *Session) Close() {

@@ -23,7 +23,7 @@ const (
 
 // result builds the Result of the measured interval with the run's
 // metadata; startWall is the wall-clock common start.
-func (r *runner) result(startWall time.Time) *results.Result {
+func (r *runner) result(startWall time.Time, series *results.Series) *results.Result {
 	cfg, s := &r.cfg, r.s
 	host, _ := os.Hostname()
 	version := ""
@@ -35,7 +35,7 @@ func (r *runner) result(startWall time.Time) *results.Result {
 		Server: s.Cfg.Server, Export: s.Cfg.Export, Pacing: pacingName(cfg.Poisson), Conns: len(s.Clients), Seed: cfg.Seed,
 		WarmupS: cfg.Warmup.Seconds()})
 	res.FirstCalls = r.firstCalls
-	res.Series = r.ser.Series()
+	res.Series = series
 	if r.v4 != nil {
 		r.stats4(res)
 	}

@@ -108,10 +108,15 @@ type Result struct {
 	Conns            int      `json:"conns,omitempty"`
 	Seed             int64    `json:"seed,omitempty"`
 	WarmupS          float64  `json:"warmup_s,omitempty"`
-	FirstCalls       []string `json:"first_calls,omitempty"` // one client's first calls ("PROC target"); not merged
-	Exact            Exact    `json:"exact"`                 // all replies
-	SendLagExact     Exact    `json:"send_lag_exact"`        // send lag
-	SendLagHistogram string   `json:"send_lag_histogram"`    // µs
+	FirstCalls       []string `json:"first_calls,omitempty"`     // one client's first calls ("PROC target"); not merged
+	Shards           int      `json:"shards,omitempty"`          // metronome shards (summed by merge)
+	CPUs             string   `json:"cpus,omitempty"`            // the CPU list the generator was pinned to (not merged)
+	QuantumUs        float64  `json:"quantum_us,omitempty"`      // the metronome's wake-up quantum, µs (the largest when merged)
+	GeneratorCPUS    float64  `json:"generator_cpu_s,omitempty"` // the generator process's CPU time from the common start to the end of the drain, s (summed by merge)
+	RepliesPolled    bool     `json:"replies_polled,omitempty"`  // replies timed by the kernel's receive time, read by the metronome (low rates)
+	Exact            Exact    `json:"exact"`                     // all replies
+	SendLagExact     Exact    `json:"send_lag_exact"`            // send lag
+	SendLagHistogram string   `json:"send_lag_histogram"`        // µs
 
 	// Series is the per-interval time series (series.go); absent from
 	// results of an fstress without it, and then from their merges.
@@ -373,6 +378,9 @@ func (m *merger) addTotals(r *Result) {
 		c = 1
 	}
 	out.Clients += c
+	out.Shards += r.Shards
+	out.GeneratorCPUS += r.GeneratorCPUS
+	out.QuantumUs = math.Max(out.QuantumUs, r.QuantumUs)
 	if r.GeneratorSaturated {
 		out.GeneratorSaturated = true
 		if r.SaturationReason != "" {

@@ -6,11 +6,12 @@
 //
 //   - Go encodes the call message (record mark, header, credentials and the
 //     caller's arguments) into a pooled per-call buffer, registers the call in
-//     the pending table (a map keyed by XID plus a list ordered by deadline)
-//     and appends the message to a shared write buffer.
+//     the pending table (an array indexed by XID, pendtab.go, plus a list
+//     ordered by deadline) and appends the message to a shared write buffer.
 //   - One writer goroutine swaps that buffer out and writes it with a single
-//     Write: calls issued while a Write is in progress are batched into the
-//     next one.
+//     write system call (raw, rawio_linux.go): calls issued while a write is
+//     in progress are batched into the next one. GoQueued queues a call
+//     without waking the writer; Flush wakes it once for the whole batch.
 //   - One reader goroutine reads records (reassembling multi-fragment
 //     records), parses the reply header, looks the XID up and runs the done
 //     callback. The same goroutine scans for expired calls: its read deadline
@@ -18,7 +19,13 @@
 //     is retransmitted with the same XID up to Options.MaxRetransmits times
 //     (each attempt waits Options.Timeout), then cancelled with ErrTimeout.
 //
-// Callbacks: every done callback of a Client runs on its reader goroutine,
+// Polled mode (SetPolled, poll_linux.go): the reader goroutine parks and
+// the caller reads the replies itself with Poll, each callback getting the
+// kernel's receive time (CallInfo.Arrived), and Flush writes on the
+// caller's goroutine.
+//
+// Callbacks: every done callback of a Client runs on its reader goroutine
+// (polled: on the goroutine that calls Poll),
 // so callbacks of one Client never run concurrently with each other. They
 // must not block for long (they hold up every other reply of the
 // connection); they may call Go, GoInfo and Close, but not Call or
@@ -54,6 +61,7 @@ import (
 	"os"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"workbench/loadgen/internal/xdr"
@@ -166,7 +174,8 @@ type Options struct {
 // CallInfo describes a completed call.
 type CallInfo struct {
 	XID         uint32
-	Retransmits int // number of times the call was re-sent after its first send
+	Retransmits int       // number of times the call was re-sent after its first send
+	Arrived     time.Time // polled mode (SetPolled): the kernel's receive time of the reply; zero otherwise
 }
 
 // Stats are the cumulative counters of a Client.
@@ -207,7 +216,24 @@ func putCall(cl *call) {
 // Client is an ONC RPC client on one TCP connection. It is safe for
 // concurrent use.
 type Client struct {
-	conn    net.Conn
+	conn net.Conn
+	raw  syscall.RawConn // conn's socket for raw I/O (rawio_linux.go); nil: use conn
+	ww   *rawWriter      // the writer goroutine's raw writer
+	fw   *rawWriter      // Flush's raw writer (polled mode)
+
+	wmu    sync.Mutex // held while writing (the writer goroutine, or Flush when polled)
+	fspare []byte     // Flush's spare write buffer
+
+	// reading: the reader goroutine's, or the poller's while polled (poll_linux.go)
+	in          *sockIn
+	rr          *RecordReader
+	pauseReq    atomic.Bool
+	pausedCh    chan struct{} // reader → SetPolled: parked
+	resumeCh    chan struct{} // SetPolled → reader: read again
+	arrivedAt   time.Time     // receive time of the reply being dispatched (polled)
+	pollScan    int64         // next scan for expired calls (polled)
+	pollExpired []*call
+
 	timeout int64 // ns
 	maxRetx int
 	tick    time.Duration
@@ -215,7 +241,7 @@ type Client struct {
 	cred    []byte // encoded credential + verifier
 
 	mu       sync.Mutex
-	pending  map[uint32]*call
+	pending  pendTab
 	head     *call // deadline-ordered list (deadlines are monotone: constant timeout)
 	tail     *call
 	wbuf     []byte
@@ -267,17 +293,23 @@ func NewClient(conn net.Conn, opt Options) *Client {
 	tick := min(max(t/8, time.Millisecond), 100*time.Millisecond)
 	c := &Client{
 		conn:      conn,
+		raw:       rawIO(conn),
 		timeout:   int64(t),
 		maxRetx:   max(opt.MaxRetransmits, 0),
 		tick:      tick,
 		epoch:     time.Now(),
-		pending:   make(map[uint32]*call, 1024),
 		kick:      make(chan struct{}, 1),
 		quit:      make(chan struct{}),
 		readerEnd: make(chan struct{}),
 		xid:       uint32(time.Now().UnixNano()) ^ 0x5a5a0000,
 	}
 	c.cred = encodeAuth(opt.Auth)
+	c.in = newSockIn(c)
+	c.rr = NewRecordReader(bufio.NewReaderSize(c.in, 256<<10))
+	c.pausedCh, c.resumeCh = make(chan struct{}), make(chan struct{})
+	if c.raw != nil {
+		c.ww, c.fw = newRawWriter(c.raw), newRawWriter(c.raw)
+	}
 	go c.writer()
 	go c.reader()
 	return c
@@ -320,16 +352,103 @@ func (c *Client) RemoteAddr() net.Addr { return c.conn.RemoteAddr() }
 // callback) or an error: ErrTimeout, *RPCError, or an error wrapping
 // ErrClosed. If Go returns an error, done is never called.
 func (c *Client) Go(prog, vers, proc uint32, args func(*xdr.Encoder), done func(body []byte, err error)) error {
-	return c.send(prog, vers, proc, args, done, nil)
+	return c.send(prog, vers, proc, args, done, nil, false)
 }
 
 // GoInfo is Go with a callback that also receives the call's CallInfo
 // (XID and retransmission count).
 func (c *Client) GoInfo(prog, vers, proc uint32, args func(*xdr.Encoder), done func(body []byte, info CallInfo, err error)) error {
-	return c.send(prog, vers, proc, args, nil, done)
+	return c.send(prog, vers, proc, args, nil, done, false)
 }
 
-func (c *Client) send(prog, vers, proc uint32, args func(*xdr.Encoder), done func([]byte, error), doneInfo func([]byte, CallInfo, error)) error {
+// GoQueued is GoInfo without waking the writer goroutine: the call waits in
+// the write buffer for the caller's next Flush (or for a write that another
+// call started). A caller that issues a batch of calls queues them and
+// flushes once, so the batch leaves in one write system call.
+func (c *Client) GoQueued(prog, vers, proc uint32, args func(*xdr.Encoder), done func(body []byte, info CallInfo, err error)) error {
+	return c.send(prog, vers, proc, args, nil, done, true)
+}
+
+// Flush wakes the writer goroutine when calls wait in the write buffer. The
+// write happens there, not on the caller's goroutine, so a full socket
+// buffer (a server that reads slowly) never blocks the caller: the calls
+// wait in the buffer, and their wait counts in their latency.
+//
+// Polled (SetPolled), the reader goroutine is parked and the caller owns
+// the thread between its wake-ups, so Flush writes itself instead: as much
+// as the socket takes without waiting; the rest (a server that reads
+// slowly) goes to the writer goroutine, ahead of later calls.
+func (c *Client) Flush() error {
+	if c.in.polled && c.raw != nil {
+		return c.flushDirect()
+	}
+	c.mu.Lock()
+	n, err := len(c.wbuf), c.closeErr
+	c.mu.Unlock()
+	if n > 0 {
+		c.kickWriter()
+	}
+	return err
+}
+
+func (c *Client) kickWriter() {
+	select {
+	case c.kick <- struct{}{}:
+	default:
+	}
+}
+
+// flushDirect is Flush on the caller's goroutine. Writes hold c.wmu, so a
+// partial record is never followed by another writer's bytes; when the
+// writer goroutine holds it, the calls wait for it.
+func (c *Client) flushDirect() error {
+	if !c.wmu.TryLock() {
+		c.kickWriter()
+		return nil
+	}
+	c.mu.Lock()
+	if c.closed || len(c.wbuf) == 0 {
+		err := c.closeErr
+		c.mu.Unlock()
+		c.wmu.Unlock()
+		return err
+	}
+	out := c.wbuf
+	c.wbuf = c.fspare[:0]
+	c.mu.Unlock()
+	n, err := c.fw.tryWrite(out)
+	if err != nil {
+		c.wmu.Unlock()
+		err = wrapClosed("write", err)
+		c.fail(err)
+		return err
+	}
+	if n < len(out) { // the socket is full: the rest first, by the writer goroutine
+		c.mu.Lock()
+		c.wbuf = append(append([]byte(nil), out[n:]...), c.wbuf...)
+		c.mu.Unlock()
+		c.wmu.Unlock()
+		c.kickWriter()
+		return nil
+	}
+	if cap(out) > 4<<20 {
+		out = nil
+	}
+	c.fspare = out
+	c.wmu.Unlock()
+	return nil
+}
+
+// writeOut writes b to the connection (raw when it is a socket).
+func (c *Client) writeOut(b []byte) error {
+	if c.raw != nil {
+		return c.ww.write(b)
+	}
+	_, err := c.conn.Write(b)
+	return err
+}
+
+func (c *Client) send(prog, vers, proc uint32, args func(*xdr.Encoder), done func([]byte, error), doneInfo func([]byte, CallInfo, error), queued bool) error {
 	if done == nil && doneInfo == nil {
 		return errors.New("rpc: nil done callback")
 	}
@@ -365,25 +484,19 @@ func (c *Client) send(prog, vers, proc uint32, args func(*xdr.Encoder), done fun
 		putCall(cl)
 		return err
 	}
-	xid := c.xid
-	for {
-		xid++
-		if _, busy := c.pending[xid]; !busy {
-			break
-		}
-	}
+	xid := c.pending.nextXID(c.xid, c.head)
 	c.xid = xid
 	binary.BigEndian.PutUint32(msg[4:], xid)
 	cl.xid = xid
 	cl.deadline = now + c.timeout
-	c.pending[xid] = cl
+	c.pending.put(cl)
 	c.pushBack(cl)
 	wasEmpty := len(c.wbuf) == 0
 	c.wbuf = append(c.wbuf, msg...)
 	c.mu.Unlock()
 	c.outstanding.Add(1)
 	c.calls.Add(1)
-	if wasEmpty {
+	if wasEmpty && !queued {
 		select {
 		case c.kick <- struct{}{}:
 		default:
@@ -429,15 +542,19 @@ func (c *Client) writer() {
 			return
 		}
 		for {
+			c.wmu.Lock()
 			c.mu.Lock()
 			if c.closed || len(c.wbuf) == 0 {
 				c.mu.Unlock()
+				c.wmu.Unlock()
 				break
 			}
 			out := c.wbuf
 			c.wbuf = spare[:0]
 			c.mu.Unlock()
-			if _, err := c.conn.Write(out); err != nil {
+			err := c.writeOut(out)
+			c.wmu.Unlock()
+			if err != nil {
 				c.fail(fmt.Errorf("%w: write: %v", ErrClosed, err))
 				return
 			}
@@ -447,6 +564,29 @@ func (c *Client) writer() {
 			spare = out
 		}
 	}
+}
+
+// parkPolled parks the reader goroutine while the client is polled
+// (SetPolled); false when the client closed meanwhile.
+func (c *Client) parkPolled() bool {
+	select {
+	case c.pausedCh <- struct{}{}:
+	case <-c.quit:
+		return false
+	}
+	select {
+	case <-c.resumeCh:
+		return true
+	case <-c.quit:
+		return false
+	}
+}
+
+func wrapClosed(what string, err error) error {
+	if errors.Is(err, ErrClosed) {
+		return err
+	}
+	return fmt.Errorf("%w: %s: %v", ErrClosed, what, err)
 }
 
 // fail marks the client closed with err (if not already) and closes the
@@ -530,7 +670,7 @@ func (c *Client) CallContext(ctx context.Context, prog, vers, proc uint32, args 
 func (c *Client) complete(cl *call, body []byte, err error) {
 	c.outstanding.Add(-1)
 	if cl.doneInfo != nil {
-		cl.doneInfo(body, CallInfo{XID: cl.xid, Retransmits: cl.retrans}, err)
+		cl.doneInfo(body, CallInfo{XID: cl.xid, Retransmits: cl.retrans, Arrived: c.arrivedAt}, err)
 	} else {
 		cl.done(body, err)
 	}
@@ -558,7 +698,7 @@ func (c *Client) scan(expired []*call) []*call {
 			c.retransmits.Add(1)
 			continue
 		}
-		delete(c.pending, cl.xid)
+		c.pending.remove(cl)
 		expired = append(expired, cl)
 	}
 	c.mu.Unlock()
@@ -577,7 +717,7 @@ func (c *Client) scan(expired []*call) []*call {
 
 func (c *Client) reader() {
 	defer close(c.readerEnd)
-	rr := NewRecordReader(bufio.NewReaderSize(c.conn, 256<<10))
+	rr := c.rr
 	var expired []*call
 	nextScan := c.now() + int64(c.tick)
 	c.conn.SetReadDeadline(time.Now().Add(c.tick))
@@ -586,6 +726,10 @@ func (c *Client) reader() {
 		rec, err := rr.Next()
 		if err != nil {
 			if errors.Is(err, os.ErrDeadlineExceeded) {
+				if c.pauseReq.Load() && !c.parkPolled() {
+					rerr = ErrClosed
+					break
+				}
 				expired = c.scan(expired)
 				nextScan = c.now() + int64(c.tick)
 				c.conn.SetReadDeadline(time.Now().Add(c.tick))
@@ -607,14 +751,14 @@ func (c *Client) reader() {
 	if rerr == io.EOF {
 		rerr = io.ErrUnexpectedEOF
 	}
-	c.fail(fmt.Errorf("%w: read: %v", ErrClosed, rerr))
+	c.fail(wrapClosed("read", rerr))
 	c.mu.Lock()
 	err := c.closeErr
-	all := make([]*call, 0, len(c.pending))
+	all := make([]*call, 0, c.pending.n)
 	for cl := c.head; cl != nil; cl = cl.next {
 		all = append(all, cl)
 	}
-	clear(c.pending)
+	c.pending = pendTab{}
 	c.head, c.tail = nil, nil
 	c.mu.Unlock()
 	for _, cl := range all {
@@ -630,9 +774,9 @@ func (c *Client) dispatch(rec []byte) {
 	}
 	xid := binary.BigEndian.Uint32(rec)
 	c.mu.Lock()
-	cl := c.pending[xid]
+	cl := c.pending.get(xid)
 	if cl != nil {
-		delete(c.pending, xid)
+		c.pending.remove(cl)
 		c.unlink(cl)
 	}
 	c.mu.Unlock()

@@ -1,0 +1,3 @@
+module workbench/refclient
+
+go 1.24

@@ -14,7 +14,7 @@ from workbench.controller.decide import Done
 from workbench.lease.leases import LEASE_WAIT_S, holding, lease_slot
 from workbench.measure.ansible import AnsibleHarness
 from workbench.measure.protocol import HarnessFactory
-from workbench.output.console import fmt_num, trial_line
+from workbench.output.console import fmt_num, short, trial_line
 from workbench.params.plan import RatingPlan
 from workbench.pipeline.slot import teardown
 from workbench.pipeline.steps import (decide_step, deploy, provision, publish_step, report_step,
@@ -69,5 +69,5 @@ def _rate(plan: RatingPlan, store: Store, log: Callable[[str], None],
     result = summarise_step(plan, store, validate_step(plan, store))
     report_step(plan, store)
     urls = publish_step(plan, store)
-    log(f"  λ* = {fmt_num(result['peak_rate'])} ops/s ({result['reason']}); {urls['report']}")
+    log(f"  λ* = {fmt_num(result['peak_rate'])} ops/s ({short(result['reason'], 80)})")
     return {**result, "urls": urls}

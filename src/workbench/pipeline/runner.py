@@ -34,8 +34,8 @@ def run_rating(plan: RatingPlan, store: Store, log: Callable[[str], None] = prin
     summarise → report → publish → teardown (always, unless `teardown_after` is False; after a kill,
     by a detached process). A trial already in the store is not run again."""
     plan = lease_slot(plan, wait_s=LEASE_WAIT_S, log=log)
-    log(f"rating {plan.rating_id}: {plan.workload_name()} on {plan.slot} (lease token {plan.lease_token}), "
-        f"{plan.server_text()}")
+    log(f"rating {plan.rating_id}: {plan.workload_name()} on {plan.slot} (lease token {plan.lease_token})\n"
+        f"  {plan.server_text()}")
     killed = False
     try:
         with holding(plan), killable(plan):      # the heartbeat for the rating's whole life

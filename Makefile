@@ -85,7 +85,7 @@ ui: setup-run
 	scripts/ui.sh
 
 # The distributed stack: Postgres, Redis, Airflow with the CeleryExecutor and two Celery workers as
-# separate processes, UI on http://127.0.0.1:8090 (README "Distributed Airflow").
+# separate processes, UI on http://127.0.0.1:8090 (docs/guide-distributed.md).
 # Stop it with `scripts/celery-stack.sh down` (`--purge` also deletes its database).
 celery: setup-run system-celery
 	scripts/celery-stack.sh up

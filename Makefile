@@ -78,17 +78,17 @@ test-compose: setup-run compose
 # Ganesha, quick profile): provision -> deploy -> decide_k/trial_k -> GX -> report -> MinIO ->
 # teardown; prints lambda* with bracket and CI, the S3 location and the report path.
 run: setup-run
-	scripts/main-job.sh
+	@scripts/main-job.sh
 
 # The Airflow UI (standalone) with MinIO and the local workbench, for interactive use.
 ui: setup-run
-	scripts/ui.sh
+	@scripts/ui.sh
 
 # The distributed stack: Postgres, Redis, Airflow with the CeleryExecutor and two Celery workers as
 # separate processes, UI on http://127.0.0.1:8090 (docs/guide-distributed.md).
 # Stop it with `scripts/celery-stack.sh down` (`--purge` also deletes its database).
 celery: setup-run system-celery
-	scripts/celery-stack.sh up
+	@scripts/celery-stack.sh up
 
 bench-overhead: setup-run
 	$(PY) bench/overhead.py --slot slot2 --trials 10

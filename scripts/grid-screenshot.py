@@ -37,10 +37,10 @@ def main(argv: list[str]) -> int:
         print(__doc__.split("\n\n")[1], file=sys.stderr)
         return 2
     base, dag_id, out = argv
-    drv = browser(1600, 1400)
+    drv = browser(1500, 1700)
     try:
         drv.get(f"{base.rstrip('/')}/dags/{dag_id}")
-        time.sleep(12)                 # the React UI fetches the grid after the page loads
+        time.sleep(20)                 # the React UI fetches the grid after the page loads
         drv.save_screenshot(out)
     finally:
         drv.quit()

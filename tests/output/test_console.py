@@ -35,6 +35,8 @@ def test_a_trial_line_fits_120_columns_and_keeps_its_figures():
     assert "achieved" not in trial_line(RECORDS[0])               # within 1 % of the offered load
     assert "achieved 700  INVALID: not steady" in trial_line(RECORDS[1])
     assert "HARNESS FAILURE: load1: fstress run failed" in trial_line(RECORDS[2])
+    trend = {**RECORDS[0], "raw": {"steady": {"verdict": "trend up", "mk_p": 0.001}}}
+    assert "NOT STEADY (trend up)  [Binsearch step" in trial_line(trend)
     whole = trial_line(RECORDS[0], None)                          # the task log: nothing cut
     assert LONG_DECISION.removeprefix("local: ") in whole and "achieved 4799" in whole
 

@@ -14,6 +14,7 @@ from typing import Any, Mapping, TextIO
 from workbench.analysis.cost import cost_text
 from workbench.analysis.goals import goal_rows
 from workbench.controller.trial import record_outcome
+from workbench.stats.steady import NOT_STEADY
 
 
 def fmt_num(x: Any, fmt: str = ".1f") -> str:
@@ -70,6 +71,9 @@ def trial_line(record: Mapping[str, Any], width: int | None = WIDTH) -> str:
                 and got < 0.99 * load)
     outcome = ("valid" if record.get("valid", True) else "INVALID" if record_outcome(record) != "harness"
                else "HARNESS FAILURE")
+    steady = ((record.get("raw") or {}).get("steady") or {}).get("verdict")
+    if outcome == "valid" and steady in NOT_STEADY:     # the controller re-runs it (controller.steadiness)
+        outcome = f"NOT STEADY ({steady})"
     head = (f"  trial {record.get('n', '?'):>3}: {_rate(load):>6} ops/s × {fmt_num(record.get('runlength_s'), 'g')} s"
             f"  mean {_ms(record.get('mean_ms')):>5} ms  p95 {_ms(record.get('p95_ms')):>5} ms"
             + (f"  achieved {fmt_num(got, '.0f')}" if short_by or width is None else "") + f"  {outcome}")

@@ -1,12 +1,12 @@
 # The two set-up commands of the README are `make run` (main job) and `make test` (tests).
-# Both install what they need (Debian packages, the venv from requirements.lock, Go builds), quietly.
+# Both install what they need (Debian packages, the venv, Go builds), one line a step (scripts/setup-step.sh).
 SHELL := /bin/bash
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 GO ?= go
 
-.PHONY: setup setup-run setup-test system system-test system-celery venv fstress minio compose test test-go \
+.PHONY: setup setup-run setup-test system system-test system-celery venv venv-test fstress minio compose test test-go \
         test-py test-compose run ui celery bench-loadgen bench-overhead bench-search clean lock
 
 MINIO_VERSION := v0.0.0-20260212201848-7aac2a2c5b7c
@@ -17,7 +17,7 @@ STEP := scripts/setup-step.sh
 # test, sshd, Postgres and Redis, the Compose CLI). `make ui` and `make celery` add their own.
 setup: setup-run
 setup-run: system venv fstress minio
-setup-test: setup-run system-test compose
+setup-test: setup-run system-test venv-test compose
 
 system:
 	@$(STEP) apt-run "Debian packages for make run" scripts/install-system.sh run
@@ -26,11 +26,19 @@ system-test:
 system-celery:
 	@$(STEP) apt-celery "Debian packages: Postgres, Redis" scripts/install-system.sh celery
 
+# The venv: the main job's packages (requirements.lock); the tests add theirs (requirements-test.lock:
+# pytest, selenium, ansible-lint, ...), `make test` only.
 venv: $(VENV)/.installed
 $(VENV)/.installed: requirements.lock pyproject.toml
 	@$(STEP) venv "Python venv from requirements.lock" bash -c 'set -e; test -x $(PY) || $(PYTHON) -m venv $(VENV); \
 	  $(PY) -m pip install --disable-pip-version-check -r requirements.lock; \
 	  $(PY) -m pip install --disable-pip-version-check --no-deps -e .'
+	@touch $@
+
+venv-test: $(VENV)/.installed-test
+$(VENV)/.installed-test: $(VENV)/.installed requirements-test.lock
+	@$(STEP) venv-test "Python packages for the tests" $(PY) -m pip install --disable-pip-version-check \
+	  -r requirements-test.lock -c requirements.lock
 	@touch $@
 
 fstress: bin/fstress
@@ -99,11 +107,14 @@ bench-loadgen: setup-run
 bench-search: venv
 	$(PY) bench/search_cost.py
 
-# Regenerate requirements.lock from the pins in pyproject.toml (needs the package index).
+# Regenerate requirements.lock (the package's dependencies) and requirements-test.lock (what the
+# `test` extra adds) from the pins in pyproject.toml (needs the package index).
 lock:
 	rm -rf /tmp/wb-lock-venv && $(PYTHON) -m venv /tmp/wb-lock-venv
-	/tmp/wb-lock-venv/bin/pip install -q -e '.[test]'
+	/tmp/wb-lock-venv/bin/pip install -q -e .
 	/tmp/wb-lock-venv/bin/pip freeze --exclude-editable | sort > requirements.lock
+	/tmp/wb-lock-venv/bin/pip install -q -e '.[test]'
+	/tmp/wb-lock-venv/bin/pip freeze --exclude-editable | sort | comm -13 requirements.lock - > requirements-test.lock
 
 clean:
 	rm -rf bin $(VENV) bench/out .airflow .setup-logs

@@ -1,18 +1,22 @@
-"""rate_peak — find λ* of one NFS server configuration, one Airflow task per trial.
+"""rate_peak — find λ* of one NFS server configuration, one Airflow task group per trial.
 
-    validate → lease_slot → provision → deploy → decide_0 ─┬→ trial_0 → decide_1 ─┬→ trial_1 → …
-                                                           └→ done_0 ─┐           └→ done_1 ─┐
-    … → trial_39 → done_40 ─────────────────────────────────────────────┴─────────────────────┴→
-    gx_check → summarise → report → publish → teardown (always) → verdict
+    validate → lease_slot → provision → deploy → trial_0 → trial_1 → … → trial_39 → trial_40
+                                                    │         │              │          │
+    gx_check → summarise → report → publish → teardown (always) → verdict ◄─┴──────────┘
+
+Each task group trial_k (one row in the grid) is   decide ─┬→ run    (→ the next group's decide)
+                                                           └→ done   (→ gx_check)
+and the last group, trial_40, holds only its done (the max_trials bound).
 
 verdict fails the run when the rating did not converge (after its result and report are stored and
 the slot is torn down: nothing lost). A red run is notified by e-mail and webhook (RunNotifier,
 workbench.output.notify).
 
-decide_k is a branch operator: it reads the trial log from the results store and asks the
-controller (`decide(spec, trials)`); it follows trial_k or stops at done_k, which skips every later
-trial. trial_k records trials/<k>.json and is idempotent, so a retried task or a restarted
-scheduler neither loses nor repeats a trial.
+trial_k.decide is a branch operator: it reads the trial log from the results store and asks the
+controller (`decide(spec, trials)`); it follows trial_k.run or stops at trial_k.done, which skips
+every later trial. trial_k.run records trials/<k>.json and is idempotent, so a retried task or a
+restarted scheduler neither loses nor repeats a trial. Branching works in a plain task group;
+only a *mapped* one ignores branch skips in Airflow 3.3.2 (apache/airflow#67265).
 """
 from __future__ import annotations
 
@@ -22,7 +26,7 @@ from airflow.providers.common.compat.sdk import DownstreamTasksSkipped
 from airflow.providers.standard.operators.empty import EmptyOperator
 from airflow.providers.standard.operators.python import BranchPythonOperator, PythonOperator
 from airflow.providers.standard.utils.skipmixin import XCOM_SKIPMIXIN_FOLLOWED, XCOM_SKIPMIXIN_KEY
-from airflow.sdk import DAG, Param
+from airflow.sdk import DAG, Param, TaskGroup
 from airflow.sdk.exceptions import AirflowFailException
 
 from workbench import pipeline
@@ -61,20 +65,25 @@ class SlotOperator(PythonOperator):
         print(f"on_kill: stopped processes {stop_children()}")
 
 
+def task_ids(k: int) -> dict[str, str]:
+    """The ids of trial k's tasks: its task group trial_k holds decide, run and done."""
+    return {part: f"trial_{k}.{part}" for part in ("decide", "run", "done")}
+
+
 class DecideOperator(BranchPythonOperator):
-    """decide_k. On stop (done_k) it skips the whole rest of the unrolled chain at once; the plain
-    branch skips only trial_k, and the skip then cascades one level per scheduler loop (~1 s each,
-    up to 3·K levels)."""
+    """trial_k.decide. On stop (trial_k.done) it skips the whole rest of the unrolled chain at once;
+    the plain branch skips only trial_k.run, and the skip then cascades one level per scheduler loop
+    (~1 s each, up to 3·K levels)."""
 
     def skip_all_except(self, ti, branch_task_ids):
-        k = int(self.task_id.rsplit("_", 1)[1])
+        k = int(self.task_id.split(".", 1)[0].rsplit("_", 1)[1])
         # Airflow passes the branch as a generator of task ids (task groups expanded)
         followed = [branch_task_ids] if isinstance(branch_task_ids, str) else list(branch_task_ids or [])
-        if followed != [f"done_{k}"]:
+        if followed != [task_ids(k)["done"]]:
             return super().skip_all_except(ti, followed)
-        rest = ([f"trial_{j}" for j in range(k, K)] + [f"decide_{j}" for j in range(k + 1, K)]
-                + [f"done_{j}" for j in range(k + 1, K + 1)])
-        ti.xcom_push(key=XCOM_SKIPMIXIN_KEY, value={XCOM_SKIPMIXIN_FOLLOWED: [f"done_{k}"]})
+        rest = ([task_ids(j)["run"] for j in range(k, K)] + [task_ids(j)["decide"] for j in range(k + 1, K)]
+                + [task_ids(j)["done"] for j in range(k + 1, K + 1)])
+        ti.xcom_push(key=XCOM_SKIPMIXIN_KEY, value={XCOM_SKIPMIXIN_FOLLOWED: [task_ids(k)["done"]]})
         raise DownstreamTasksSkipped(tasks=[(t, ti.map_index) for t in rest])
 
 
@@ -114,15 +123,15 @@ def decide(k: int):
         d = pipeline.decide_step(_plan(ti), open_store(), k)
         if isinstance(d, NextTrial):
             print(f"trial {k}: {d.load_ops_s:g} ops/s × {d.runlength_s:g} s ({d.reason})")
-            return f"trial_{k}"
+            return task_ids(k)["run"]
         print(f"stop after {k} trials: {d.result.reason}; λ* ≈ {fmt_num(d.result.peak_rate)} ops/s")
-        return f"done_{k}"
+        return task_ids(k)["done"]
     return fn
 
 
 def trial(k: int):
     def fn(ti, **_):
-        print(trial_line(pipeline.trial_step(_plan(ti), open_store(), k)))
+        print(trial_line(pipeline.trial_step(_plan(ti), open_store(), k), width=None))   # the whole reason
     return fn
 
 
@@ -191,16 +200,19 @@ with DAG(
     t_validate >> t_lease >> t_prov >> t_deploy
     prev = t_deploy
     for k in range(K):
-        d = DecideOperator(task_id=f"decide_{k}", python_callable=decide(k))
-        t = SlotOperator(task_id=f"trial_{k}", python_callable=trial(k), pool=POOL, execution_timeout=TRIAL_TIMEOUT)
-        stop = EmptyOperator(task_id=f"done_{k}")
-        prev >> d >> [t, stop]
-        # also straight from deploy: a failure before the chain fails every decide_k in one scheduler
+        with TaskGroup(group_id=f"trial_{k}", tooltip=f"trial {k}: decide, then run or stop"):
+            d = DecideOperator(task_id="decide", python_callable=decide(k))
+            t = SlotOperator(task_id="run", python_callable=trial(k), pool=POOL, execution_timeout=TRIAL_TIMEOUT)
+            stop = EmptyOperator(task_id="done")
+            d >> [t, stop]
+        prev >> d
+        # also straight from deploy: a failure before the chain fails every decide in one scheduler
         # loop, instead of one level per loop down the 2·K levels of the chain (~2 min)
         t_deploy >> d
         stop >> t_gx
         prev = t
-    prev >> EmptyOperator(task_id=f"done_{K}") >> t_gx
+    with TaskGroup(group_id=f"trial_{K}", tooltip=f"max_trials: at most {K} trials"):
+        prev >> EmptyOperator(task_id="done") >> t_gx
     t_sum = PythonOperator(task_id="summarise", python_callable=summarise)
     t_rep = PythonOperator(task_id="report", python_callable=report)
     t_pub = PythonOperator(task_id="publish", python_callable=publish)

@@ -126,7 +126,7 @@ pg() { runuser -u postgres -- "$PG_BIN/$1" "${@:2}"; }
 pg_up() {
   local data port
   data=$(env_value WB_PG_DATA) port=$(env_value WB_PG_PORT)
-  [ -n "$PG_BIN" ] || die "Postgres not installed (make setup installs postgresql)"
+  [ -n "$PG_BIN" ] || die "Postgres not installed (make celery installs postgresql)"
   if [ ! -s "$data/PG_VERSION" ]; then
     install -d -m 0700 -o postgres -g postgres /var/lib/postgresql/workbench "$data"
     local pw=$data.pw
@@ -157,7 +157,7 @@ pg_down() {
 redis_ping() { REDISCLI_AUTH=$(env_value WB_REDIS_PASSWORD) redis-cli -h 127.0.0.1 -p "$(env_value WB_REDIS_PORT)" ping 2>/dev/null | grep -q PONG; }
 redis_up() {
   [ -n "$(running_pid redis)" ] && return 0
-  command -v redis-server >/dev/null || die "redis-server not installed (make setup installs it)"
+  command -v redis-server >/dev/null || die "redis-server not installed (make celery installs it)"
   ! redis_ping || die "127.0.0.1:$(env_value WB_REDIS_PORT) already serves a Redis not started from $dir"
   private_dir "$dir/redis"
   (umask 077; printf 'bind 127.0.0.1\nport %s\nrequirepass %s\ndir %s\nappendonly yes\nsave ""\nprotected-mode yes\n' \

@@ -1,20 +1,31 @@
 #!/usr/bin/env bash
-# System packages the workbench needs on this machine (Debian): Ganesha (the SUT), rpcbind,
-# mkfs for the file systems the nfs_server role builds on loop devices (ext4, xfs, btrfs),
-# iproute2 (network namespaces), openssh-server (the sshd of each SSH workbench host,
-# scripts/ssh-hosts.sh), postgresql and redis-server (the distributed stack, scripts/celery-stack.sh).
-# Idempotent: does nothing when everything is installed. With arguments: those packages instead
-# (scripts/install-podman.sh), installed the same way.
+# Debian packages, by what needs them. Each argument is a set or a package name:
+#   run     what `make run` needs: Ganesha (the SUT), rpcbind, iproute2 (network namespaces),
+#           mkfs for the file systems the nfs_server role builds on loop devices (ext4, xfs,
+#           btrfs), procps/util-linux, curl (MinIO's health check)
+#   ssh     openssh-server: the sshd of each SSH workbench host (scripts/ssh-hosts.sh)
+#   celery  postgresql and redis-server: the distributed stack (scripts/celery-stack.sh)
+#   test    what `make test` adds: ssh, celery, chromium and chromium-driver (the Airflow UI test)
+# Any other argument is a package name (scripts/install-podman.sh), installed the same way.
+# Idempotent: does nothing when everything is installed. Without arguments: run.
 set -euo pipefail
-packages=(nfs-ganesha nfs-ganesha-vfs rpcbind iproute2 util-linux procps e2fsprogs xfsprogs btrfs-progs
-          openssh-server postgresql redis-server
-          curl chromium chromium-driver)   # curl: MinIO health check; chromium: the Airflow UI test
-[ $# -gt 0 ] && packages=("$@")
+declare -A sets=(
+  [run]="nfs-ganesha nfs-ganesha-vfs rpcbind iproute2 util-linux procps e2fsprogs xfsprogs btrfs-progs curl"
+  [ssh]="openssh-server"
+  [celery]="postgresql redis-server"
+  [test]="openssh-server postgresql redis-server chromium chromium-driver"
+)
+[ $# -gt 0 ] || set -- run
+packages=()
+for a in "$@"; do
+  if [ -n "${sets[$a]+x}" ]; then read -ra more <<<"${sets[$a]}"; packages+=("${more[@]}")
+  else packages+=("$a"); fi
+done
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
-[ ${#missing[@]} -eq 0 ] && exit 0
+[ ${#missing[@]} -eq 0 ] && { echo "install-system: all installed: ${packages[*]}"; exit 0; }
 echo "install-system: installing ${missing[*]}" >&2
 [ "$(id -u)" -eq 0 ] || { echo "install-system: needs root to apt-get install ${missing[*]}" >&2; exit 1; }
 apt-get update -qq
@@ -33,5 +44,5 @@ if [ ! -e "$policy" ]; then
   printf '#!/bin/sh\nexit 101\n' >"$policy" && chmod 755 "$policy"
   trap 'rm -f "$policy"' EXIT
 fi
-DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
 # The packaged service units are not used (no systemd here); slots start their own daemons.

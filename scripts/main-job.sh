@@ -3,7 +3,10 @@
 # through the rate_peak DAG, Airflow in-process (dag.test), results in the local MinIO.
 # Extra arguments go to `python -m workbench.dagrun rate_peak`, e.g. --conf '{"memory_mb": 256}'.
 set -euo pipefail
+t0=$SECONDS
+printf 'set-up: %-44s' "MinIO and the Airflow database" >&2
 source "$(dirname "$0")/airflow-env.sh"
 airflow_db_ready
-echo "rate_peak: Airflow home $AIRFLOW_HOME, results s3://$WB_S3_BUCKET on $WB_S3_ENDPOINT" >&2
+echo " done ($((SECONDS - t0)) s)" >&2
+echo "rate_peak: results s3://$WB_S3_BUCKET on $WB_S3_ENDPOINT, Airflow home $AIRFLOW_HOME" >&2
 exec "$REPO/.venv/bin/python" -m workbench.dagrun rate_peak "$@"

@@ -19,7 +19,7 @@
 # git): ssh_host_ed25519_key (the hosts' key), id_ed25519 (the controller's client key, the
 # inventory's ansible_ssh_private_key_file), authorized_keys, known_hosts (the workbench's own, filled
 # with StrictHostKeyChecking=accept-new; never the user's), and per host HOST/sshd_config,
-# HOST/sshd.pid, HOST/sshd.log (the logins). Needs root and openssh-server (make setup).
+# HOST/sshd.pid, HOST/sshd.log (the logins). Needs root and openssh-server (scripts/install-system.sh ssh).
 set -euo pipefail
 
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -97,7 +97,7 @@ hosts_of_groups() { # host_lines, failing when there are none
 
 ensure_keys() {
   if ! command -v ssh-keygen >/dev/null || [ ! -x "$SSHD" ]; then
-    die "openssh-server is not installed (make setup / scripts/install-system.sh installs it)"
+    die "openssh-server is not installed (scripts/install-system.sh ssh, or make test, installs it)"
   fi
   private_dir "${WB_STATE_DIR:-/tmp/workbench}"
   private_dir "$ssh_dir"

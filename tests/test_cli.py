@@ -37,6 +37,7 @@ from workbench import cli
 from workbench.config import paths
 from workbench.measure.ansible import AnsibleHarness
 from workbench.measure.playbook import PlaybookRun
+from workbench.output.console import WIDTH
 
 WORKBENCH = str(Path(sys.executable).parent / "workbench")
 
@@ -90,14 +91,17 @@ def test_rate_killed_after_two_trials_resumes_with_every_trial_once(tmp_path):
     assert first_rerun == len(before), rerun[:3]     # the re-run starts after the stored trials
     assert (rating / "report.html").is_file() and json.loads((rating / "spec.json").read_text())
     assert "peak rate λ*" in again.stdout
+    # a real smoke rating's console fits a 120-column terminal (trial lines cut their reasons)
+    wide = [ln for ln in (again.stderr + again.stdout).splitlines() if len(ln) > WIDTH]
+    assert not wide, wide
 
 
 def test_cli_bad_input_one_line_before_provisioning(tmp_path, capsys):
-    for argv, match in ((["rate", "--fs", "zfs"], "fs: 'zfs' is not one of ext4"),
-                        (["rate", "--disks", "0"], "disks: 0 is out of range (≥ 1"),
-                        (["rate", "--memory-mb", "8"], "memory_mb must be 0"),
+    for argv, match in ((["rate", "--fs", "zfs"], "--fs: 'zfs' is not one of ext4"),
+                        (["rate", "--disks", "0"], "--disks: 0 is out of range (≥ 1"),
+                        (["rate", "--memory-mb", "8"], "--memory-mb must be 0"),
                         (["rate", "--workload", "nope"], "workload: 'nope' is not one of web_server"),
-                        (["rate", "--slot", "slot9"], "slot: 'slot9' is not a slot of"),
+                        (["rate", "--slot", "slot9"], "--slot: 'slot9' is not a slot of"),
                         (["rate", "--inventory", str(tmp_path / "none.yml")], "inventory"),
                         (["rate", "--r-sat-ms", "-1"], "r_sat_ms"),
                         (["rate", "--r-sat-ms", "40,x"], "'x' (goal 2 of '40,x') is not a number"),
@@ -111,6 +115,11 @@ def test_cli_bad_input_one_line_before_provisioning(tmp_path, capsys):
         assert rc == 2, argv
         assert err.count("\n") == 1 and err.startswith("workbench: ") and match in err, (argv, err)
     assert not (tmp_path / "out").exists()
+    for argv in (["rate", "--bogus"], ["rate", "--fs"], ["plan", "--reps", "x"], ["compare"]):   # argparse's own
+        with pytest.raises(SystemExit) as exit_:
+            cli.main(argv)
+        err = capsys.readouterr().err
+        assert exit_.value.code == 2 and err.count("\n") == 1 and err.startswith("workbench"), (argv, err)
 
 
 @pytest.fixture

@@ -4,7 +4,7 @@
                    [--results DIR] [factor flags: --fs --disks --memory-mb --read-iops ...]
                    [workload factors: --zipf-alpha --files-per-ops --read-size-kb --mix-read-pct ...]
                    [--server-address A --server-export PATH [--server-description TEXT] ...]
-                   [--check] [--no-teardown] [--quiet]
+                   [--check] [--no-teardown] [--quiet | --verbose]
     workbench plan [--workload web_server] [--profile quick] [--capacity OPS] [--reps N]
     workbench compare A B [--results DIR] [--tolerance 0.10] [--confidence 0.95] [--out FILE] [--publish]
                       (exit 1 on a regression, 2 on no verdict or bad input: a CI job can gate on it)
@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import re
 import sys
 import time
 from pathlib import Path
@@ -59,8 +60,30 @@ class UsageError(Exception):
     """Bad input: printed as one line, exit code 2."""
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse's errors in one line (its usage of `rate` runs to a screen): `--help` shows the rest."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: {' '.join(message.split())} (--help lists the flags)\n")
+
+
+def _flags(parser: argparse.ArgumentParser) -> set[str]:
+    subs = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    return {o for sp in (subs[0].choices.values() if subs else ()) for o in sp._option_string_actions}
+
+
+def one_line(message: str, flags: set[str]) -> str:
+    """A usage error in one line; a message that starts with a setting's name (`memory_mb must be …`,
+    `fs: 'zfs' is not …`) names its flag instead (`--memory-mb must be …`)."""
+    text = " ".join(str(message).split())
+    m = re.match(r"(?:factor |setting )?([a-z][a-z0-9_]*)\b", text)
+    if m and not text.startswith("--") and f"--{m[1].replace('_', '-')}" in flags:
+        text = f"--{m[1].replace('_', '-')}{text[m.end():]}"
+    return text
+
+
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="workbench", description="NFS benchmarking workbench")
+    p = _Parser(prog="workbench", description="NFS benchmarking workbench")
     sub = p.add_subparsers(dest="cmd", required=True)
 
     def common(sp: argparse.ArgumentParser) -> None:
@@ -94,6 +117,8 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--check", action="store_true", help="check every input, touch no host, exit")
     r.add_argument("--no-teardown", action="store_true", help="leave the slot provisioned (and leased)")
     r.add_argument("--quiet", action="store_true", help="no per-trial progress")
+    r.add_argument("--verbose", action="store_true",
+                   help="each trial's reason and decision whole (the line is cut to 120 columns otherwise)")
 
     pl = sub.add_parser("plan", help="dry-run planner: expected cost of a rating (simulated server)")
     common(pl)
@@ -202,10 +227,9 @@ def cmd_rate(args: argparse.Namespace, harness_factory=None) -> int:
     except ParamError as e:
         raise UsageError(str(e)) from None
     spec = plan.rating_spec()
-    prog = Progress(spec.budget_s, spec.trial_overhead_s, enabled=not args.quiet)
+    prog = Progress(spec.budget_s, spec.trial_overhead_s, enabled=not args.quiet, verbose=args.verbose)
     err = sys.stderr
-    err.write(f"workbench rate: {plan.workload_name()} on {plan.slot}, profile {plan.profile}, "
-              f"{plan.server_text()}\n  results: {out}\n")
+    err.write(f"workbench rate: {plan.workload_name()} on {plan.slot}, profile {plan.profile}\n  results: {out}\n")
     t0 = time.monotonic()
     res = run_rating(plan, store, log=lambda s: err.write(s + "\n"), on_trial=prog.trial,
                      teardown_after=not args.no_teardown, make=harness_factory or AnsibleHarness)
@@ -298,11 +322,12 @@ def _num(x: Any) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    parser = _parser()
+    args = parser.parse_args(argv)
     try:
         return {"rate": cmd_rate, "plan": cmd_plan, "compare": cmd_compare}[args.cmd](args)
-    except UsageError as e:                        # one line, whatever the message held
-        print(f"workbench: {' '.join(str(e).split())}", file=sys.stderr)
+    except UsageError as e:                        # one line, whatever the message held, naming the flag
+        print(f"workbench: {one_line(e, _flags(parser))}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("workbench: interrupted (re-run the same command to resume)", file=sys.stderr)

@@ -40,9 +40,14 @@ def test_dag_params_match_the_checked_table():
     ids = {t.task_id for t in dag.tasks}
     assert {"validate", "lease_slot", "provision", "deploy", "gx_check", "summarise", "report", "publish",
             "teardown", "verdict"} <= ids
-    assert {f"decide_{k}" for k in range(MAX_TRIAL_TASKS)} <= ids
+    assert {f"trial_{k}.{t}" for k in range(MAX_TRIAL_TASKS) for t in ("decide", "run", "done")} <= ids
+    assert f"trial_{MAX_TRIAL_TASKS}.done" in ids
     assert dag.get_task("teardown").trigger_rule == "all_done"
-    assert dag.get_task("trial_0").pool == "workbench_sut"
+    assert dag.get_task("trial_0.run").pool == "workbench_sut"
+    # the grid folds each trial into one row: a task group per trial, nothing else at the chain's level
+    groups = set(dag.task_group.children) - {"validate", "lease_slot", "provision", "deploy", "gx_check",
+                                             "summarise", "report", "publish", "teardown", "verdict"}
+    assert groups == {f"trial_{k}" for k in range(MAX_TRIAL_TASKS + 1)}, sorted(groups)
 
 
 def test_every_rating_dag_notifies_when_its_run_fails():
@@ -55,12 +60,12 @@ def test_every_rating_dag_notifies_when_its_run_fails():
 
 
 def test_decide_skips_the_whole_rest_of_the_chain_at_once():
-    """On stop, decide_k skips every later trial/decide/done task in one call (one level per
+    """On stop, trial_k.decide skips every later run/decide/done task in one call (one level per
     scheduler loop otherwise: ~1 s each, 3·K levels), even though Airflow passes the branch as a
-    generator; on a trial it skips only done_k."""
+    generator; on a trial it skips only trial_k.done."""
     from airflow.providers.common.compat.sdk import DownstreamTasksSkipped
     dag = _dag("rate_peak")
-    decide = dag.get_task("decide_3")
+    decide = dag.get_task("trial_3.decide")
 
     class TI:
         map_index, task, pushed = -1, decide, {}
@@ -69,14 +74,14 @@ def test_decide_skips_the_whole_rest_of_the_chain_at_once():
             self.pushed[key] = value
 
     with pytest.raises(DownstreamTasksSkipped) as stop:
-        decide.skip_all_except(TI(), (t for t in ["done_3"]))
+        decide.skip_all_except(TI(), (t for t in ["trial_3.done"]))
     skipped = {t for t, _ in stop.value.tasks}
     K = MAX_TRIAL_TASKS
-    assert skipped == ({f"trial_{j}" for j in range(3, K)} | {f"decide_{j}" for j in range(4, K)}
-                       | {f"done_{j}" for j in range(4, K + 1)})
+    assert skipped == ({f"trial_{j}.run" for j in range(3, K)} | {f"trial_{j}.decide" for j in range(4, K)}
+                       | {f"trial_{j}.done" for j in range(4, K + 1)})
     with pytest.raises(DownstreamTasksSkipped) as go:
-        decide.skip_all_except(TI(), (t for t in ["trial_3"]))
-    assert [t for t, _ in go.value.tasks] == ["done_3"]
+        decide.skip_all_except(TI(), (t for t in ["trial_3.run"]))
+    assert [t for t, _ in go.value.tasks] == ["trial_3.done"]
 
 
 @pytest.mark.timeout(300)
@@ -172,9 +177,9 @@ def test_rate_peak_end_to_end(airflow_env):
     assert all(abs(r["raw"]["mix_target"]["getattr"] - 0.60) < 1e-9 for r in store.trials(rid) if r.get("raw")), \
         "fstress did not run the custom workload"
     # one task per trial; after the decision to stop every later trial is skipped
-    assert all(states[f"trial_{k}"].endswith("success") for k in range(n)), states
-    assert all(states[f"trial_{k}"].endswith("skipped") for k in range(n, MAX_TRIAL_TASKS)), states
-    assert states[f"done_{n}"].endswith("success") and states["teardown"].endswith("success")
+    assert all(states[f"trial_{k}.run"].endswith("success") for k in range(n)), states
+    assert all(states[f"trial_{k}.run"].endswith("skipped") for k in range(n, MAX_TRIAL_TASKS)), states
+    assert states[f"trial_{n}.done"].endswith("success") and states["teardown"].endswith("success")
     keys = set(store.list_keys(f"ratings/{rid}/"))
     for name in ("spec.json", "sysinfo.json", "result.json", "trials.parquet", "gx.json", "report.html",
                  "plots/latency_vs_load.png", "plots/search_trace.png", "plots/latency_cdf.png", "plots/intervals.png"):
@@ -208,7 +213,7 @@ def test_rate_peak_bad_params_fail_at_validate_before_provisioning(airflow_env, 
     dr = dag.test(run_conf={"memory_mb": 50, "slot": "slot1"})
     states = _states(dr)
     assert str(dr.state).endswith("failed") and states["validate"].endswith("failed"), states
-    assert states["provision"].endswith("upstream_failed") and states["trial_0"].endswith("upstream_failed")
+    assert states["provision"].endswith("upstream_failed") and states["trial_0.run"].endswith("upstream_failed")
     assert not [k for k in store.list_keys("ratings/") if "spec.json" in k]
     rid = rating_id_for("rate_peak", dr.run_id)
     assert _assert_notified(notify_receivers, "failed", rid, None)["failed_task"] == "validate"

@@ -76,9 +76,9 @@ def _load_host_fstress(slot: str) -> list[str]:
 
 
 def _measuring(states: dict[str, str | None], recorded: list[int]) -> str | None:
-    """The trial_k that is running and has not recorded trial k yet (mid-measurement)."""
+    """The trial_k.run that is running and has not recorded trial k yet (mid-measurement)."""
     k = len(recorded)
-    return f"trial_{k}" if states.get(f"trial_{k}") == "running" else None
+    return f"trial_{k}.run" if states.get(f"trial_{k}.run") == "running" else None
 
 
 @pytest.fixture(scope="module")
@@ -120,7 +120,7 @@ def test_a_long_trial_keeps_its_slot_and_a_killed_one_stops_its_generator_and_fr
     rid = rating_id_for(DAG_ID, run_id)
     try:
         deadline = time.monotonic() + 300      # trial_0 running and its generator measuring
-        while not (af.task_states(DAG_ID, run_id).get("trial_0") == "running"
+        while not (af.task_states(DAG_ID, run_id).get("trial_0.run") == "running"
                    and any("--duration 60" in p for p in _load_host_fstress(slot))):
             assert time.monotonic() < deadline, f"trial_0 never measured: {af.task_states(DAG_ID, run_id)}"
             assert af.run_state(DAG_ID, run_id) not in ("success", "failed")
@@ -138,7 +138,7 @@ def test_a_long_trial_keeps_its_slot_and_a_killed_one_stops_its_generator_and_fr
         # 2. Kill trial_0 as a user would from the UI
         t_kill = time.monotonic()
         ti_path = f"/dags/{DAG_ID}/dagRuns/{urllib.parse.quote(run_id, safe='')}/taskInstances"
-        af.api("PATCH", f"{ti_path}/trial_0", {"new_state": "failed"})
+        af.api("PATCH", f"{ti_path}/trial_0.run", {"new_state": "failed"})
         # the generator stops within seconds, long before its 60 s would end
         while _load_host_fstress(slot):
             assert time.monotonic() - t_kill < 30, f"fstress still running 30 s after the kill: {_load_host_fstress(slot)}"
@@ -153,7 +153,7 @@ def test_a_long_trial_keeps_its_slot_and_a_killed_one_stops_its_generator_and_fr
     finally:                                   # not waiting for the rest of the run to fail
         if af.run_state(DAG_ID, run_id) not in ("success", "failed"):
             af.set_run_state(DAG_ID, run_id, "failed")
-    assert states["trial_0"] == "failed", states
+    assert states["trial_0.run"] == "failed", states
     log = paths.rating_dir(rid) / "teardown-after-kill.log"
     assert log.is_file() and "torn down" in log.read_text(), "no teardown started by the killed task"
     netns = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, timeout=10).stdout
@@ -244,14 +244,14 @@ def test_scheduler_crash_mid_rating_loses_and_repeats_no_trial(live):
     # 5. The tasks: trial_0..n−1 succeeded (the victim on a retry), every later trial skipped.
     for k in range(MAX_TRIAL_TASKS):
         want = "success" if k < n else "skipped"
-        assert states[f"trial_{k}"] == want, f"trial_{k} is {states[f'trial_{k}']}, expected {want}"
-    assert states[f"done_{n}"] == "success", states
+        assert states[f"trial_{k}.run"] == want, f"trial_{k}.run is {states[f'trial_{k}.run']}, expected {want}"
+    assert states[f"trial_{n}.done"] == "success", states
     green = result["converged"]               # an unconverged rating turns the run red at verdict
     assert states["teardown"] == "success" and states["verdict"] == ("success" if green else "failed"), states
     assert state == ("success" if green else "failed"), (state, result["reason"])
     assert tis[victim]["try_number"] > tries_before[victim], \
         f"{victim} was not retried after the crash (try {tis[victim]['try_number']})"
     # Trials that had finished before the crash were not run again.
-    for k in set(before) - {int(victim.split("_")[1])}:
-        assert tis[f"trial_{k}"]["try_number"] == tries_before[f"trial_{k}"], f"trial_{k} re-ran"
+    for k in set(before) - {int(victim.split(".")[0].split("_")[1])}:
+        assert tis[f"trial_{k}.run"]["try_number"] == tries_before[f"trial_{k}.run"], f"trial_{k} re-ran"
     assert not (paths.LEASES / CONF["slot"]).exists(), f"{CONF['slot']} lease not released"

@@ -242,7 +242,7 @@ def test_trigger_rate_peak_from_the_params_form(airflow, browser, tmp_path):
         assert _wait_task(af, run_id, "validate", 180) == "success", af.task_states(DAG_ID, run_id)
         assert af.wait_run(DAG_ID, run_id, timeout_s=300) == "failed"
         states = af.task_states(DAG_ID, run_id)
-        assert states["provision"] == "upstream_failed" and states["trial_0"] == "upstream_failed", states
+        assert states["provision"] == "upstream_failed" and states["trial_0.run"] == "upstream_failed", states
         assert states["teardown"] == "success", states
         browser.refresh()
         time.sleep(2)

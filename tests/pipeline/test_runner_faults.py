@@ -216,7 +216,7 @@ def test_a_harness_failure_is_re_run_and_not_the_servers_invalid_trial(tmp_path,
     assert '<tr class="harness">' in html and "HARNESS FAILURE" in html
     assert "1 harness failure(s) not judged" in html
     trial_lines = [ln for ln in lines if ln.lstrip().startswith("trial ")]
-    assert "HARNESS FAILURE: harness: load1" in trial_lines[2] and "INVALID" not in trial_lines[2]
+    assert "HARNESS FAILURE: load1" in trial_lines[2] and "INVALID" not in trial_lines[2]
     assert lines[-2].startswith("  λ* = ")
     df = store.trials_df(plan.rating_id)
     assert list(df["outcome"]).count("harness") == 1

@@ -37,7 +37,7 @@ PROFILES: dict[str, dict[str, Any]] = {
         "fileset_rate": 8000.0,
         # this box is shared (2 cores; Ansible itself runs beside fstress): tolerate wake-up jitter
         "extravars": {"fstress_lag_bound": "10ms"},
-        # 400 read IOPS, 10 s trials: λ* ≈ 4100 ops/s, repeatable within ±5 % (README "Why this
+        # 400 read IOPS, 10 s trials: λ* ≈ 4100 ops/s, repeatable within ±5 % (docs/main-job.md "Why this
         # default"; docs/performance.md "Repeatability"); at 100 IOPS and 5 s it was not (−9 %…+4 %)
         "factors": QUICK_FACTORS,
     },

@@ -12,4 +12,4 @@ DESIGNS = ("fullfact", "dopt", "lhs", "active")                     # map_surfac
 MAX_ROUNDS = 6                # rounds of samples unrolled in map_surface (one-shot designs use one)
 SLOTS = tuple(os.environ.get("WB_SLOTS", "slot1,slot2").split(","))  # inventory groups of the SUT slots
 MAX_GOALS = 8                # R_sat goals of one rating: r_sat_ms and up to 7 more (goals_ms)
-MAX_TRIAL_TASKS = 40          # trial_k tasks unrolled in rate_peak; max_trials may not exceed it
+MAX_TRIAL_TASKS = 40          # trial_k task groups unrolled in rate_peak; max_trials may not exceed it

@@ -7,12 +7,14 @@ from __future__ import annotations
 
 import math
 import sys
+import textwrap
 import time
 from typing import Any, Mapping, TextIO
 
 from workbench.analysis.cost import cost_text
 from workbench.analysis.goals import goal_rows
 from workbench.controller.trial import record_outcome
+from workbench.stats.steady import NOT_STEADY
 
 
 def fmt_num(x: Any, fmt: str = ".1f") -> str:
@@ -24,20 +26,87 @@ def _pair(p: Any, fmt: str = ".1f") -> str:
     return f"[{fmt_num(p[0], fmt)}, {fmt_num(p[1], fmt)}]" if p else "—"
 
 
-def trial_line(record: Mapping[str, Any]) -> str:
-    """One trial of the log (a stored record: n, load_ops_s, runlength_s, mean_ms, ... decision)."""
-    verdict = ("valid" if record.get("valid", True) else f"INVALID: {record.get('reason', '')}"
-               if record_outcome(record) != "harness" else f"HARNESS FAILURE: {record.get('reason', '')}")
-    if record.get("valid", True) and record.get("reason"):
-        verdict += f" ({record['reason']})"
-    return (f"  trial {record.get('n', '?'):>3}: {fmt_num(record.get('load_ops_s')):>8} ops/s × "
-            f"{fmt_num(record.get('runlength_s'), 'g')} s  mean {fmt_num(record.get('mean_ms'), '.2f'):>8} ms  "
-            f"p95 {fmt_num(record.get('p95_ms'), '.2f'):>8} ms  achieved {fmt_num(record.get('achieved_rate')):>8}  "
-            f"{verdict}  [{record.get('decision', '')}]")
+WIDTH = 120       # a terminal line: a trial line, with its cost and wall time, fits this many columns
+
+
+def _ms(x: Any) -> str:
+    """A latency with three significant digits or more (0.84, 12.3, 456, 1234)."""
+    if not isinstance(x, (int, float)) or not math.isfinite(x):
+        return "—"
+    return format(x, ".2f" if abs(x) < 10 else ".1f" if abs(x) < 100 else ".0f")
+
+
+def _rate(x: Any) -> str:
+    return fmt_num(x, ".0f" if isinstance(x, (int, float)) and math.isfinite(x) and x == int(x) else ".1f")
+
+
+def short(text: str, width: int) -> str:
+    """`text` in at most `width` columns: its parenthesised asides dropped first, then the clauses after
+    its last colons ("not steady: backlog …" → "not steady"), else cut with "…"."""
+    text = " ".join(str(text).split())
+    if len(text) <= width:
+        return text
+    bare, depth = [], 0
+    for ch in text:                      # "midpoint of [a, b] (no load on the curve …)" → "midpoint of [a, b]"
+        depth += ch == "("
+        if depth == 0:
+            bare.append(ch)
+        depth -= ch == ")" and depth > 0
+    text = " ".join("".join(bare).split())
+    parts = text.split(": ")
+    for k in range(len(parts) - 1, 0, -1):
+        gist = ": ".join(parts[:k])
+        if len(text) > width and len(gist) <= width:
+            return gist
+    return text if len(text) <= width else text[:max(width - 1, 0)].rstrip() + "…"
+
+
+def trial_line(record: Mapping[str, Any], width: int | None = WIDTH) -> str:
+    """One trial of the log (a stored record: n, load_ops_s, runlength_s, mean_ms, ... decision) in at
+    most `width` columns. The achieved rate shows when it fell short of the offered load by over 1 %.
+    Then the verdict's reason, or for a valid trial without one the controller's decision (why this
+    load), shortened to fit; width None keeps both whole (the record and the report hold them too)."""
+    load, got = record.get("load_ops_s"), record.get("achieved_rate")
+    short_by = (isinstance(load, (int, float)) and isinstance(got, (int, float)) and load > 0
+                and got < 0.99 * load)
+    outcome = ("valid" if record.get("valid", True) else "INVALID" if record_outcome(record) != "harness"
+               else "HARNESS FAILURE")
+    steady = ((record.get("raw") or {}).get("steady") or {}).get("verdict")
+    if outcome == "valid" and steady in NOT_STEADY:     # the controller re-runs it (controller.steadiness)
+        outcome = f"NOT STEADY ({steady})"
+    head = (f"  trial {record.get('n', '?'):>3}: {_rate(load):>6} ops/s × {fmt_num(record.get('runlength_s'), 'g')} s"
+            f"  mean {_ms(record.get('mean_ms')):>5} ms  p95 {_ms(record.get('p95_ms')):>5} ms"
+            + (f"  achieved {fmt_num(got, '.0f')}" if short_by or width is None else "") + f"  {outcome}")
+    reason, decision = str(record.get("reason") or ""), str(record.get("decision") or "")
+    reason = reason.removeprefix("harness: ") if outcome == "HARNESS FAILURE" and width else reason
+    decision = decision.split(": ", 1)[1] if decision.startswith(("local: ", "model: ")) else decision
+    if width is None:
+        return head + (f": {reason}" if reason else "") + (f"  [{decision}]" if decision else "")
+    room = width - len(head)
+    text = f": {short(reason, room - 2)}" if reason else ""
+    if decision and room - len(text) - 3 >= 16:       # room for the decision's gist
+        text += f"  [{short(decision, room - len(text) - 4)}]"
+    return head + text
+
+
+def result_sentence(result: Mapping[str, Any]) -> str:
+    """The result in words a person can quote: λ*, what it means, its CI, how it was found."""
+    who = " ".join(x for x in (f"{result['workload']}" if result.get("workload") else "",
+                               f"on {result['slot']}" if result.get("slot") else "") if x)
+    sat = f"mean response time ≤ {fmt_num(result.get('r_sat_ms'), 'g')} ms"
+    if result.get("l_sat_ms") is not None:
+        sat += f" and p95 ≤ {fmt_num(result.get('l_sat_ms'), 'g')} ms"
+    ci = result.get("peak_rate_ci")
+    how = (f"converged after {result.get('n_trials')} trials at {result.get('n_loads')} loads"
+           if result.get("converged") else f"NOT converged after {result.get('n_trials')} trials ({result.get('reason')})")
+    text = (f"{who + ': ' if who else ''}peak rate λ* = {fmt_num(result.get('peak_rate'))} ops/s, the highest offered "
+            f"load with {sat}" + (f"; CI [{fmt_num(ci[0])}, {fmt_num(ci[1])}] ops/s" if ci else "") + f"; {how}.")
+    return textwrap.fill(text, WIDTH - 2, initial_indent="  ", subsequent_indent="  ")
 
 
 def result_block(result: Mapping[str, Any], wall_s: float | None = None) -> str:
-    """λ*, convergence, bracket, CI, the mean response time at the load it comes from, trials, cost."""
+    """The result sentence, then its figures: convergence, bracket, CI, the mean response time at the
+    load it comes from, goals, trials, cost, warnings; each row wrapped to the terminal's width."""
     near = result.get("mean_load_ops_s")
     mci = result.get("mean_ms_ci") or (None, None)
     low = None if mci[0] is None else max(0.0, mci[0])     # a mean response time is > 0
@@ -59,7 +128,9 @@ def result_block(result: Mapping[str, Any], wall_s: float | None = None) -> str:
         *[("warning", w["text"]) for w in result.get("warnings") or []],    # analysis.anomalies
     ]
     w = max(len(k) for k, _ in rows)
-    return "\n".join(f"  {k:<{w}}  {v}" for k, v in rows)
+    lines = [textwrap.fill(v, WIDTH, initial_indent=f"  {k:<{w}}  ", subsequent_indent=" " * (w + 4),
+                           break_on_hyphens=False) for k, v in rows]
+    return "\n".join([result_sentence(result), "", *lines])
 
 
 def _goal_rows(result: Mapping[str, Any]) -> list[tuple[str, str]]:
@@ -73,9 +144,10 @@ class Progress:
     """Trial lines plus a bar of spent cost against the budget (the CLI's live view)."""
 
     def __init__(self, budget_s: float, trial_overhead_s: float, stream: TextIO = sys.stderr,
-                 enabled: bool = True, compact: bool = False) -> None:
+                 enabled: bool = True, compact: bool = False, verbose: bool = False) -> None:
         self.budget_s, self.overhead_s = budget_s, trial_overhead_s
         self.stream, self.enabled, self.compact = stream, enabled, compact
+        self.width = None if verbose else WIDTH         # verbose: the trial's reason and decision whole
         self.t0 = time.monotonic()
         self.cost_s = 0.0
 
@@ -86,11 +158,13 @@ class Progress:
         elapsed = time.monotonic() - self.t0
         if self.compact:           # one line a trial (make run): cost against the budget, wall time
             budget = f"/{self.budget_s:g}" if math.isfinite(self.budget_s) else ""
-            self.stream.write(f"{trial_line(record)}  cost {self.cost_s:.0f}{budget} s, wall {elapsed:.0f} s\n")
+            tail = f"  cost {self.cost_s:.0f}{budget} s  wall {elapsed:.0f} s"
+            line = trial_line(record, None if self.width is None else self.width - len(tail))
+            self.stream.write(f"{line}{tail}\n")
         elif math.isfinite(self.budget_s):
             bar = "#" * int(round(min(self.cost_s / self.budget_s, 1.0) * 30))
-            self.stream.write(f"{trial_line(record)}\n  [{bar:<30}] cost {self.cost_s:5.0f}/{self.budget_s:g} s, "
+            self.stream.write(f"{trial_line(record, self.width)}\n  [{bar:<30}] cost {self.cost_s:5.0f}/{self.budget_s:g} s, "
                               f"wall {elapsed:5.0f} s\n")
         else:
-            self.stream.write(f"{trial_line(record)}\n  cost {self.cost_s:5.0f} s, wall {elapsed:5.0f} s\n")
+            self.stream.write(f"{trial_line(record, self.width)}\n  cost {self.cost_s:5.0f} s, wall {elapsed:5.0f} s\n")
         self.stream.flush()

@@ -174,7 +174,8 @@ class RatingPlan:
 
     def server_text(self) -> str:
         """What is rated, for a log line: the sample's factors, or the external server; tenant B."""
-        what = external_text(self.external) if self.external else f"factors {self.factors}"
+        factors = ", ".join(f"{k} {v}" for k, v in self.factors.items())
+        what = external_text(self.external) if self.external else f"factors: {factors or 'defaults'}"
         return f"{what}; {tenants.describe(self.background)}" if self.background else what
 
     def with_slot(self, slot: str) -> "RatingPlan":

@@ -14,7 +14,7 @@ from workbench.controller.decide import Done
 from workbench.lease.leases import LEASE_WAIT_S, holding, lease_slot
 from workbench.measure.ansible import AnsibleHarness
 from workbench.measure.protocol import HarnessFactory
-from workbench.output.console import fmt_num, trial_line
+from workbench.output.console import fmt_num, short, trial_line
 from workbench.params.plan import RatingPlan
 from workbench.pipeline.slot import teardown
 from workbench.pipeline.steps import (decide_step, deploy, provision, publish_step, report_step,
@@ -34,8 +34,8 @@ def run_rating(plan: RatingPlan, store: Store, log: Callable[[str], None] = prin
     summarise → report → publish → teardown (always, unless `teardown_after` is False; after a kill,
     by a detached process). A trial already in the store is not run again."""
     plan = lease_slot(plan, wait_s=LEASE_WAIT_S, log=log)
-    log(f"rating {plan.rating_id}: {plan.workload_name()} on {plan.slot} (lease token {plan.lease_token}), "
-        f"{plan.server_text()}")
+    log(f"rating {plan.rating_id}: {plan.workload_name()} on {plan.slot} (lease token {plan.lease_token})\n"
+        f"  {plan.server_text()}")
     killed = False
     try:
         with holding(plan), killable(plan):      # the heartbeat for the rating's whole life
@@ -69,5 +69,5 @@ def _rate(plan: RatingPlan, store: Store, log: Callable[[str], None],
     result = summarise_step(plan, store, validate_step(plan, store))
     report_step(plan, store)
     urls = publish_step(plan, store)
-    log(f"  λ* = {fmt_num(result['peak_rate'])} ops/s ({result['reason']}); {urls['report']}")
+    log(f"  λ* = {fmt_num(result['peak_rate'])} ops/s ({short(result['reason'], 80)})")
     return {**result, "urls": urls}

@@ -1,0 +1,75 @@
+"""The console's trial line and result block (workbench.output.console): what a person reads."""
+from __future__ import annotations
+
+import io
+
+from workbench.output.console import WIDTH, Progress, result_block, short, trial_line
+
+LONG_DECISION = ("local: Binsearch step: midpoint of [3200, 6400] (no load on the curve within 0.5·R_sat yet: "
+                 "the fit would extrapolate from the flat part)")
+RECORDS = [
+    {"n": 3, "load_ops_s": 4800.0, "runlength_s": 10, "mean_ms": 12.345, "p95_ms": 45.6, "achieved_rate": 4799.3,
+     "valid": True, "decision": LONG_DECISION},
+    {"n": 12, "load_ops_s": 912.5, "runlength_s": 20, "mean_ms": 1234.5, "p95_ms": 23456.0, "achieved_rate": 700.1,
+     "valid": False, "decision": "local: re-run at the same load, longer (after a long warm-up)",
+     "reason": "not steady: backlog (214 calls outstanding at the stop, 1.2 s of work by Little's law)"},
+    {"n": 1, "load_ops_s": 800.0, "runlength_s": 2, "valid": False, "outcome": "harness", "decision": "x",
+     "reason": "harness: load1: fstress run failed: killed by signal 9 (stderr: connection reset by peer)"},
+]
+
+
+def test_short_drops_asides_then_trailing_clauses_then_cuts():
+    assert short("Binsearch step: midpoint of [3200, 6400] (no load on the curve)", 60) == \
+        "Binsearch step: midpoint of [3200, 6400]"
+    assert short("not steady: backlog and a trend", 20) == "not steady"
+    assert short("load1: fstress run failed: killed by signal 9", 30) == "load1: fstress run failed"
+    assert short("abcdefghij klmnop", 8) == "abcdefg…" and short("fits", 10) == "fits"
+
+
+def test_a_trial_line_fits_120_columns_and_keeps_its_figures():
+    for r in RECORDS:
+        line = trial_line(r)
+        assert len(line) <= WIDTH, line
+        assert f"trial {r['n']:>3}:" in line and f"{r['runlength_s']:g} s" in line
+    assert "[Binsearch step: midpoint of [3200, 6400]]" in trial_line(RECORDS[0])
+    assert "achieved" not in trial_line(RECORDS[0])               # within 1 % of the offered load
+    assert "achieved 700  INVALID: not steady" in trial_line(RECORDS[1])
+    assert "HARNESS FAILURE: load1: fstress run failed" in trial_line(RECORDS[2])
+    trend = {**RECORDS[0], "raw": {"steady": {"verdict": "trend up", "mk_p": 0.001}}}
+    assert "NOT STEADY (trend up)  [Binsearch step" in trial_line(trend)
+    whole = trial_line(RECORDS[0], None)                          # the task log: nothing cut
+    assert LONG_DECISION.removeprefix("local: ") in whole and "achieved 4799" in whole
+
+
+def test_progress_lines_fit_with_cost_and_wall_time_unless_verbose():
+    for compact in (True, False):
+        out = io.StringIO()
+        p = Progress(600, 5, out, compact=compact)
+        for r in RECORDS:
+            p.trial(r)
+        lines = out.getvalue().splitlines()
+        assert lines and all(len(ln) <= WIDTH for ln in lines), [ln for ln in lines if len(ln) > WIDTH]
+        assert "cost 15/600 s" in out.getvalue().replace("cost    ", "cost ")
+    out = io.StringIO()
+    Progress(600, 5, out, compact=True, verbose=True).trial(RECORDS[1])
+    assert "1.2 s of work by Little's law" in out.getvalue()
+
+
+def test_the_result_block_opens_with_a_sentence_and_keeps_its_figures():
+    res = {"peak_rate": 4105.3, "converged": True, "reason": "bracket [4000, 4200] narrower than resolution 0.05",
+           "bracket": [4000.0, 4200.0], "peak_rate_ci": [3990.2, 4230.0], "mean_ms_at_peak": 38.2,
+           "mean_ms_ci": [30.0, 45.0], "accuracy": 0.92, "n_loads": 6, "n_trials": 14, "cost_s": 312.0,
+           "r_sat_ms": 40.0, "l_sat_ms": 2000.0, "n_invalid": 1, "mean_load_ops_s": 4000.0,
+           "workload": "web_server", "slot": "slot1",
+           "cost_breakdown_s": {"provision": 20, "deploy": 30, "trials": 200, "orchestration": 62}, "cost_spec_s": 250}
+    text = result_block(res, 400.0)
+    sentence = " ".join(text.split("\n\n")[0].split())
+    assert sentence == ("web_server on slot1: peak rate λ* = 4105.3 ops/s, the highest offered load with mean "
+                        "response time ≤ 40 ms and p95 ≤ 2000 ms; CI [3990.2, 4230.0] ops/s; converged after "
+                        "14 trials at 6 loads."), sentence
+    for figure in ("bracket           [4000.0, 4200.0] ops/s", "R̄ at 4000 ops/s  38.20 ms", "14 (1 invalid) at 6 loads",
+                   "controller's account 250 s", "wall time 400 s"):
+        assert figure in text, figure
+    assert all(len(ln) <= WIDTH for ln in text.splitlines())
+    assert "NOT converged after 3 trials (budget exhausted)" in " ".join(
+        result_block({**res, "converged": False, "n_trials": 3, "reason": "budget exhausted"}).split())

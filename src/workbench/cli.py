@@ -234,7 +234,7 @@ def cmd_rate(args: argparse.Namespace, harness_factory=None) -> int:
     res = run_rating(plan, store, log=lambda s: err.write(s + "\n"), on_trial=prog.trial,
                      teardown_after=not args.no_teardown, make=harness_factory or AnsibleHarness)
     where = store.url(store.rating_prefix(plan.rating_id))
-    print(f"\n{plan.workload_name()} on {plan.slot} ({plan.profile}): {where}")
+    print(f"\n{plan.workload_name()} on {plan.slot} ({plan.profile}), stored in\n  {where}")
     print(result_block(res, time.monotonic() - t0))
     return 0 if res["converged"] else 1
 

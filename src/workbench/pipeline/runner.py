@@ -38,7 +38,7 @@ def run_rating(plan: RatingPlan, store: Store, log: Callable[[str], None] = prin
         f"  {plan.server_text()}")
     killed = False
     try:
-        with holding(plan), killable(plan):      # the heartbeat for the rating's whole life
+        with holding(plan, on_lost=stop_children), killable(plan):   # the rating's heartbeat
             return _rate(plan, store, log, on_trial, make)
     except RatingKilled:
         killed = True

@@ -101,6 +101,7 @@ def validate(params, dag_run, ti, **_):
 
 
 def lease_slot(ti, **_):
+    pipeline.reap_slots()     # slots whose holder is gone (a killed CLI, an ended run) are torn down first
     try:   # a busy slot is retried (the task's retries); a slot the inventory lacks is not
         plan = leases.lease_slot(RatingPlan.from_dict(ti.xcom_pull(task_ids="validate")))
     except InventoryError as e:

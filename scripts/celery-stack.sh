@@ -276,6 +276,9 @@ up() {
   airflow db migrate >"$dir/db-migrate.log" 2>&1 || die "airflow db migrate failed; see $dir/db-migrate.log"
   airflow pools set workbench_sut "$(tr ',' '\n' <<<"${WB_SLOTS:-slot1,slot2}" | grep -c .)" \
     "SUT slots of the workbench (${WB_SLOTS:-slot1,slot2})" >/dev/null 2>&1 || die "could not create the workbench_sut pool"
+  # slots whose holder is gone (a killed CLI, an ended run) are torn down before a worker leases one
+  timeout 1200 "$VENV_BIN/python" -c 'from workbench.pipeline import reap_slots; reap_slots()' \
+    >>"$dir/reaper.log" 2>&1 || say "warning: the reaper failed; see $dir/reaper.log"
   for name in $(components "$workers"); do start_component "$name"; done
   wait_ready
   unpause_on_demand

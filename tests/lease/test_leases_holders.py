@@ -59,8 +59,12 @@ def test_a_second_live_holder_of_the_same_rating_is_refused_and_resumes_after_it
     first, got = _start(lease_dir, "twice")
     try:
         assert got == "1"
+        t0 = time.monotonic()
         second, got2 = _start(lease_dir, "twice")             # the same rating, started again
         second.communicate("done\n", timeout=60)
+        with pytest.raises(leases.SlotBusy, match="a second holder of the same rating is refused"):
+            leases.lease_slot(plan_from_params({"profile": "smoke", "slot": "slot1"}, "twice"), wait_s=60)
+        assert time.monotonic() - t0 < 30                     # refused at once, not after the wait
         assert got2.startswith("busy:") and "held by rating twice itself, by a live holder" in got2, got2
         assert f"process {first.pid}" in got2
         assert json.loads((lease_dir / "slot1").read_text())["holder"]["pid"] == first.pid

@@ -22,7 +22,6 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
-import socket
 import sys
 import threading
 import time
@@ -30,6 +29,8 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from workbench.config import vocabulary
+from workbench.lease.holders import (TASK_RUNNER, Alive, airflow_run_alive, current_holder, known_alive,  # noqa: F401
+                                     same_holder, this_process, who)
 from workbench.lease.store import LOCK_WAIT_S, lease_store
 from workbench.measure.inventory import slot_load_hosts
 from workbench.params.plan import RatingPlan
@@ -54,9 +55,6 @@ WAIT_POLL_S = 5.0
 TEARDOWN_TURN_S = 900.0        # a teardown waits this long for the slot's other teardown
 LOST_SIGNAL = signal.SIGUSR1   # the heartbeat thread's word to the step's (main) thread: lease lost
 
-Alive = Callable[[dict[str, Any]], "bool | None"]   # holder → alive / dead / None (cannot tell)
-
-
 class LeaseLost(RuntimeError):
     """The rating no longer holds its slot (taken over, released): it must not touch the slot."""
 
@@ -80,67 +78,10 @@ def read_lease(slot: str) -> dict[str, Any] | None:
     return lease_store().read(slot)
 
 
-def _proc_start(pid: int) -> str | None:
-    """The process's start time in clock ticks since boot (field 22 of /proc/PID/stat), None if gone."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    return stat.rsplit(")", 1)[1].split()[19]
-
-
-def this_process(**more: Any) -> dict[str, Any]:
-    """A holder record for this process (host, pid, its start time) plus e.g. an Airflow run."""
-    return {"host": socket.gethostname(), "pid": os.getpid(), "start": _proc_start(os.getpid()), **more}
-
-
-TASK_RUNNER = "airflow.sdk.execution_time.task_runner"    # loaded in an Airflow task only
-
-
-def current_holder() -> dict[str, Any]:
-    """This process, and the Airflow run it works for when it is an Airflow task."""
-    if TASK_RUNNER not in sys.modules:     # not a task: do not pay for importing Airflow
-        return this_process()
-    try:
-        from airflow.sdk import get_current_context
-        run = get_current_context()["dag_run"]
-        return this_process(dag_id=run.dag_id, run_id=run.run_id)
-    except Exception:            # not in a task (the CLI), or Airflow not installed
-        return this_process()
-
-
-def airflow_run_alive(holder: dict[str, Any]) -> bool | None:
-    """Is the holder's Airflow run still queued or running? None when it cannot be told (no Airflow
-    holder, or not asked from an Airflow task)."""
-    if not holder.get("dag_id") or TASK_RUNNER not in sys.modules:
-        return None
-    try:
-        from airflow.sdk.execution_time.task_runner import RuntimeTaskInstance
-        state = RuntimeTaskInstance.get_dagrun_state(holder["dag_id"], holder["run_id"])
-    except Exception:
-        return None
-    return str(state).rsplit(".", 1)[-1].lower() in ("queued", "running")
-
-
-def _process_alive(holder: dict[str, Any]) -> bool | None:
-    if holder.get("host") != socket.gethostname() or not holder.get("pid"):
-        return None
-    return _proc_start(int(holder["pid"])) == holder.get("start")
-
-
-def _known_alive(holder: dict[str, Any], alive: Alive | None) -> bool | None:
-    """Is the holder alive: its Airflow run (the `alive` callback) or its process (same host); None
-    when neither can tell (another host's process, an Airflow run asked from outside Airflow)."""
-    known = alive(holder) if alive is not None else None
-    if known is None and not holder.get("dag_id"):     # an Airflow holder's process ends after each task
-        known = _process_alive(holder)
-    return known
-
-
 def is_stale(lease: dict[str, Any], alive: Alive | None = None, now: float | None = None) -> bool:
     """True when the holder has ended: no heartbeat for LEASE_STALE_S and not known to be alive —
     or, for a dirty lease, as soon as the holder is known to have ended."""
-    known = _known_alive(lease.get("holder") or {}, alive)
+    known = known_alive(lease.get("holder") or {}, alive)
     if known is not None and lease.get("dirty"):
         return not known
     silent = (now or time.time()) - float(lease["heartbeat_unix"]) > LEASE_STALE_S
@@ -149,23 +90,10 @@ def is_stale(lease: dict[str, Any], alive: Alive | None = None, now: float | Non
 
 def holder_gone(lease: dict[str, Any], alive: Alive | None = None) -> bool:
     """The holder is known to have ended, or (unknowable) its heartbeat stopped LEASE_STALE_S ago."""
-    known = _known_alive(lease.get("holder") or {}, alive)
+    known = known_alive(lease.get("holder") or {}, alive)
     if known is not None:
         return not known
     return time.time() - float(lease["heartbeat_unix"]) > LEASE_STALE_S
-
-
-def same_holder(a: dict[str, Any], b: dict[str, Any]) -> bool:
-    """One holder: the same Airflow run (its tasks are processes in turn), or the same process."""
-    if a.get("dag_id") or b.get("dag_id"):
-        return bool(a.get("dag_id")) and (a.get("dag_id"), a.get("run_id")) == (b.get("dag_id"), b.get("run_id"))
-    return all(a.get(k) == b.get(k) for k in ("host", "pid", "start")) and bool(a.get("pid"))
-
-
-def _who(holder: dict[str, Any]) -> str:
-    if holder.get("dag_id"):
-        return f"Airflow run {holder.get('dag_id')}/{holder.get('run_id')}"
-    return f"process {holder.get('pid')} on {holder.get('host')}"
 
 
 def check_slot(plan: RatingPlan, slot: str) -> None:
@@ -176,8 +104,8 @@ def check_slot(plan: RatingPlan, slot: str) -> None:
 def try_lease(plan: RatingPlan, slot: str, holder: dict[str, Any], alive: Alive | None = None) -> RatingPlan | str:
     """The plan holding `slot` (token set), or the reason it is busy (one line). A lease is held by a
     process (or an Airflow run): the same holder gets its lease back; a second live holder of the same
-    rating is refused; a rating whose earlier holder has ended resumes with the next token, the slot
-    torn down first (dirty)."""
+    rating is refused at once (SlotBusy: waiting cannot help it); a rating whose earlier holder has
+    ended resumes with the next token, the slot torn down first (dirty)."""
     store = lease_store()
     with store.locked(slot):
         lease = store.read(slot)
@@ -188,10 +116,10 @@ def try_lease(plan: RatingPlan, slot: str, holder: dict[str, Any], alive: Alive 
                 store.write(slot, lease)
                 return _granted(plan, slot, lease)
             if not holder_gone(lease, alive):
-                return (f"{slot} is held by rating {plan.rating_id} itself, by a live holder ({_who(prev)}, "
-                        f"heartbeat {time.time() - lease['heartbeat_unix']:.0f} s ago; {store.where(slot)}): "
-                        f"a second holder of the same rating is refused")
-            print(f"resuming rating {plan.rating_id} on {slot}: its holder ({_who(prev)}) has ended; "
+                raise SlotBusy(f"{slot} is held by rating {plan.rating_id} itself, by a live holder ({who(prev)}, "
+                               f"heartbeat {time.time() - lease['heartbeat_unix']:.0f} s ago; {store.where(slot)}): "
+                               f"a second holder of the same rating is refused")
+            print(f"resuming rating {plan.rating_id} on {slot}: its holder ({who(prev)}) has ended; "
                   f"the slot is torn down first")
         elif lease is not None and not is_stale(lease, alive):
             age = time.time() - lease["heartbeat_unix"]

@@ -158,3 +158,47 @@ def test_an_unknown_lease_store_is_refused(monkeypatch):
     monkeypatch.setenv("WB_LEASE_STORE", "redis://secret@host")
     with pytest.raises(ValueError, match="WB_LEASE_STORE must be 'file'.*not redis://…$"):
         lease_store()
+
+
+STEP = """
+import json, subprocess, sys
+from workbench.lease import leases
+from workbench.params.plan import plan_from_params
+from workbench.pipeline.stop import stop_children
+holder = leases.this_process(dag_id="rate_peak", run_id="run-1")       # a task of one Airflow run
+plan = leases.lease_slot(plan_from_params({"profile": "smoke", "slot": "slot1"}, "zombie"), holder=holder)
+try:
+    with leases.holding(plan, on_lost=stop_children):
+        child = subprocess.Popen(["sleep", sys.argv[1]], start_new_session=True)   # as Ansible's workers
+        print(json.dumps({"token": plan.lease_token, "child": child.pid}), flush=True)
+        child.wait(timeout=90)
+    print(json.dumps({"done": True}), flush=True)
+except leases.LeaseLost as e:
+    print(json.dumps({"lost": str(e)}), flush=True)
+"""
+
+
+def test_a_retried_step_fences_off_the_zombie_attempt_of_the_same_run(lease_dir):
+    """An Airflow zombie and its retry hold the same lease (one run): the retry's step fences the slot
+    to itself; the zombie's heartbeat stops it (children killed, LeaseLost) before the retry starts."""
+    env = {**os.environ, "WB_WORKDIR": str(lease_dir.parent), "PYTHONPATH": os.pathsep.join(sys.path),
+           "WB_LEASE_STALE_S": "10"}                                  # a beat every 1.7 s
+    env.pop("WB_LEASE_STORE", None)
+    run = lambda secs: subprocess.Popen([sys.executable, "-c", STEP, secs], stdout=subprocess.PIPE,  # noqa: E731
+                                        text=True, env=env)
+    zombie = run("60")
+    try:
+        z = json.loads(zombie.stdout.readline())
+        t0 = time.monotonic()
+        retry = run("0.1")
+        r = json.loads(retry.stdout.readline())
+        assert r["token"] == z["token"]                              # the same lease: the fencing token alone cannot tell
+        assert not psutil.pid_exists(z["child"]) or psutil.Process(z["child"]).status() == psutil.STATUS_ZOMBIE
+        lost = json.loads(zombie.stdout.readline())
+        assert "another attempt of the step" in lost["lost"] and time.monotonic() - t0 < 10
+        assert json.loads(retry.stdout.readline()) == {"done": True}
+        assert retry.wait(timeout=30) == 0
+        assert "step" not in json.loads((lease_dir / "slot1").read_text())   # the retry's step is over
+    finally:
+        zombie.kill()
+        zombie.wait(timeout=30)

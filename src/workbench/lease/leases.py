@@ -25,6 +25,7 @@ import signal
 import sys
 import threading
 import time
+import uuid
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
@@ -53,6 +54,7 @@ HEARTBEAT_S = max(0.5, min(5.0, LEASE_STALE_S / 6))
 LEASE_WAIT_S = env_seconds("WB_LEASE_WAIT_S", 1800, 0, 86400)   # run_rating waits this long for a slot
 WAIT_POLL_S = 5.0
 TEARDOWN_TURN_S = 900.0        # a teardown waits this long for the slot's other teardown
+STOP_GRACE_S = 2.0            # a fenced-off step stops its processes within its next beat and this
 LOST_SIGNAL = signal.SIGUSR1   # the heartbeat thread's word to the step's (main) thread: lease lost
 
 class LeaseLost(RuntimeError):
@@ -196,25 +198,57 @@ def _check_kept(plan: RatingPlan, lost: bool) -> None:
 _beating: set[tuple[str, str, int]] = set()     # leases whose heartbeat a block of this process keeps
 
 
-def _beat_once(plan: RatingPlan) -> bool:
-    """One heartbeat: False when the lease is no longer the plan's."""
+def _enter_step(plan: RatingPlan) -> tuple[dict[str, Any], str]:
+    """Fence the slot to this step: the lease records it as the step that now runs (a new id). An
+    earlier attempt of a step of the same lease that may still run (an Airflow zombie beside its retry:
+    its process here alive, or elsewhere its heartbeat under 3 beats old) is fenced off — its next
+    heartbeat stops it — and waited for that long."""
+    store = lease_store()
+    with store.locked(plan.slot):
+        lease = must_hold(plan)
+        prev, step = lease.get("step") or {}, {"id": uuid.uuid4().hex, **this_process()}
+        store.write(plan.slot, {**lease, "step": step})
+    running = known_alive(prev, None) if prev and not same_holder(prev, step) else False
+    if running or (running is None and time.time() - float(lease["heartbeat_unix"]) < 3 * HEARTBEAT_S):
+        print(f"{plan.slot}: an earlier attempt of this step ({who(prev)}) may still run; fenced off, waiting "
+              f"{HEARTBEAT_S + STOP_GRACE_S:g} s for it to stop", file=sys.stderr, flush=True)
+        time.sleep(HEARTBEAT_S + STOP_GRACE_S)
+    return lease, step["id"]
+
+
+def _leave_step(plan: RatingPlan, step_id: str) -> None:
+    """The step is over: the lease no longer names it (if it still does; a lock not had soon leaves it
+    named: the next step then finds its process ended, or waits once for it)."""
+    store = lease_store()
+    with contextlib.suppress(Exception), store.locked(plan.slot, wait_s=min(LOCK_WAIT_S, 2 * HEARTBEAT_S)):
+        lease = store.read(plan.slot)
+        if lease is not None and (lease.get("step") or {}).get("id") == step_id:
+            store.write(plan.slot, {k: v for k, v in lease.items() if k != "step"})
+
+
+def _beat_once(plan: RatingPlan, step_id: str) -> str | None:
+    """One heartbeat; why the lease is no longer this step's, or None."""
     store = lease_store()
     with store.locked(plan.slot, wait_s=min(LOCK_WAIT_S, LEASE_STALE_S / 4)):
-        if not holds(plan):
-            return False
+        lease = store.read(plan.slot)
+        if not _holds(plan, lease):
+            return f"the lease of {plan.slot} is no longer rating {plan.rating_id}'s (token {plan.lease_token})"
+        step = (lease or {}).get("step") or {}
+        if step.get("id") != step_id:
+            return f"another attempt of the step ({who(step)}) took {plan.slot} over"
         store.touch(plan.slot)
-        return True
+        return None
 
 
-def _heartbeat(plan: RatingPlan, stop: threading.Event, lost: list[str]) -> None:
+def _heartbeat(plan: RatingPlan, step_id: str, stop: threading.Event, lost: list[str]) -> None:
     """Beat every HEARTBEAT_S until `stop`; on finding the lease lost, or on heartbeats failing for
     LEASE_STALE_S / 2 (another holder may take the lease over soon), note why in `lost` and return."""
     last_ok = time.monotonic()
     while not stop.wait(HEARTBEAT_S):
         try:
-            if not _beat_once(plan):
-                lost.append(f"the lease of {plan.slot} is no longer rating {plan.rating_id}'s "
-                            f"(token {plan.lease_token})")
+            why = _beat_once(plan, step_id)
+            if why:
+                lost.append(why)
                 return
             last_ok = time.monotonic()
         except Exception as e:        # the lock not had in time, the store unreachable
@@ -225,20 +259,20 @@ def _heartbeat(plan: RatingPlan, stop: threading.Event, lost: list[str]) -> None
 
 @contextlib.contextmanager
 def holding(plan: RatingPlan, on_lost: Callable[[], object] | None = None) -> Iterator[dict[str, Any]]:
-    """Check the fencing token, then keep the lease's heartbeat while the block runs. When the heartbeat
-    finds the lease lost it calls `on_lost` (the pipeline: stop the step's child processes) and, if the
-    block runs in the main thread, interrupts it at once (LOST_SIGNAL); the block ends with LeaseLost
-    (what it measured must not be recorded), as it does if the lease is lost at its end.
+    """Check the fencing token, fence the slot to this step (`_enter_step`), then keep the lease's
+    heartbeat while the block runs. When the heartbeat finds the lease lost (or the step fenced off by a
+    later attempt) it calls `on_lost` (the pipeline: stop the step's child processes) and, if the block
+    runs in the main thread, interrupts it at once (LOST_SIGNAL); the block ends with LeaseLost (what it
+    measured must not be recorded), as it does if the lease is lost at its end.
     A block inside another of the same lease (a step of run_rating) checks the token but adds no thread."""
-    lease = must_hold(plan)
     key = (plan.slot, plan.rating_id, plan.lease_token)
     if key in _beating:
-        yield lease
+        yield must_hold(plan)
         _check_kept(plan, lost=False)
         return
+    lease, step_id = _enter_step(plan)
     stop, lost, watch = threading.Event(), [], _Watch()
-    lease_store().touch(plan.slot)
-    t = threading.Thread(target=_watched_heartbeat, args=(plan, stop, lost, watch, on_lost),
+    t = threading.Thread(target=_watched_heartbeat, args=(plan, step_id, stop, lost, watch, on_lost),
                          name=f"lease-heartbeat-{plan.slot}", daemon=True)
     _beating.add(key)
     try:
@@ -251,6 +285,7 @@ def holding(plan: RatingPlan, on_lost: Callable[[], object] | None = None) -> It
         _beating.discard(key)
         stop.set()
         t.join(timeout=HEARTBEAT_S + LOCK_WAIT_S + 5)
+        _leave_step(plan, step_id)
     if lost:
         raise LeaseLost(f"rating {plan.rating_id} lost its lease on {plan.slot} during the step: {lost[0]}; "
                         f"the step was stopped")
@@ -286,9 +321,9 @@ class _Watch:
             signal.pthread_kill(threading.main_thread().ident, LOST_SIGNAL)
 
 
-def _watched_heartbeat(plan: RatingPlan, stop: threading.Event, lost: list[str], watch: _Watch,
+def _watched_heartbeat(plan: RatingPlan, step_id: str, stop: threading.Event, lost: list[str], watch: _Watch,
                        on_lost: Callable[[], object] | None) -> None:
-    _heartbeat(plan, stop, lost)
+    _heartbeat(plan, step_id, stop, lost)
     if not lost or stop.is_set():
         return
     print(f"lease lost: {lost[0]}; stopping the step", file=sys.stderr, flush=True)

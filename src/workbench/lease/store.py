@@ -91,13 +91,17 @@ class FileStore:
             lease = {"rating_id": lines[0].strip() if lines else "", "token": 0, "holder": {}}
         return {**lease, "heartbeat_unix": mtime}
 
-    def write(self, slot: str, lease: dict[str, Any]) -> None:
-        tmp = self.root / f".{slot}.{os.getpid()}.tmp"
+    def _replace(self, name: str, text: str) -> None:
+        """`name` under root holds `text`, atomically and on disk (a token must not be reissued after a crash)."""
+        tmp = self.root / f".{name}.{os.getpid()}.tmp"
         with open(tmp, "w") as fh:
-            fh.write(json.dumps({k: v for k, v in lease.items() if k != "heartbeat_unix"}, indent=1))
+            fh.write(text)
             fh.flush()
             os.fsync(fh.fileno())
-        os.replace(tmp, self.root / slot)
+        os.replace(tmp, self.root / name)
+
+    def write(self, slot: str, lease: dict[str, Any]) -> None:
+        self._replace(slot, json.dumps({k: v for k, v in lease.items() if k != "heartbeat_unix"}, indent=1))
 
     def delete(self, slot: str) -> None:
         (self.root / slot).unlink(missing_ok=True)
@@ -105,7 +109,7 @@ class FileStore:
     def next_token(self, slot: str) -> int:
         seq = self.root / f"{slot}.seq"
         n = int(seq.read_text() or 0) + 1 if seq.exists() else 1
-        seq.write_text(str(n))
+        self._replace(seq.name, str(n))
         return n
 
     def touch(self, slot: str) -> None:

@@ -149,15 +149,21 @@ def test_lease_bounds_out_of_range_are_refused_by_name(name, value, monkeypatch)
     with pytest.raises(ValueError, match=f"{name}=.*must be a number of seconds from"):
         leases.env_seconds(name, 300, 10 if name == "WB_LEASE_STALE_S" else 0,
                            3600 if name == "WB_LEASE_STALE_S" else 86400)
-    out = subprocess.run([sys.executable, "-c", "import workbench.lease.leases"], capture_output=True, text=True,
-                         env={**os.environ, name: value, "PYTHONPATH": os.pathsep.join(sys.path)}, timeout=60)
-    assert out.returncode != 0 and f"{name}=" in out.stderr
+    env = {**os.environ, name: value, "PYTHONPATH": os.pathsep.join(sys.path)}
+    out = subprocess.run([sys.executable, "-c", "import workbench.lease.leases as l; l.check_settings()"],
+                         capture_output=True, text=True, env=env, timeout=60)
+    assert out.returncode != 0 and f"{name}=" in out.stderr     # the module loads; the settings are refused
+    cli = subprocess.run([sys.executable, "-m", "workbench.cli", "rate", "--check", "--profile", "smoke"],
+                         capture_output=True, text=True, env=env, timeout=120)
+    assert cli.returncode == 2 and cli.stderr.startswith(f"workbench: {name}=") and "Traceback" not in cli.stderr
 
 
 def test_an_unknown_lease_store_is_refused(monkeypatch):
     monkeypatch.setenv("WB_LEASE_STORE", "redis://secret@host")
     with pytest.raises(ValueError, match="WB_LEASE_STORE must be 'file'.*not redis://…$"):
         lease_store()
+    with pytest.raises(ValueError, match="WB_LEASE_STORE must be"):
+        leases.lease_slot(plan_from_params({"profile": "smoke", "slot": "slot1"}, "x"))
 
 
 STEP = """

@@ -32,26 +32,45 @@ from typing import Any, Callable, Iterator
 from workbench.config import vocabulary
 from workbench.lease.holders import (TASK_RUNNER, Alive, airflow_run_alive, current_holder, known_alive,  # noqa: F401
                                      same_holder, this_process, who)
-from workbench.lease.store import LOCK_WAIT_S, lease_store
+from workbench.lease.store import LOCK_WAIT_S, LeaseConfigError, lease_store, store_spec
 from workbench.measure.inventory import slot_load_hosts
 from workbench.params.plan import RatingPlan
 
 
 def env_seconds(name: str, default: float, lo: float, hi: float) -> float:
-    """Seconds from the environment variable `name`, refused (ValueError naming it) outside lo..hi."""
+    """Seconds from the environment variable `name`, refused (LeaseConfigError naming it) outside lo..hi."""
     raw = os.environ.get(name, "").strip() or str(default)
     try:
         value = float(raw)
     except ValueError:
         value = float("nan")
     if not lo <= value <= hi:           # NaN and ±inf fail too
-        raise ValueError(f"{name}={raw[:40]!r}: must be a number of seconds from {lo:g} to {hi:g}")
+        raise LeaseConfigError(f"{name}={raw[:40]!r}: must be a number of seconds from {lo:g} to {hi:g}")
     return value
 
 
-LEASE_STALE_S = env_seconds("WB_LEASE_STALE_S", 300, 10, 3600)   # heartbeat silence before a takeover
+_REFUSED: list[str] = []             # settings refused on import (their defaults used until check_settings)
+
+
+def _setting(name: str, default: float, lo: float, hi: float) -> float:
+    try:
+        return env_seconds(name, default, lo, hi)
+    except LeaseConfigError as e:     # not raised on import: `workbench --help` and the DAG files must load
+        _REFUSED.append(str(e))
+        return default
+
+
+def check_settings() -> None:
+    """LeaseConfigError naming each WB_LEASE_* setting refused: the bounds (read on import) and the store.
+    Called by lease_slot, and by the CLI before anything else."""
+    store_spec()
+    if _REFUSED:
+        raise LeaseConfigError("; ".join(_REFUSED))
+
+
+LEASE_STALE_S = _setting("WB_LEASE_STALE_S", 300, 10, 3600)    # heartbeat silence before a takeover
 HEARTBEAT_S = max(0.5, min(5.0, LEASE_STALE_S / 6))
-LEASE_WAIT_S = env_seconds("WB_LEASE_WAIT_S", 1800, 0, 86400)   # run_rating waits this long for a slot
+LEASE_WAIT_S = _setting("WB_LEASE_WAIT_S", 1800, 0, 86400)   # run_rating waits this long for a slot
 WAIT_POLL_S = 5.0
 TEARDOWN_TURN_S = 900.0        # a teardown waits this long for the slot's other teardown
 STOP_GRACE_S = 2.0            # a fenced-off step stops its processes within its next beat and this
@@ -145,6 +164,7 @@ def lease_slot(plan: RatingPlan, holder: dict[str, Any] | None = None, alive: Al
                wait_s: float = 0.0, log: Callable[[str], None] = print) -> RatingPlan:
     """Lease the plan's slot (or the first free one of SLOTS for "auto"); the plan with slot and token.
     Waits up to `wait_s` for a busy slot (progress every minute); SlotBusy naming each holder after."""
+    check_settings()
     candidates = vocabulary.SLOTS if plan.slot == "auto" else (plan.slot,)
     for slot in candidates:
         check_slot(plan, slot)

@@ -116,19 +116,32 @@ class FileStore:
         os.utime(self.root / slot)
 
 
+class LeaseConfigError(ValueError):
+    """A WB_LEASE_* setting the workbench refuses (the message names the variable)."""
+
+
 _PG: dict[str, LeaseStore] = {}
 
 
-def lease_store() -> LeaseStore:
-    """The store WB_LEASE_STORE names (module docstring); ValueError naming the variable otherwise."""
+def store_spec() -> str:
+    """WB_LEASE_STORE checked: "" (the file store) or a postgresql:// address; LeaseConfigError
+    naming the variable (never the password) otherwise."""
     spec = os.environ.get("WB_LEASE_STORE", "").strip()
     if spec in ("", "file"):
+        return ""
+    if spec.startswith(("postgresql://", "postgres://")) and len(spec) <= 1000:
+        return spec
+    raise LeaseConfigError("WB_LEASE_STORE must be 'file' (this host's directory, one host only) or "
+                           "postgresql://USER:PASSWORD@HOST:PORT/DB (shared by every host), not "
+                           f"{spec.split('://')[0][:20] + '://…' if '://' in spec else repr(spec[:40])}")
+
+
+def lease_store() -> LeaseStore:
+    """The store WB_LEASE_STORE names (module docstring)."""
+    spec = store_spec()
+    if not spec:
         return FileStore()
-    if spec.startswith(("postgresql://", "postgres://")):
-        if spec not in _PG:
-            from workbench.lease.pgstore import PgStore
-            _PG[spec] = PgStore(spec)
-        return _PG[spec]
-    raise ValueError("WB_LEASE_STORE must be 'file' (this host's directory, one host only) or "
-                     "postgresql://USER:PASSWORD@HOST:PORT/DB (shared by every host), not "
-                     f"{spec.split('://')[0] + '://…' if '://' in spec else repr(spec)}")
+    if spec not in _PG:
+        from workbench.lease.pgstore import PgStore
+        _PG[spec] = PgStore(spec)
+    return _PG[spec]

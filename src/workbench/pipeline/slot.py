@@ -7,8 +7,8 @@ import time
 from typing import Any, Callable
 
 from workbench.config import vocabulary
-from workbench.lease.leases import (Alive, airflow_run_alive, holder_gone, holding, holds, mark_dirty, release_slot,
-                                    teardown_turn, this_process)
+from workbench.lease.leases import (Alive, airflow_run_alive, check_settings, holder_gone, holding, holds, mark_dirty,
+                                    release_slot, teardown_turn, this_process)
 from workbench.lease.store import lease_store
 from workbench.measure.ansible import AnsibleHarness
 from workbench.measure.protocol import Harness, HarnessFactory
@@ -81,6 +81,7 @@ def reap_slots(make: HarnessFactory = AnsibleHarness, alive: Alive | None = None
     for LEASE_STALE_S where neither can be told) is torn down and its lease released — what any start
     (CLI, DAG, stack) does before it leases. A failed teardown leaves the lease dirty (the next rating
     tears down first) and is logged, not raised. The slots reaped."""
+    check_settings()
     reaped = []
     for slot in vocabulary.SLOTS:
         try:

@@ -157,3 +157,20 @@ def test_hosts_sharing_the_postgres_store_never_hold_one_slot_twice(pg_leases, t
     assert leases.read_lease("slot1")["rating_id"] in got
     # the same race on each host's own file store: every "host" gets the slot (why the stack refuses it)
     assert _race_on_hosts(tmp_path / "files", None) == [f"host{i}" for i in range(4)]
+
+
+def test_the_heartbeat_beats_in_postgres_and_a_takeover_stops_the_step(pg_leases, monkeypatch):
+    monkeypatch.setattr(leases, "HEARTBEAT_S", 0.2)
+    a = leases.lease_slot(_plan("pg-beat"))
+    store = lease_store()
+    t0 = time.monotonic()
+    with pytest.raises(leases.LeaseLost, match="no longer rating pg-beat's"):
+        with leases.holding(a):
+            first = leases.read_lease("slot1")
+            assert first["step"]["pid"] == os.getpid()
+            time.sleep(1.0)
+            assert leases.read_lease("slot1")["heartbeat_unix"] > first["heartbeat_unix"] + 0.5
+            with store.locked("slot1"):                    # another rating takes the slot over
+                store.write("slot1", {**store.read("slot1"), "rating_id": "pg-thief", "token": 99})
+            time.sleep(30)                                 # interrupted at the next beat
+    assert time.monotonic() - t0 < 5

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -208,3 +209,27 @@ def test_a_retried_step_fences_off_the_zombie_attempt_of_the_same_run(lease_dir)
     finally:
         zombie.kill()
         zombie.wait(timeout=30)
+
+
+def test_outside_the_main_thread_a_lost_lease_stops_the_children_and_ends_the_block_lost(lease_dir, monkeypatch):
+    monkeypatch.setattr(leases, "HEARTBEAT_S", 0.2)
+    plan = leases.lease_slot(plan_from_params({"profile": "smoke", "slot": "slot1"}, "threaded"))
+    called, got = [], []
+
+    def step():
+        try:
+            with leases.holding(plan, on_lost=lambda: called.append(child.kill())):
+                s = lease_store()
+                with s.locked("slot1"):
+                    s.write("slot1", {**s.read("slot1"), "rating_id": "thief"})
+                child.wait(timeout=60)                     # ends when on_lost kills it
+            got.append("kept")
+        except leases.LeaseLost as e:
+            got.append(str(e))
+    child = subprocess.Popen(["sleep", "60"])
+    before, t0 = signal.getsignal(leases.LOST_SIGNAL), time.monotonic()
+    t = threading.Thread(target=step)
+    t.start()
+    t.join(timeout=30)
+    assert called and "no longer rating threaded's" in got[0] and time.monotonic() - t0 < 10
+    assert signal.getsignal(leases.LOST_SIGNAL) is before          # the main thread's handler untouched

@@ -329,7 +329,7 @@ class _Watch:
     def __exit__(self, *exc: object) -> None:
         if self.main:
             self.armed = False
-            signal.signal(LOST_SIGNAL, self.previous)
+            signal.signal(LOST_SIGNAL, signal.SIG_DFL if self.previous is None else self.previous)
 
     def _raise(self, signum: int, frame: object) -> None:
         if self.armed:

@@ -323,6 +323,9 @@ func readdirBody(n, nameLen int) []byte {
 // A READDIR reply decodes to at most MaxEntries entries of names of at most
 // MaxNameLen bytes: a server cannot make fstress hold several times the reply.
 func TestDecodeReaddirBounded(t *testing.T) {
+	if legal := 8192 / 24; MaxEntries > 4*legal { // fstress's largest count; an entry is ≥ 24 bytes
+		t.Fatalf("MaxEntries %d: more than 4× the %d entries of an 8 KiB reply", MaxEntries, legal)
+	}
 	if r, err := DecodeReply(ProcReaddir, readdirBody(MaxEntries, MaxNameLen)); err != nil || len(r.Entries) != MaxEntries {
 		t.Fatalf("%d entries of %d-byte names: %v", MaxEntries, MaxNameLen, err)
 	}

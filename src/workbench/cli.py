@@ -210,14 +210,14 @@ def build_plan(args: argparse.Namespace, rating_id: str):
 def results_dir(args: argparse.Namespace) -> Path:
     """The results directory: --results (checked: config.untrusted.check_results_path, its name is
     the rating id) or results/<time>-<workload>-<slot>. Nothing is made here."""
-    from workbench.config.untrusted import check_rating_id, check_results_path
+    from workbench.config.untrusted import check_results_path
     if args.results is None:
         stem = UNSAFE_ID_CHARS.sub("_", f"{Path(args.workload).stem}-{args.slot}")[:80]
         return (REPO / "results" / f"{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}-{stem}").resolve()
     try:
         check_results_path(args.results)
         out = Path(args.results).resolve()
-        check_rating_id(out.name, "--results")
+        check_results_path(str(out))            # as resolved (a symbolic link may name anything)
     except ValueError as e:
         raise UsageError(str(e)) from None
     if out.exists() and not out.is_dir():

@@ -102,6 +102,8 @@ BAD: list[tuple[str, str, Any, str]] = [
     ("results-newline", "cli", ["--results", "%/a\nb"], "--results: "),
     ("results-is-a-file", "cli", ["--results", "@afile"], "--results: "),
     ("results-dotdot", "cli", ["--results", "%/x/.."], "--results: '..' is not a rating id"),
+    ("results-parent-jinja", "cli", ["--results", "%/{{ lookup('pipe','id') }}/run1"], "--results: "),
+    ("slot-jinja", "cli", ["--slot", "{{ 7*7 }}"], "--slot: "),
     ("inventory-path-jinja", "cli", ["--inventory", "/tmp/{{ lookup('env','HOME') }}.yml"], "--inventory: "),
     ("sut-in-two-slots", "cli", ["--inventory", "@sut_in_two"], "--inventory: SUT sut1 is in slots slot1 and slot2"),
     ("two-hosts-one-address", "cli", ["--inventory", "@same_addr"], "--inventory: hosts load1 (slot slot1) and load2"),

@@ -91,12 +91,13 @@ MAX_RESULTS_PATH = 1024         # the runner's artifacts nest ~200 characters de
 
 def check_results_path(text: Any, flag: str = "--results") -> None:
     """A results directory the user typed: not empty, one line, at most MAX_RESULTS_PATH characters,
-    its last part a rating id (check_rating_id, named by `flag`). ValueError naming `flag`."""
+    no template marker, its last part a rating id (check_rating_id). ValueError naming `flag`."""
     if not isinstance(text, str) or not text.strip():
         raise ValueError(f"{flag}: {text!r} is empty; give a directory (or leave the flag out for "
                          f"results/<time>-<workload>-<slot>)")
     if any(ord(c) < 32 for c in text) or len(text) > MAX_RESULTS_PATH:
         raise ValueError(f"{flag}: {text[:40]!r}… ({len(text)} characters) is not allowed; a path of one line, "
                          f"at most {MAX_RESULTS_PATH} characters")
+    refuse_template(flag, text)     # its files' paths are extra-vars of the playbooks
     name = text.rstrip("/").rsplit("/", 1)[-1]
     check_rating_id(name, flag)

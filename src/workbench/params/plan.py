@@ -334,6 +334,7 @@ def with_settings(plan: RatingPlan, *, slot: str | None = None, first_load: floa
                   fileset_rate: float | None = None, fstress_cpus: str | None = None,
                   inventory: str | Path | None = None) -> RatingPlan:
     """The plan with the command line's own settings (None = the profile's)."""
+    untemplated("slot", slot)
     untemplated("fstress_cpus", fstress_cpus)
     untemplated("inventory", None if inventory is None else str(inventory))
     if first_load is not None and not (math.isfinite(first_load) and 0 < first_load <= 1e7):

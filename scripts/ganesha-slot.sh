@@ -8,6 +8,7 @@
 #   ganesha-slot.sh down NAME [--purge]                          stop by pid, drop the namespace
 #
 # State lives under ${WB_STATE_DIR:-/tmp/workbench}/slots/NAME. Needs root (ip netns, mount).
+case ${1-} in -h|--help) sed -n '2,/^[^#]/s/^# \{0,1\}//p' "$0"; exit 0 ;; esac   # the header above
 set -euo pipefail
 
 state_root=${WB_STATE_DIR:-/tmp/workbench}/slots

@@ -8,6 +8,7 @@
 #   test    what `make test` adds: ssh, celery, chromium and chromium-driver (the Airflow UI test)
 # Any other argument is a package name (scripts/install-podman.sh), installed the same way.
 # Idempotent: does nothing when everything is installed. Without arguments: run.
+case ${1-} in -h|--help) sed -n '2,/^[^#]/s/^# \{0,1\}//p' "$0"; exit 0 ;; esac   # the header above
 set -euo pipefail
 declare -A sets=(
   [run]="nfs-ganesha nfs-ganesha-vfs rpcbind iproute2 util-linux procps e2fsprogs xfsprogs btrfs-progs curl"

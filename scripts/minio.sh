@@ -9,6 +9,7 @@
 # D (default /tmp/workbench/minio) holds data/, minio.pid, minio.log and env (the generated
 # credentials, mode 600, reused by later runs). API port default 9000, console port = P+1.
 # MINIO_ROOT_USER / MINIO_ROOT_PASSWORD, when set, replace the generated credentials.
+case ${1-} in -h|--help) sed -n '2,/^[^#]/s/^# \{0,1\}//p' "$0"; exit 0 ;; esac   # the header above
 set -euo pipefail
 
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"

@@ -15,5 +15,7 @@ private_dir() {
 }
 
 case $0 in       # executed (not sourced by another script): check the directories given
-  *private-dir.sh) for d in "$@"; do private_dir "$d"; done ;;
+  *private-dir.sh)
+    case ${1-} in -h|--help) sed -n '2,/^[^#]/s/^# \{0,1\}//p' "$0"; exit 0 ;; esac
+    for d in "$@"; do private_dir "$d"; done ;;
 esac

@@ -5,6 +5,7 @@
 #   scripts/setup-step.sh NAME "what it does" COMMAND [ARG...]
 #
 # SETUP_VERBOSE=1 shows the output on the terminal instead (still written to the log).
+case ${1-} in -h|--help) sed -n '2,/^[^#]/s/^# \{0,1\}//p' "$0"; exit 0 ;; esac   # the header above
 set -uo pipefail
 [ $# -ge 3 ] || { echo "usage: setup-step.sh NAME DESCRIPTION COMMAND [ARG...]" >&2; exit 2; }
 name=$1 what=$2; shift 2

@@ -20,6 +20,7 @@
 # inventory's ansible_ssh_private_key_file), authorized_keys, known_hosts (the workbench's own, filled
 # with StrictHostKeyChecking=accept-new; never the user's), and per host HOST/sshd_config,
 # HOST/sshd.pid, HOST/sshd.log (the logins). Needs root and openssh-server (scripts/install-system.sh ssh).
+case ${1-} in -h|--help) sed -n '2,/^[^#]/s/^# \{0,1\}//p' "$0"; exit 0 ;; esac   # the header above
 set -euo pipefail
 
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"

@@ -13,6 +13,7 @@
 #   5. Teardown, also on failure: compose down -v, leftover containers/volumes/network, loop
 #      devices of the SUT's volume, the Podman service, the run's secrets.
 # Every wait is bounded. Not part of `make test` (it takes tens of minutes; docs/docker.md).
+case ${1-} in -h|--help) sed -n '2,/^[^#]/s/^# \{0,1\}//p' "$0"; exit 0 ;; esac   # the header above
 set -euo pipefail
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$REPO"

@@ -4,6 +4,7 @@
 # Login: every user is admin (SimpleAuthManager, local only). rate_peak and map_surface are
 # unpaused; nightly_regression starts paused (unpause it to rate the baselines on its cron). Ctrl-C stops Airflow; MinIO keeps
 # running (scripts/minio.sh down stops it).
+case ${1-} in -h|--help) sed -n '2,/^[^#]/s/^# \{0,1\}//p' "$0"; exit 0 ;; esac   # the header above
 set -euo pipefail
 source "$(dirname "$0")/airflow-env.sh"
 export AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_ALL_ADMINS=True

@@ -45,6 +45,7 @@ from workbench.config.factors import FACTORS, add_cli_flags
 from workbench.config.paths import DEFAULT_INVENTORY, FSTRESS, REPO
 from workbench.config.profiles import FAMILY_OF_WORKLOAD, PROFILES, with_policy
 from workbench.config.settings import add_flags, bounds_of
+from workbench.config.untrusted import UNSAFE_ID_CHARS
 from workbench.config.vocabulary import CANNED_WORKLOADS
 from workbench.controller.policy import POLICY_CLASSES
 from workbench.controller.spec import RatingSpec
@@ -105,7 +106,7 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--inventory", type=Path, default=DEFAULT_INVENTORY)
     r.add_argument("--load-hosts", type=int, help="the slot's first N load hosts share the load (default: all)")
     tenants.add_cli_flags(r)
-    r.add_argument("--results", "--out", dest="results", type=Path,
+    r.add_argument("--results", "--out", dest="results",
                    help="results directory (default results/<time>-<workload>-<slot>); re-use it to resume")
     r.add_argument("--warmup-s", type=float)
     r.add_argument("--fileset-rate", type=float)
@@ -206,14 +207,31 @@ def build_plan(args: argparse.Namespace, rating_id: str):
         raise UsageError(str(e)) from None
 
 
+def results_dir(args: argparse.Namespace) -> Path:
+    """The results directory: --results (checked: config.untrusted.check_results_path, its name is
+    the rating id) or results/<time>-<workload>-<slot>. Nothing is made here."""
+    from workbench.config.untrusted import check_results_path
+    if args.results is None:
+        stem = UNSAFE_ID_CHARS.sub("_", f"{Path(args.workload).stem}-{args.slot}")[:80]
+        return (REPO / "results" / f"{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}-{stem}").resolve()
+    try:
+        check_results_path(args.results)
+        out = Path(args.results).resolve()
+        check_results_path(str(out))            # as resolved (a symbolic link may name anything)
+    except ValueError as e:
+        raise UsageError(str(e)) from None
+    if out.exists() and not out.is_dir():
+        raise UsageError(f"--results: {out} exists and is not a directory; give a directory")
+    return out
+
+
 def cmd_rate(args: argparse.Namespace, harness_factory=None) -> int:
     from workbench.output.console import Progress, result_block
     from workbench.params.plan import ParamError, resumable_plan
     from workbench.pipeline.runner import run_rating
     from workbench.store.local import LocalStore
 
-    out = Path(args.results or REPO / "results" /
-               f"{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}-{Path(args.workload).stem}-{args.slot}").resolve()
+    out = results_dir(args)
     plan = build_plan(args, rating_id=out.name)
     fileset = check_rate_inputs(plan) if harness_factory is None else {}
     if args.check:

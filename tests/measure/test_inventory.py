@@ -25,6 +25,8 @@ def test_slots_are_groups_of_hosts_with_a_load_host():
     assert inventory_slots(LOCAL) == ["slot1", "slot2"]
     assert inventory_slots(REPO / "inventory" / "external" / "hosts.yml") == ["filer1"]
     assert inventory_slots(REPO / "inventory" / "ssh" / "hosts.yml") == ["sshslot1"]
+    # tenant B's group lists load hosts too, but is no slot (it spans the slots)
+    assert inventory_slots(REPO / "inventory" / "tenants" / "hosts.yml") == ["slot1", "slot2"]
     # a host's variables as Ansible sees them: all, then its groups, then its own
     hv = host_vars(LOCAL, "load1")
     assert hv["fstress_cpus"] == "1" and hv["ansible_connection"] == "local" and hv["wb_netns"] == "wb-load1"

@@ -718,15 +718,29 @@ func (r *Reply) wcc(d *xdr.Decoder, keep bool) {
 	r.postOp(d, keep)
 }
 
+// Bounds on a decoded READDIR / READDIRPLUS reply. A reply holds at most the
+// count the call asked (RFC 1813 §3.3.16–17); fstress asks at most 8 KiB and an
+// entry takes ≥ 24 bytes on the wire, so a legal reply has ≤ 342 entries.
+// Decoded, an entry takes 72 bytes plus its name, 3× its smallest wire form:
+// without a bound a 1 MiB reply of empty names would decode to 3 MiB.
+const (
+	MaxEntries = 1024 // entries accepted in one reply
+	MaxNameLen = 255  // bytes of an entry's name (NAME_MAX)
+)
+
 func (r *Reply) decodeEntries(d *xdr.Decoder, plus bool) {
 	for n := 0; d.Bool(); n++ {
+		if n >= MaxEntries {
+			d.Fail(fmt.Errorf("nfs3: more than %d directory entries in one reply", MaxEntries))
+			return
+		}
 		if d.Remaining() <= 0 {
 			d.Fail(errors.New("nfs3: truncated directory entry list"))
 			return
 		}
 		var e Entry
 		e.FileID = d.Uint64()
-		e.Name = d.String()
+		e.Name = d.StringMax(MaxNameLen)
 		e.Cookie = d.Uint64()
 		if plus {
 			if d.Bool() {

@@ -302,3 +302,37 @@ func TestPropertyNames(t *testing.T) {
 		}
 	}
 }
+
+// readdirBody: a READDIR reply (no attributes) of n entries with names of nameLen bytes.
+func readdirBody(n, nameLen int) []byte {
+	e := xdr.NewEncoder(0)
+	e.Uint32(uint32(NFS3_OK))
+	e.Bool(false)
+	e.FixedOpaque(verfBytes[:])
+	for i := 0; i < n; i++ {
+		e.Bool(true)
+		e.Uint64(uint64(i + 1))
+		e.String(string(make([]byte, nameLen)))
+		e.Uint64(uint64(i + 1))
+	}
+	e.Bool(false)
+	e.Bool(true)
+	return e.Bytes()
+}
+
+// A READDIR reply decodes to at most MaxEntries entries of names of at most
+// MaxNameLen bytes: a server cannot make fstress hold several times the reply.
+func TestDecodeReaddirBounded(t *testing.T) {
+	if legal := 8192 / 24; MaxEntries > 4*legal { // fstress's largest count; an entry is ≥ 24 bytes
+		t.Fatalf("MaxEntries %d: more than 4× the %d entries of an 8 KiB reply", MaxEntries, legal)
+	}
+	if r, err := DecodeReply(ProcReaddir, readdirBody(MaxEntries, MaxNameLen)); err != nil || len(r.Entries) != MaxEntries {
+		t.Fatalf("%d entries of %d-byte names: %v", MaxEntries, MaxNameLen, err)
+	}
+	if _, err := DecodeReply(ProcReaddir, readdirBody(MaxEntries+1, 0)); err == nil {
+		t.Errorf("%d entries: no error", MaxEntries+1)
+	}
+	if _, err := DecodeReply(ProcReaddir, readdirBody(1, MaxNameLen+1)); err == nil {
+		t.Errorf("a %d-byte name: no error", MaxNameLen+1)
+	}
+}

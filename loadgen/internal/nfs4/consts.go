@@ -70,7 +70,8 @@ const (
 	MaxPath      = 32       // components of OpLookupPath
 	MaxBitmapLen = 8        // bitmap4 words accepted
 	MaxAttrLen   = 64 << 10 // attr_vals bytes accepted
-	MaxEntries   = 1 << 16  // READDIR entries accepted in one reply
+	MaxEntries   = 2048     // READDIR entries accepted in one reply: fstress asks maxcount 32 KiB,
+	//                         an entry is ≥ 24 bytes on the wire (≤ 1366 entries)
 )
 
 // Opnum is an nfs_opnum4.

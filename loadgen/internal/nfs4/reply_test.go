@@ -223,3 +223,24 @@ func FuzzDecodeOpArgs(f *testing.F) {
 		}
 	})
 }
+
+// A READDIR reply decodes at most MaxEntries entries: fstress asks maxcount
+// 32 KiB, so a longer list is a server's mistake, not a directory to hold.
+func TestDecodeReaddirBounded(t *testing.T) {
+	readdir := func(n int) *wire {
+		w := replyHead(0, 1).u(26, 0).raw(verf8)
+		for i := 0; i < n; i++ {
+			w.u(1).h(uint64(i + 3)).s("a").u(0).u(0)
+		}
+		return w.u(0).u(1)
+	}
+	if legal := (32 << 10) / 24; MaxEntries > 2*legal { // an entry is ≥ 24 bytes on the wire
+		t.Fatalf("MaxEntries %d: more than twice the %d entries of a 32 KiB reply", MaxEntries, legal)
+	}
+	if r, err := DecodeReply(readdir(MaxEntries).b); err != nil || len(r.Entries) != MaxEntries {
+		t.Fatalf("%d entries: %v", MaxEntries, err)
+	}
+	if _, err := DecodeReply(readdir(MaxEntries + 1).b); err == nil {
+		t.Errorf("%d entries: accepted", MaxEntries+1)
+	}
+}

@@ -174,3 +174,39 @@ func TestEncodeAuth(t *testing.T) {
 		t.Fatalf("gid list not capped at 16: body %d bytes", n)
 	}
 }
+
+// A record marker may claim up to MaxRecord bytes without sending them: the
+// reader's buffer follows what arrives, not the claim (1024 connections each
+// told "64 MiB" used to hold 64 GiB).
+func TestRecordReaderDoesNotTrustTheMarker(t *testing.T) {
+	stream := binary.BigEndian.AppendUint32(nil, lastFragment|MaxRecord)
+	stream = append(stream, pattern(10, 7)...)
+	rr := NewRecordReader(bufio.NewReaderSize(bytes.NewReader(stream), 4096))
+	if _, err := rr.Next(); err != io.ErrUnexpectedEOF && err != io.EOF {
+		t.Fatalf("truncated record: got %v", err)
+	}
+	if c := cap(rr.acc); c > recordGrowStep {
+		t.Fatalf("a 10-byte fragment claiming %d bytes holds a %d-byte buffer; want ≤ %d", MaxRecord, c, recordGrowStep)
+	}
+	// 64 MiB (the old bound) is refused at the marker, before any allocation
+	stream = binary.BigEndian.AppendUint32(nil, lastFragment|64<<20)
+	rr = NewRecordReader(bufio.NewReader(bytes.NewReader(stream)))
+	if _, err := rr.Next(); err == nil || !strings.Contains(err.Error(), "larger") || cap(rr.acc) != 0 {
+		t.Fatalf("64 MiB marker: %v, buffer %d", err, cap(rr.acc))
+	}
+}
+
+// The largest legal reply (a 1 MiB READ and its headers) still passes, in
+// fragments of any size, and its buffer is no larger than twice the record.
+func TestRecordReaderLargestReply(t *testing.T) {
+	want := pattern(MaxRecord, 9)
+	stream := frame(want, 1<<20-3, 5000)
+	rr := NewRecordReader(bufio.NewReaderSize(bytes.NewReader(stream), 4096))
+	got, err := rr.Next()
+	if err != nil || !bytes.Equal(got, want) {
+		t.Fatalf("got %d bytes, %v; want %d", len(got), err, len(want))
+	}
+	if cap(rr.acc) > 2*MaxRecord {
+		t.Fatalf("buffer %d for a %d-byte record", cap(rr.acc), MaxRecord)
+	}
+}

@@ -91,8 +91,16 @@ const (
 	AuthSysFlavor  = 1
 
 	lastFragment = 0x80000000
-	// MaxRecord bounds the size of one reassembled reply record.
-	MaxRecord = 64 << 20
+	// MaxRecord bounds the size of one reassembled record: the largest reply
+	// fstress can legally get is a READ of 1 MiB (the engine's I/O size cap;
+	// READDIR asks for at most 32 KiB) plus its RPC and NFS headers,
+	// attributes and an NFSv4 COMPOUND's other results, well within 64 KiB.
+	// A record marker claiming more is refused before anything is allocated.
+	MaxRecord = 1<<20 + 64<<10
+	// recordGrowStep: the reassembly buffer grows with the bytes that arrive,
+	// not with what a fragment header claims (a 4-byte header could
+	// otherwise pin MaxRecord bytes per connection without sending them).
+	recordGrowStep = 64 << 10
 )
 
 // DefaultTimeout is used when Options.Timeout is zero.
@@ -854,6 +862,19 @@ type RecordReader struct {
 	inFrag   bool
 }
 
+// grow makes room in acc for more of the current fragment: at most
+// max(recordGrowStep, len(acc)) bytes beyond what has arrived (doubling), never
+// more than the fragment has left.
+func (r *RecordReader) grow() {
+	if cap(r.acc) > len(r.acc) {
+		return
+	}
+	add := min(r.fragLeft, max(recordGrowStep, len(r.acc)))
+	na := make([]byte, len(r.acc), len(r.acc)+add)
+	copy(na, r.acc)
+	r.acc = na
+}
+
 // NewRecordReader returns a RecordReader on br.
 func NewRecordReader(br *bufio.Reader) *RecordReader { return &RecordReader{br: br} }
 
@@ -892,15 +913,11 @@ func (r *RecordReader) Next() ([]byte, error) {
 				r.accum = true
 			}
 			r.inFrag, r.fragLeft, r.fragLast = true, n, last
-			if cap(r.acc)-len(r.acc) < n {
-				na := make([]byte, len(r.acc), len(r.acc)+n)
-				copy(na, r.acc)
-				r.acc = na
-			}
 		}
 		for r.fragLeft > 0 {
+			r.grow()
 			l := len(r.acc)
-			k, err := r.br.Read(r.acc[l : l+r.fragLeft])
+			k, err := r.br.Read(r.acc[l : l+min(r.fragLeft, cap(r.acc)-l)])
 			r.acc = r.acc[:l+k]
 			r.fragLeft -= k
 			if err != nil {

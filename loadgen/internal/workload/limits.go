@@ -18,18 +18,22 @@ import (
 // directory tree forever, `@/dev/zero` is read without end and `1e308K` becomes +Inf.
 // `fstress check` runs exactly these checks, without a server.
 const (
-	MaxFileSize     = 1 << 40  // bytes per file (1 TiB)
-	MaxIOSize       = 16 << 20 // bytes per READ / WRITE
-	MaxPerDir       = 100000   // files, subdirectories or symlinks one directory draws
-	MaxTreeDepth    = 64       // max_depth
-	MaxRunOps       = 1000000  // READs / WRITEs of one sequential run
-	MaxRate         = 1e7      // ops/s (rate, and the rate a file set is sized for)
-	MaxFilesPerOps  = 1e4      // fileset_files_per_ops
-	MaxFiles        = 10000000 // files of a file set
-	MaxDirs         = 10000000 // directories of a file set
-	MaxSymlinks     = 10000000 // symlinks of a file set
-	MaxFilesetBytes = 1 << 40  // data of a file set (1 TiB)
-	MaxInputBytes   = 16 << 20 // a workload, distribution or mix file
+	MaxFileSize    = 1 << 40  // bytes per file (1 TiB)
+	MaxIOSize      = 16 << 20 // bytes per READ / WRITE
+	MaxPerDir      = 100000   // files, subdirectories or symlinks one directory draws
+	MaxTreeDepth   = 64       // max_depth
+	MaxRunOps      = 1000000  // READs / WRITEs of one sequential run
+	MaxRate        = 1e7      // ops/s (rate, and the rate a file set is sized for)
+	MaxFilesPerOps = 1e4      // fileset_files_per_ops
+	MaxFiles       = 10000000 // files of a file set
+	MaxDirs        = 10000000 // directories of a file set
+	MaxSymlinks    = 10000000 // symlinks of a file set
+	// MaxSymlinksPerFile bounds symlinks by the files the set is sized for: the self-scaling rule
+	// sizes a file set by its files (fileset_files_per_ops), and links beyond a few per file make
+	// it a different, far larger set (10⁷ links beside 100 files passed MaxSymlinks).
+	MaxSymlinksPerFile = 16
+	MaxFilesetBytes    = 1 << 40  // data of a file set (1 TiB)
+	MaxInputBytes      = 16 << 20 // a workload, distribution or mix file
 )
 
 // sizeText renders a byte count with a binary suffix ("16M", "1T").
@@ -194,6 +198,9 @@ func (w *Workload) CheckFileset(rate float64) (FilesetEstimate, error) {
 	case links > MaxSymlinks:
 		return e, fmt.Errorf("file set: about %.0f symlinks %s (symlinks_per_dir mean %g); at most %d",
 			links, why, w.SymlinksPerDir.Mean(), MaxSymlinks)
+	case links > MaxSymlinksPerFile*files:
+		return e, fmt.Errorf("file set: about %.0f symlinks for %.0f files %s (symlinks_per_dir mean %g); at most %d per file",
+			links, files, why, w.SymlinksPerDir.Mean(), MaxSymlinksPerFile)
 	case !(bytes <= MaxFilesetBytes):
 		return e, fmt.Errorf("file set: about %s of data %s (file_size mean %s); at most %s",
 			sizeText(bytes), why, sizeText(w.FileSize.Mean()), sizeText(MaxFilesetBytes))

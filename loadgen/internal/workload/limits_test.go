@@ -100,6 +100,11 @@ func TestCheckFilesetBounds(t *testing.T) {
 		{load("files_per_dir = 1\ndirs_per_dir = 100\nmax_depth = 8\nfileset_files_per_ops = 1000\n"), 10000, "directories"},
 		{load("files_per_dir = 1\nsymlinks_per_dir = 10000\nfileset_files_per_ops = 100\n"), 10000, "symlinks"},
 		{load("file_size = 1T\nfileset_min_files = 2\n"), 0, "of data"},
+		// 10⁷ symlinks (within MaxSymlinks) beside a 100-file set
+		{load("files_per_dir = 1\nsymlinks_per_dir = 100000\nfileset_min_files = 100\nfileset_files_per_ops = 0.01\n"),
+			8000, "about 10000000 symlinks for 100 files"},
+		{load("max_depth = 0\nsymlinks_per_dir = 1000\nfileset_min_files = 16\nfileset_files_per_ops = 0.001\n"),
+			8000, "at most 16 per file"},
 		{load(""), -1, "file set rate -1 ops/s: must be in [0, 1e+07]"},
 		{load(""), 2e7, "must be in [0, 1e+07]"},
 	}

@@ -3,7 +3,8 @@ hosts (through child groups), in the file's order; its slots; a host's variables
 rating's slot, its load hosts and their settings before any host is touched.
 
 A slot is a group that lists its hosts directly, has no child groups, holds at least one member of
-`loadgen`, and is not `loadgen` or `sut` itself (`all` and `ungrouped` never are)."""
+`loadgen`, and is not `loadgen`, `sut` or `background` (tenant B's load hosts, config.tenants) itself
+(`all` and `ungrouped` never are)."""
 from __future__ import annotations
 
 import os
@@ -15,9 +16,10 @@ from typing import Any
 import yaml
 
 from workbench.config.tenants import BACKGROUND_GROUP
+from workbench.config.untrusted import load_yaml
 
 MAX_INVENTORY_BYTES = 1 << 20
-NOT_SLOTS = ("all", "ungrouped", "loadgen", "sut")
+NOT_SLOTS = ("all", "ungrouped", "loadgen", "sut", BACKGROUND_GROUP)   # background: tenant B's hosts
 
 
 class InventoryError(ValueError):
@@ -45,7 +47,7 @@ def read_inventory(path: Path) -> dict[str, Any]:
         fd = os.open(p, os.O_RDONLY | os.O_NONBLOCK)
         with os.fdopen(fd, "rb") as fh:
             text = fh.read(MAX_INVENTORY_BYTES + 1)
-        data = yaml.safe_load(text) or {}
+        data = load_yaml(text, MAX_INVENTORY_BYTES) or {}
     except (OSError, yaml.YAMLError, UnicodeDecodeError) as e:
         raise InventoryError(f"inventory: cannot read {path}: {' '.join(str(e).split())}") from None
     if not isinstance(data, dict):

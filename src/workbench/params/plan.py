@@ -16,6 +16,8 @@ from workbench.config.factors import factor_vars, params_schema, with_rules
 from workbench.config.paths import CANNED_WORKLOADS_DIR, DEFAULT_INVENTORY, rating_dir
 from workbench.config.profiles import PROFILES, with_policy
 from workbench.config.settings import form_settings
+from workbench.config import untrusted
+from workbench.config.untrusted import MAX_RATING_ID, UNSAFE_ID_CHARS
 from workbench.config import tenants, workloads
 from workbench.config.vocabulary import CANNED_WORKLOADS, MAX_TRIAL_TASKS, SEED_SOURCES, SLOTS
 from workbench.controller.policy import POLICY_CLASSES
@@ -56,7 +58,6 @@ FACTOR_PARAMS = tuple(params_schema())
 SPEC_PARAMS = tuple(k for k in form_settings(RatingSpec) if k != "seed_load")   # + policy: plan_from_params
 
 
-UNSAFE_ID_CHARS = re.compile(r"[^A-Za-z0-9._-]+")
 
 
 class ParamError(ValueError):
@@ -66,7 +67,23 @@ class ParamError(ValueError):
 def rating_id_for(dag_id: str, run_id: str) -> str:
     """Deterministic, store-safe id of the rating a DAG run makes (retries reuse it)."""
     rid = UNSAFE_ID_CHARS.sub("_", f"{dag_id}__{run_id}").strip("._-")
-    return rid[:128]
+    return rid[:MAX_RATING_ID]
+
+
+def check_rating_id(rating_id: Any, name: str = "rating_id") -> None:
+    """config.untrusted.check_rating_id as a ParamError naming `name` (the CLI passes "--results")."""
+    try:
+        untrusted.check_rating_id(rating_id, name)
+    except ValueError as e:
+        raise ParamError(str(e)) from None
+
+
+def untemplated(name: str, value: Any) -> None:
+    """ParamError when a value the user typed holds a Jinja marker (config.untrusted)."""
+    try:
+        untrusted.refuse_template(name, value)
+    except ValueError as e:
+        raise ParamError(str(e)) from None
 
 
 def night_of(dag_run: Any, run_id: str = "") -> str:
@@ -244,6 +261,9 @@ def plan_from_params(params: Mapping[str, Any], rating_id: str, workload_files: 
     unknown = sorted(set(params) - set(PARAMS))
     if unknown:
         raise ParamError(f"unknown parameter(s): {', '.join(unknown)}; known: {', '.join(PARAMS)}")
+    for name, value in params.items():
+        if name != "workload_text":        # written to a file the fstress role copies, never templated
+            untemplated(name, value)
     p = {k: params.get(k, PARAMS[k].get("default")) for k in PARAMS}
     for name, value in p.items():
         if not (name == "workload" and workload_files and Path(str(value)).is_file()):
@@ -283,8 +303,7 @@ def plan_from_params(params: Mapping[str, Any], rating_id: str, workload_files: 
     if rs.budget_s < one_trial:
         raise ParamError(f"budget_s: {rs.budget_s:g} s does not pay for one trial ({rs.runlength_s:g} s "
                          f"runlength + {rs.trial_overhead_s:g} s overhead); at least {one_trial:g}")
-    if not rating_id or UNSAFE_ID_CHARS.search(rating_id):
-        raise ParamError(f"rating_id {rating_id!r}: only letters, digits, '.', '_' and '-'")
+    check_rating_id(rating_id)
     return RatingPlan(rating_id=rating_id, workload=label, profile=p["profile"], slot=p["slot"],
                       workload_text=text, workload_factors=wfactors,
                       factors=factors, spec=spec, warmup_s=float(prof["warmup_s"]),
@@ -315,6 +334,9 @@ def with_settings(plan: RatingPlan, *, slot: str | None = None, first_load: floa
                   fileset_rate: float | None = None, fstress_cpus: str | None = None,
                   inventory: str | Path | None = None) -> RatingPlan:
     """The plan with the command line's own settings (None = the profile's)."""
+    untemplated("slot", slot)
+    untemplated("fstress_cpus", fstress_cpus)
+    untemplated("inventory", None if inventory is None else str(inventory))
     if first_load is not None and not (math.isfinite(first_load) and 0 < first_load <= 1e7):
         raise ParamError(f"first_load: {first_load!r} is not allowed; a number > 0 and ≤ 1e+07")
     spec = dict(plan.spec, **({"first_load": float(first_load)} if first_load is not None else {}))

@@ -6,7 +6,9 @@ outside itself, reading files only: the settings the command line adds, the inve
 a slot, it has the load hosts and the SUT asked for, its CPU lists name CPUs that exist, the fstress
 variables are in range), the workload and its file set (``bin/fstress check``: bounded sizes,
 counts and depths, finite numbers, readable regular files) and whether the export can hold the
-file set (tmpfs size, disk capacity). Every failure is a ParamError of one line,
+file set (tmpfs size, disk capacity); and what the plan meets beyond its slot (``hostcheck``: slots
+that overlap in the inventory, an external server that is another slot's SUT, a local SUT's backend,
+free disk and memory). Every failure is a ParamError of one line,
 "<field>: <what is wrong>; <what is allowed>".
 """
 from __future__ import annotations
@@ -27,7 +29,8 @@ from workbench.config.vocabulary import CANNED_WORKLOADS
 from workbench.config.workloads import FACTORS_MARK, WORKLOAD_BY_NAME, text_digest
 from workbench.measure.inventory import (InventoryError, host_vars, slot_background_hosts, slot_load_hosts,
                                         slot_sut_hosts)
-from workbench.params.plan import ParamError, RatingPlan, history_seed, plan_from_params, seeded
+from workbench.params.hostcheck import check_hosts
+from workbench.params.plan import ParamError, RatingPlan, history_seed, plan_from_params, seeded, untemplated
 
 FSTRESS_CHECK_TIMEOUT_S = 30.0
 MAX_FILESET_RATE = 1e7          # fstress's bound (workload.MaxRate)
@@ -56,6 +59,7 @@ def check_settings(plan: RatingPlan) -> None:
     _finite_in("warmup_trial_s", plan.warmup_trial_s, 0, MAX_WARMUP_S)
     _finite_in("first_load", plan.spec.get("first_load", 1.0), 0, MAX_FIRST_LOAD, lo_open=True)
     for name, value in plan.extravars.items():
+        untemplated(name, value)                     # a plan from a store or a sweep, not the CLI
         check_fstress_var(name, value)
 
 
@@ -191,6 +195,7 @@ def validate_plan(plan: RatingPlan, slots: Sequence[str] | None = None,
     if slots is None:
         slots = tuple(vocabulary.SLOTS) if plan.slot == "auto" else (plan.slot,)
     runs = (runs if runs is not None else check_inventory(plan, slots)) or {_run_vars(plan.extravars)}
+    check_hosts(plan, slots or (tuple(vocabulary.SLOTS) if plan.slot == "auto" else (plan.slot,)))
     with tempfile.TemporaryDirectory(prefix="wb-check-") as tmp:
         wl = plan.workload_file(Path(tmp))
         fileset: dict[str, Any] = {}

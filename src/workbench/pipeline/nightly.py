@@ -17,6 +17,7 @@ from workbench.analysis.plots import history_png
 from workbench.analysis.regression import compare_to_history, reference_load, verdict_label, verdict_word
 from workbench.analysis.report import nightly_report_html
 from workbench.config.paths import REPO
+from workbench.config.untrusted import load_yaml
 from workbench.controller.result import goal_results
 from workbench.params.plan import UNSAFE_ID_CHARS, ParamError, plan_from_params, seeded, strict_json
 from workbench.params.validation import validate_plans
@@ -40,7 +41,7 @@ def _read_config(p: Path) -> dict[str, Any]:
             raise ParamError(f"config_path: {p} is not a regular file; want the YAML of the baselines")
         if p.stat().st_size > MAX_CONFIG_BYTES:
             raise ParamError(f"config_path: {p} is {p.stat().st_size} bytes; at most {MAX_CONFIG_BYTES}")
-        cfg = yaml.safe_load(p.read_text()) or {}
+        cfg = load_yaml(p.read_text(), MAX_CONFIG_BYTES) or {}
     except (OSError, yaml.YAMLError, UnicodeDecodeError) as e:
         raise ParamError(f"config_path: cannot read {p}: {' '.join(str(e).split())}") from None
     if not isinstance(cfg, dict):

@@ -29,7 +29,7 @@ VENV_BIN=$REPO/.venv/bin
 die() { echo "celery-stack.sh: $*" >&2; exit 1; }
 say() { echo "celery-stack.sh: $*" >&2; }
 
-usage() { sed -n '/^#   celery-stack.sh /s/^# *//p' "${BASH_SOURCE[0]}"; }
+usage() { sed -n '2,/^[^#]/s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"; }     # the header above
 [ $# -ge 1 ] || { usage >&2; die "an action is needed (up|down|status|env; --help)"; }
 [ "$1" != help ] || { usage; exit 0; }
 for arg in "$@"; do case $arg in -h|--help) usage; exit 0 ;; esac; done     # before any state is made

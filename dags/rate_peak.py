@@ -34,6 +34,7 @@ from workbench.config.vocabulary import MAX_TRIAL_TASKS, SLOTS
 from workbench.controller.decide import NextTrial
 from workbench.lease import leases
 from workbench.lease.leases import LeaseLost
+from workbench.lease.store import LeaseConfigError
 from workbench.measure.inventory import InventoryError
 from workbench.output.console import fmt_num, result_block, trial_line
 from workbench.output.notify import RunNotifier
@@ -101,9 +102,10 @@ def validate(params, dag_run, ti, **_):
 
 
 def lease_slot(ti, **_):
-    try:   # a busy slot is retried (the task's retries); a slot the inventory lacks is not
+    try:   # a busy slot is retried (the task's retries); a slot the inventory lacks, or WB_LEASE_*, is not
+        pipeline.reap_slots()     # slots whose holder is gone (a killed CLI, an ended run): torn down first
         plan = leases.lease_slot(RatingPlan.from_dict(ti.xcom_pull(task_ids="validate")))
-    except InventoryError as e:
+    except (InventoryError, LeaseConfigError) as e:
         raise AirflowFailException(str(e)) from None
     print(f"leased {plan.slot} (token {plan.lease_token})")
     return plan.to_dict()

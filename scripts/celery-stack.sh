@@ -7,7 +7,7 @@
 #   celery-stack.sh up     [--dir D] [--api-port P] [--workers N]   start (idempotent)
 #   celery-stack.sh down   [--dir D] [--purge]                      stop all; --purge deletes D and the database
 #   celery-stack.sh status [--dir D]                                one line per process; exit 1 if one is down
-#   celery-stack.sh env    [--dir D]                                the AIRFLOW__* lines for `airflow` CLI calls
+#   celery-stack.sh env    [--dir D]                                the AIRFLOW__* lines (and WB_LEASE_STORE) for CLI calls
 #
 # D (default /tmp/workbench/celery, mode 0700) holds `env` (generated at first start, mode 600:
 # database and broker passwords, Airflow's JWT secret, Fernet key and API secret; reused later),
@@ -16,8 +16,12 @@
 # /var/lib/postgresql/workbench/ (named in `env`). Everything listens on 127.0.0.1 only; the UI is
 # http://127.0.0.1:P (default 8090), every user admin as in `make ui`. The workers run the tasks with
 # this checkout's venv and slots (WB_SLOTS, WB_INVENTORY); the results store is WB_S3_* of the
-# environment, else the local MinIO (scripts/minio.sh);
-# AIRFLOW__* variables in the caller's environment override the defaults below.
+# environment, else the local MinIO (scripts/minio.sh). The slot leases are in the stack's Postgres
+# (database `workbench`; `env` prints its WB_LEASE_STORE for the CLI): a host-local lease store
+# (WB_LEASE_STORE=file) is refused for more than one worker. A task whose worker died is failed
+# after 30 s without a heartbeat and retried on another worker (within 60 s: the DAGs' retry delays
+# are 5-10 s); AIRFLOW__SCHEDULER__TASK_INSTANCE_HEARTBEAT_TIMEOUT[_DETECTION_INTERVAL] in the
+# caller's environment override these two defaults; its other AIRFLOW__* keys pass through.
 set -euo pipefail
 
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -25,7 +29,11 @@ VENV_BIN=$REPO/.venv/bin
 die() { echo "celery-stack.sh: $*" >&2; exit 1; }
 say() { echo "celery-stack.sh: $*" >&2; }
 
-[ $# -ge 1 ] || die "usage: celery-stack.sh up|down|status|env [--dir D] [--api-port P] [--workers N] [--purge]"
+usage() { sed -n '2,/^[^#]/s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"; }     # the header above
+[ $# -ge 1 ] || { usage >&2; die "an action is needed (up|down|status|env; --help)"; }
+[ "$1" != help ] || { usage; exit 0; }
+for arg in "$@"; do case $arg in -h|--help) usage; exit 0 ;; esac; done     # before any state is made
+case $1 in up|down|status|env) ;; *) die "unknown action '$1' (up|down|status|env; --help)" ;; esac
 action=$1; shift
 dir=/tmp/workbench/celery api_port='' workers=2 purge=''
 while [ $# -gt 0 ]; do
@@ -110,7 +118,21 @@ AIRFLOW__LOGGING__BASE_LOG_FOLDER=$home/logs
 AIRFLOW__LOGGING__TRIGGER_LOG_SERVER_PORT=$(env_value WB_TRIGGER_LOG_PORT)
 AIRFLOW__DAG_PROCESSOR__DAG_BUNDLE_STORAGE_PATH=$home/bundles
 AIRFLOW__DAG_PROCESSOR__REFRESH_INTERVAL=10
+AIRFLOW__SCHEDULER__TASK_INSTANCE_HEARTBEAT_TIMEOUT=${AIRFLOW__SCHEDULER__TASK_INSTANCE_HEARTBEAT_TIMEOUT:-30}
+AIRFLOW__SCHEDULER__TASK_INSTANCE_HEARTBEAT_TIMEOUT_DETECTION_INTERVAL=${AIRFLOW__SCHEDULER__TASK_INSTANCE_HEARTBEAT_TIMEOUT_DETECTION_INTERVAL:-5}
+WB_LEASE_STORE=$(lease_store)
 EOF
+}
+
+# The slot leases: the stack's Postgres unless the caller names another store; a host-local one
+# (file) only for a single worker.
+lease_store() {
+  case ${WB_LEASE_STORE:-} in
+    '') echo "postgresql://airflow:$(env_value WB_PG_PASSWORD)@127.0.0.1:$(env_value WB_PG_PORT)/workbench" ;;
+    postgresql://*|postgres://*) echo "$WB_LEASE_STORE" ;;
+    *) [ "$workers" -le 1 ] || die "WB_LEASE_STORE=${WB_LEASE_STORE%%://*}: a host-local lease store cannot serve $workers workers (two ratings could load one slot); unset it (the stack's Postgres) or use --workers 1"
+       echo "$WB_LEASE_STORE" ;;
+  esac
 }
 
 # Export the stack's configuration (the caller's AIRFLOW__* settings of other keys pass through).
@@ -144,6 +166,9 @@ pg_up() {
   PGPASSWORD=$(env_value WB_PG_PASSWORD) "$PG_BIN/psql" -h 127.0.0.1 -p "$port" -U airflow -d postgres -tAc \
     "SELECT 1 FROM pg_database WHERE datname='airflow'" | grep -q 1 ||
     PGPASSWORD=$(env_value WB_PG_PASSWORD) "$PG_BIN/createdb" -h 127.0.0.1 -p "$port" -U airflow airflow
+  PGPASSWORD=$(env_value WB_PG_PASSWORD) "$PG_BIN/psql" -h 127.0.0.1 -p "$port" -U airflow -d postgres -tAc \
+    "SELECT 1 FROM pg_database WHERE datname='workbench'" | grep -q 1 ||      # the slot leases
+    PGPASSWORD=$(env_value WB_PG_PASSWORD) "$PG_BIN/createdb" -h 127.0.0.1 -p "$port" -U airflow workbench
 }
 pg_down() {
   local data
@@ -240,6 +265,7 @@ unpause_on_demand() {
 up() {
   local name
   make_env
+  lease_store >/dev/null        # dies on a host-local lease store for several workers
   [ -z "$api_port" ] || [ "$api_port" = "$(env_value WB_API_PORT)" ] ||
     die "$dir was set up with api port $(env_value WB_API_PORT); 'down --purge' it to change the port"
   pg_up
@@ -250,6 +276,9 @@ up() {
   airflow db migrate >"$dir/db-migrate.log" 2>&1 || die "airflow db migrate failed; see $dir/db-migrate.log"
   airflow pools set workbench_sut "$(tr ',' '\n' <<<"${WB_SLOTS:-slot1,slot2}" | grep -c .)" \
     "SUT slots of the workbench (${WB_SLOTS:-slot1,slot2})" >/dev/null 2>&1 || die "could not create the workbench_sut pool"
+  # slots whose holder is gone (a killed CLI, an ended run) are torn down before a worker leases one
+  timeout 1200 "$VENV_BIN/python" -c 'from workbench.pipeline import reap_slots; reap_slots()' \
+    >>"$dir/reaper.log" 2>&1 || say "warning: the reaper failed; see $dir/reaper.log"
   for name in $(components "$workers"); do start_component "$name"; done
   wait_ready
   unpause_on_demand
@@ -288,6 +317,7 @@ status() {
   else echo "postgres: DOWN"; bad=1; fi
   if redis_ping; then echo "redis: running, 127.0.0.1:$(env_value WB_REDIS_PORT)"; else echo "redis: DOWN"; bad=1; fi
   for f in "$dir"/*.pid; do
+    [ -e "$f" ] || continue                  # none: every component stopped by `down`
     name=$(basename "$f" .pid)
     [ "$name" != redis ] || continue
     pid=$(running_pid "$name")

@@ -340,12 +340,20 @@ def _num(x: Any) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    from workbench.lease.leases import check_settings
+    from workbench.lease.store import LeaseConfigError
+
     parser = _parser()
     args = parser.parse_args(argv)
     try:
+        if args.cmd == "rate":
+            check_settings()                       # WB_LEASE_*: refused before anything, --check too
         return {"rate": cmd_rate, "plan": cmd_plan, "compare": cmd_compare}[args.cmd](args)
     except UsageError as e:                        # one line, whatever the message held, naming the flag
         print(f"workbench: {one_line(e, _flags(parser))}", file=sys.stderr)
+        return 2
+    except LeaseConfigError as e:                  # WB_LEASE_STORE, WB_LEASE_STALE_S, WB_LEASE_WAIT_S
+        print(f"workbench: {e}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("workbench: interrupted (re-run the same command to resume)", file=sys.stderr)

@@ -16,7 +16,7 @@ from workbench.measure.ansible import AnsibleHarness
 from workbench.measure.protocol import HarnessFactory
 from workbench.output.console import fmt_num, short, trial_line
 from workbench.params.plan import RatingPlan
-from workbench.pipeline.slot import teardown
+from workbench.pipeline.slot import reap_slots, teardown
 from workbench.pipeline.steps import (decide_step, deploy, provision, publish_step, report_step,
                                       summarise_step, trial_log, trial_step, validate_step)
 from workbench.pipeline.stop import RatingKilled, killable, stop_children
@@ -30,15 +30,16 @@ RATING_TIMEOUT_S = 12 * 3600.0
 def run_rating(plan: RatingPlan, store: Store, log: Callable[[str], None] = print,
                on_trial: Callable[[Mapping[str, Any]], None] | None = None,
                teardown_after: bool = True, make: HarnessFactory = AnsibleHarness) -> dict[str, Any]:
-    """lease (waiting up to LEASE_WAIT_S for a busy slot) → provision → deploy → trials → validate →
+    """reap → lease (waiting up to LEASE_WAIT_S for a busy slot) → provision → deploy → trials → validate →
     summarise → report → publish → teardown (always, unless `teardown_after` is False; after a kill,
     by a detached process). A trial already in the store is not run again."""
+    reap_slots(make, log=log)                  # slots whose holder is gone: torn down first
     plan = lease_slot(plan, wait_s=LEASE_WAIT_S, log=log)
     log(f"rating {plan.rating_id}: {plan.workload_name()} on {plan.slot} (lease token {plan.lease_token})\n"
         f"  {plan.server_text()}")
     killed = False
     try:
-        with holding(plan), killable(plan):      # the heartbeat for the rating's whole life
+        with holding(plan, on_lost=stop_children), killable(plan):   # the rating's heartbeat
             return _rate(plan, store, log, on_trial, make)
     except RatingKilled:
         killed = True

@@ -3,8 +3,13 @@ and a killed step's detached teardown (`stop.main`) share."""
 from __future__ import annotations
 
 import dataclasses
+import time
+from typing import Any, Callable
 
-from workbench.lease.leases import holding, holds, mark_dirty, release_slot, teardown_turn
+from workbench.config import vocabulary
+from workbench.lease.leases import (Alive, airflow_run_alive, check_settings, holder_gone, holding, holds, mark_dirty,
+                                    release_slot, teardown_turn, this_process)
+from workbench.lease.store import lease_store
 from workbench.measure.ansible import AnsibleHarness
 from workbench.measure.protocol import Harness, HarnessFactory
 from workbench.params.plan import RatingPlan
@@ -49,3 +54,47 @@ def teardown(plan: RatingPlan, make: HarnessFactory = AnsibleHarness) -> str:
             raise
         release_slot(plan)
     return "torn down"
+
+
+def _take_for_reaping(slot: str, alive: Alive | None) -> RatingPlan | str:
+    """The dead holder's plan holding `slot` with a new token (the reaper now holds the lease, in the
+    dead rating's name: its resume waits for the teardown), or why the slot is not reaped."""
+    store = lease_store()
+    with store.locked(slot):
+        lease = store.read(slot)
+        if lease is None:
+            return "free"
+        if not holder_gone(lease, alive or airflow_run_alive):
+            return f"held by rating {lease.get('rating_id')}"
+        if not isinstance(lease.get("plan"), dict):
+            return (f"holder of rating {lease.get('rating_id')} gone, but no plan recorded: the next rating "
+                    f"that leases {slot} tears it down first")
+        token = store.next_token(slot)
+        store.write(slot, {**lease, "token": token, "holder": this_process(reaper=True), "dirty": True,
+                           "taken_unix": time.time()})
+    return RatingPlan.from_dict(lease["plan"]).with_slot(slot).with_lease(token)
+
+
+def reap_slots(make: HarnessFactory = AnsibleHarness, alive: Alive | None = None,
+               log: Callable[[str], Any] = print) -> list[str]:
+    """Every slot whose holder is gone (its process ended, its Airflow run over, or its heartbeat silent
+    for LEASE_STALE_S where neither can be told) is torn down and its lease released — what any start
+    (CLI, DAG, stack) does before it leases. A failed teardown leaves the lease dirty (the next rating
+    tears down first) and is logged, not raised. The slots reaped."""
+    check_settings()
+    reaped = []
+    for slot in vocabulary.SLOTS:
+        try:
+            got = _take_for_reaping(slot, alive)
+        except (OSError, TimeoutError, ValueError) as e:
+            log(f"reaper: {slot} not checked: {e}")
+            continue
+        if isinstance(got, str):
+            continue
+        log(f"reaper: {slot}: the holder of rating {got.rating_id} is gone; tearing the slot down")
+        try:
+            log(f"reaper: {slot}: {teardown(got, make)}")
+            reaped.append(slot)
+        except Exception as e:           # TeardownFailed, a harness error: the next rating tries again
+            log(f"reaper: {slot}: {e}")
+    return reaped

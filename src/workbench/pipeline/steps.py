@@ -30,7 +30,7 @@ from workbench.measure.ansible import AnsibleHarness
 from workbench.measure.protocol import HarnessFactory
 from workbench.params.plan import RatingPlan, strict_json
 from workbench.pipeline.slot import harness_for, teardown_or_raise
-from workbench.pipeline.stop import killable
+from workbench.pipeline.stop import killable, stop_children
 from workbench.store.base import Store, TrialConflict, encode_json
 
 
@@ -39,7 +39,7 @@ def provision(plan: RatingPlan, store: Store, make: HarnessFactory = AnsibleHarn
     if not FSTRESS.is_file():
         raise RuntimeError(f"fstress binary {FSTRESS} is missing: run `make fstress`")
     t0 = time.time()
-    with holding(plan) as lease, killable(plan):
+    with holding(plan, on_lost=stop_children) as lease, killable(plan):
         h = harness_for(plan, make)
         if lease.get("dirty"):           # taken over from a rating that ended without a clean teardown
             teardown_or_raise(plan, make)
@@ -63,7 +63,7 @@ def _record_time(plan: RatingPlan, store: Store, step: str, t0: float) -> None:
 def deploy(plan: RatingPlan, store: Store, make: HarnessFactory = AnsibleHarness) -> str:
     """fstress and the file set on the load hosts, then the discarded warm-up trial."""
     t0 = time.time()
-    with holding(plan), killable(plan):
+    with holding(plan, on_lost=stop_children), killable(plan):
         h = harness_for(plan, make)
         h.deploy()
         if plan.warmup_trial_s <= 0:
@@ -141,7 +141,8 @@ def trial_step(plan: RatingPlan, store: Store, k: int,
     if record is None:
         prev = trial_log(store, plan.rating_id)[:k]
         t0 = time.time()
-        with holding(plan), killable(plan):    # LeaseLost / RatingKilled: the trial is not recorded
+        # LeaseLost (the lease lost: the trial stopped at once) / RatingKilled: the trial is not recorded
+        with holding(plan, on_lost=stop_children), killable(plan):
             t = harness_for(plan, make).measure(d.load_ops_s, d.runlength_s, trial_id=k,
                                                 check_server=k == 0 or not prev[-1].valid)
         record = checked_record({"n": k, "decision": d.reason, **t.at(d.load_ops_s, d.runlength_s).to_dict(),

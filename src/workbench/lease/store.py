@@ -1,0 +1,147 @@
+"""Where leases live: a store every entry point of a deployment shares.
+
+* `FileStore` — one JSON file per slot under ``<WORKDIR>/leases``, every change under an exclusive
+  ``flock``: the embedded, single-host default. The directory is this host's own, so it is safe only
+  when every rating of the deployment runs on this host (the Celery stack refuses it for several
+  workers).
+* `PgStore` (lease.pgstore) — one row per slot in the Postgres the deployment already shares (the
+  Celery stack's metadata database), changes under a transaction-scoped advisory lock.
+
+`lease_store()` picks one from ``WB_LEASE_STORE``: unset or ``file`` → the file store,
+``postgresql://user:password@host:port/db`` → Postgres. Every store offers the same operations:
+`locked` (mutual exclusion of the changes of one slot, waited for a bounded time), `read` (the lease
+with ``heartbeat_unix`` on this host's clock, or None), `write` (also a heartbeat), `delete`,
+`next_token` (the slot's fencing sequence) and `touch` (the heartbeat).
+"""
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import time
+from pathlib import Path
+from typing import Any, Iterator, Protocol
+
+from workbench.config import paths
+
+LOCK_WAIT_S = 30.0             # a lease's lock is held for a read and a write
+
+
+class LeaseStore(Protocol):
+    shared: bool               # visible to every host of the deployment
+
+    def where(self, slot: str) -> str: ...
+    def locked(self, slot: str, lock: str = "lock",
+               wait_s: float = LOCK_WAIT_S) -> contextlib.AbstractContextManager[None]: ...
+    def read(self, slot: str) -> dict[str, Any] | None: ...
+    def write(self, slot: str, lease: dict[str, Any]) -> None: ...
+    def delete(self, slot: str) -> None: ...
+    def next_token(self, slot: str) -> int: ...
+    def touch(self, slot: str) -> None: ...
+
+
+class FileStore:
+    """Leases as files of this host (see the module docstring); `root` follows paths.LEASES."""
+
+    shared = False
+
+    def __init__(self, root: Path | None = None) -> None:
+        self._root = root
+
+    @property
+    def root(self) -> Path:
+        return self._root or paths.LEASES
+
+    def where(self, slot: str) -> str:
+        return str(self.root / slot)
+
+    @contextlib.contextmanager
+    def locked(self, slot: str, lock: str = "lock", wait_s: float = LOCK_WAIT_S) -> Iterator[None]:
+        """An exclusive flock of ``<slot>.<lock>`` (a process's own opens exclude each other too),
+        waited for at most `wait_s` (TimeoutError naming the file)."""
+        paths.private_dir(self.root.parent)        # the state directory: ours alone, 0700
+        self.root.mkdir(parents=True, exist_ok=True)
+        f = self.root / f"{slot}.{lock}"
+        deadline = time.monotonic() + wait_s
+        with open(f, "a") as fh:
+            while True:
+                try:
+                    fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    if time.monotonic() > deadline:
+                        raise TimeoutError(f"{f} still locked after {wait_s:g} s") from None
+                    time.sleep(0.05)
+            try:
+                yield
+            finally:
+                fcntl.flock(fh, fcntl.LOCK_UN)
+
+    def read(self, slot: str) -> dict[str, Any] | None:
+        f = self.root / slot
+        try:
+            text, mtime = f.read_text(), f.stat().st_mtime
+        except FileNotFoundError:
+            return None
+        try:
+            lease = json.loads(text)
+        except ValueError:      # a lease of the old text format (rating id, workdir): treat as a holder
+            lines = text.splitlines()
+            lease = {"rating_id": lines[0].strip() if lines else "", "token": 0, "holder": {}}
+        return {**lease, "heartbeat_unix": mtime}
+
+    def _replace(self, name: str, text: str) -> None:
+        """`name` under root holds `text`, atomically and on disk (a token must not be reissued after a crash)."""
+        tmp = self.root / f".{name}.{os.getpid()}.tmp"
+        with open(tmp, "w") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, self.root / name)
+
+    def write(self, slot: str, lease: dict[str, Any]) -> None:
+        self._replace(slot, json.dumps({k: v for k, v in lease.items() if k != "heartbeat_unix"}, indent=1))
+
+    def delete(self, slot: str) -> None:
+        (self.root / slot).unlink(missing_ok=True)
+
+    def next_token(self, slot: str) -> int:
+        seq = self.root / f"{slot}.seq"
+        n = int(seq.read_text() or 0) + 1 if seq.exists() else 1
+        self._replace(seq.name, str(n))
+        return n
+
+    def touch(self, slot: str) -> None:
+        os.utime(self.root / slot)
+
+
+class LeaseConfigError(ValueError):
+    """A WB_LEASE_* setting the workbench refuses (the message names the variable)."""
+
+
+_PG: dict[str, LeaseStore] = {}
+
+
+def store_spec() -> str:
+    """WB_LEASE_STORE checked: "" (the file store) or a postgresql:// address; LeaseConfigError
+    naming the variable (never the password) otherwise."""
+    spec = os.environ.get("WB_LEASE_STORE", "").strip()
+    if spec in ("", "file"):
+        return ""
+    if spec.startswith(("postgresql://", "postgres://")) and len(spec) <= 1000:
+        return spec
+    raise LeaseConfigError("WB_LEASE_STORE must be 'file' (this host's directory, one host only) or "
+                           "postgresql://USER:PASSWORD@HOST:PORT/DB (shared by every host), not "
+                           f"{spec.split('://')[0][:20] + '://…' if '://' in spec else repr(spec[:40])}")
+
+
+def lease_store() -> LeaseStore:
+    """The store WB_LEASE_STORE names (module docstring)."""
+    spec = store_spec()
+    if not spec:
+        return FileStore()
+    if spec not in _PG:
+        from workbench.lease.pgstore import PgStore
+        _PG[spec] = PgStore(spec)
+    return _PG[spec]

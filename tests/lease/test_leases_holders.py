@@ -1,0 +1,235 @@
+"""A lease is held by a process: a second live holder of the same rating is refused, the rating resumes
+once its holder has died; losing the lease stops the step at once (children killed, nothing recorded);
+the lease bounds from the environment are refused out of range."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+import psutil
+import pytest
+
+from helpers import FakeRunner
+from workbench.config import paths
+from workbench.lease import leases
+from workbench.lease.store import FileStore, lease_store
+from workbench.measure.ansible import AnsibleHarness
+from workbench.params.plan import RatingPlan, plan_from_params
+from workbench.pipeline import steps
+from workbench.store.local import LocalStore
+
+
+@pytest.fixture
+def lease_dir(tmp_path, monkeypatch):
+    monkeypatch.setattr(paths, "LEASES", tmp_path / "leases")
+    monkeypatch.setattr(paths, "WORKDIR", tmp_path)
+    monkeypatch.delenv("WB_LEASE_STORE", raising=False)
+    return tmp_path / "leases"
+
+
+HOLDER = """
+import contextlib, sys
+from workbench.lease import leases
+from workbench.params.plan import plan_from_params
+plan = plan_from_params({"profile": "smoke", "slot": "slot1"}, sys.argv[1])
+try:
+    with contextlib.redirect_stdout(sys.stderr):
+        got = str(leases.lease_slot(plan).lease_token)
+except leases.SlotBusy as e:
+    got = "busy: " + str(e)
+print(got, flush=True)
+sys.stdin.readline()                          # a holder lives on until told
+"""
+
+
+def _start(lease_dir, rid: str) -> tuple[subprocess.Popen, str]:
+    """A process leasing slot1 for rating `rid`; it and what it got (a token, or "busy: why")."""
+    env = {**os.environ, "WB_WORKDIR": str(lease_dir.parent), "PYTHONPATH": os.pathsep.join(sys.path)}
+    env.pop("WB_LEASE_STORE", None)
+    p = subprocess.Popen([sys.executable, "-c", HOLDER, rid], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                         text=True, env=env)
+    return p, p.stdout.readline().strip()
+
+
+def test_a_second_live_holder_of_the_same_rating_is_refused_and_resumes_after_it_died(lease_dir):
+    first, got = _start(lease_dir, "twice")
+    try:
+        assert got == "1"
+        t0 = time.monotonic()
+        second, got2 = _start(lease_dir, "twice")             # the same rating, started again
+        second.communicate("done\n", timeout=60)
+        with pytest.raises(leases.SlotBusy, match="a second holder of the same rating is refused"):
+            leases.lease_slot(plan_from_params({"profile": "smoke", "slot": "slot1"}, "twice"), wait_s=60)
+        assert time.monotonic() - t0 < 30                     # refused at once, not after the wait
+        assert got2.startswith("busy:") and "held by rating twice itself, by a live holder" in got2, got2
+        assert f"process {first.pid}" in got2
+        assert json.loads((lease_dir / "slot1").read_text())["holder"]["pid"] == first.pid
+    finally:
+        first.kill()
+        first.wait(timeout=30)
+    third, got3 = _start(lease_dir, "twice")                  # its holder died: the rating resumes
+    third.communicate("done\n", timeout=60)
+    assert got3 == "2"                                        # a new token fences the dead holder off
+    lease = json.loads((lease_dir / "slot1").read_text())
+    assert lease["holder"]["pid"] == third.pid and lease["dirty"] is True   # torn down before use
+    assert lease["plan"]["rating_id"] == "twice" and lease["plan"]["slot"] == "slot1"
+
+
+def test_this_process_asking_again_gets_its_lease_back(lease_dir):
+    p = leases.lease_slot(plan_from_params({"profile": "smoke", "slot": "slot1"}, "again"))
+    assert leases.lease_slot(plan_from_params({"profile": "smoke", "slot": "slot1"}, "again")) == p
+    # another process of the same Airflow run (its next task) is the same holder; another run is not
+    run = {"host": "h", "pid": 1, "start": "1", "dag_id": "rate_peak", "run_id": "r1"}
+    assert leases.same_holder(run, {**run, "pid": 2}) and not leases.same_holder(run, {**run, "run_id": "r2"})
+    assert not leases.same_holder({}, {})
+
+
+def _sleeping_trial(children: list[int]):
+    """A FakeRunner result: the trial is a process (in its own session, as Ansible's workers) that
+    sleeps a minute; the step waits for it."""
+    def run(extravars):
+        child = subprocess.Popen(["sleep", "60"], start_new_session=True)
+        children.append(child.pid)
+        child.wait(timeout=90)
+        return None
+    return run
+
+
+def test_a_lease_lost_mid_trial_stops_the_trial_at_once_and_records_nothing(lease_dir, tmp_path, monkeypatch):
+    monkeypatch.setattr(leases, "HEARTBEAT_S", 0.5)
+    plan = leases.lease_slot(plan_from_params({"profile": "smoke", "slot": "slot1"}, "lost"))
+    plan = RatingPlan.from_dict({**plan.to_dict(), "workdir": str(tmp_path / "work")})
+    store, children = LocalStore(tmp_path / "store"), []
+    runner = FakeRunner(result=_sleeping_trial(children))
+    taken = []
+
+    def take_over():                   # another rating takes the lease while the trial runs
+        while not children:
+            time.sleep(0.1)
+        s = lease_store()
+        with s.locked("slot1"):
+            s.write("slot1", {**s.read("slot1"), "rating_id": "thief", "token": 99})
+        taken.append(time.monotonic())
+    threading.Thread(target=take_over, daemon=True).start()
+    with pytest.raises(leases.LeaseLost, match="lost its lease on slot1.*stopped"):
+        steps.trial_step(plan, store, 0, lambda **kw: AnsibleHarness(runner=runner, **kw))
+    assert taken and time.monotonic() - taken[0] < 10
+    assert not psutil.pid_exists(children[0]) or psutil.Process(children[0]).status() == psutil.STATUS_ZOMBIE
+    assert store.trials("lost") == [] and not list((tmp_path / "work").glob("pending/*"))
+    assert not [t for t in threading.enumerate() if t.name.startswith("lease-heartbeat")]
+
+
+def test_a_heartbeat_that_cannot_take_the_lock_stops_the_step(lease_dir, monkeypatch):
+    monkeypatch.setattr(leases, "HEARTBEAT_S", 0.2)
+    monkeypatch.setattr(leases, "LEASE_STALE_S", 2.0)
+    plan = leases.lease_slot(plan_from_params({"profile": "smoke", "slot": "slot1"}, "blocked"))
+    other = threading.Event()
+
+    def hog():                          # another process's lock held for longer than the heartbeat waits
+        with FileStore().locked("slot1"):
+            other.set()
+            time.sleep(6)
+    t0 = time.monotonic()
+    with pytest.raises(leases.LeaseLost, match="no heartbeat of slot1"):
+        with leases.holding(plan):
+            threading.Thread(target=hog, daemon=True).start()
+            time.sleep(30)
+    assert other.is_set() and time.monotonic() - t0 < 6
+
+
+@pytest.mark.parametrize("name,value", [("WB_LEASE_STALE_S", "5"), ("WB_LEASE_STALE_S", "1e9"),
+                                        ("WB_LEASE_STALE_S", "nan"), ("WB_LEASE_WAIT_S", "-1"),
+                                        ("WB_LEASE_WAIT_S", "soon"), ("WB_LEASE_WAIT_S", "inf")])
+def test_lease_bounds_out_of_range_are_refused_by_name(name, value, monkeypatch):
+    monkeypatch.setenv(name, value)
+    with pytest.raises(ValueError, match=f"{name}=.*must be a number of seconds from"):
+        leases.env_seconds(name, 300, 10 if name == "WB_LEASE_STALE_S" else 0,
+                           3600 if name == "WB_LEASE_STALE_S" else 86400)
+    env = {**os.environ, name: value, "PYTHONPATH": os.pathsep.join(sys.path)}
+    out = subprocess.run([sys.executable, "-c", "import workbench.lease.leases as l; l.check_settings()"],
+                         capture_output=True, text=True, env=env, timeout=60)
+    assert out.returncode != 0 and f"{name}=" in out.stderr     # the module loads; the settings are refused
+    cli = subprocess.run([sys.executable, "-m", "workbench.cli", "rate", "--check", "--profile", "smoke"],
+                         capture_output=True, text=True, env=env, timeout=120)
+    assert cli.returncode == 2 and cli.stderr.startswith(f"workbench: {name}=") and "Traceback" not in cli.stderr
+
+
+def test_an_unknown_lease_store_is_refused(monkeypatch):
+    monkeypatch.setenv("WB_LEASE_STORE", "redis://secret@host")
+    with pytest.raises(ValueError, match="WB_LEASE_STORE must be 'file'.*not redis://…$"):
+        lease_store()
+    with pytest.raises(ValueError, match="WB_LEASE_STORE must be"):
+        leases.lease_slot(plan_from_params({"profile": "smoke", "slot": "slot1"}, "x"))
+
+
+STEP = """
+import json, subprocess, sys
+from workbench.lease import leases
+from workbench.params.plan import plan_from_params
+from workbench.pipeline.stop import stop_children
+holder = leases.this_process(dag_id="rate_peak", run_id="run-1")       # a task of one Airflow run
+plan = leases.lease_slot(plan_from_params({"profile": "smoke", "slot": "slot1"}, "zombie"), holder=holder)
+try:
+    with leases.holding(plan, on_lost=stop_children):
+        child = subprocess.Popen(["sleep", sys.argv[1]], start_new_session=True)   # as Ansible's workers
+        print(json.dumps({"token": plan.lease_token, "child": child.pid}), flush=True)
+        child.wait(timeout=90)
+    print(json.dumps({"done": True}), flush=True)
+except leases.LeaseLost as e:
+    print(json.dumps({"lost": str(e)}), flush=True)
+"""
+
+
+def test_a_retried_step_fences_off_the_zombie_attempt_of_the_same_run(lease_dir):
+    """An Airflow zombie and its retry hold the same lease (one run): the retry's step fences the slot
+    to itself; the zombie's heartbeat stops it (children killed, LeaseLost) before the retry starts."""
+    env = {**os.environ, "WB_WORKDIR": str(lease_dir.parent), "PYTHONPATH": os.pathsep.join(sys.path),
+           "WB_LEASE_STALE_S": "10"}                                  # a beat every 1.7 s
+    env.pop("WB_LEASE_STORE", None)
+    run = lambda secs: subprocess.Popen([sys.executable, "-c", STEP, secs], stdout=subprocess.PIPE,  # noqa: E731
+                                        text=True, env=env)
+    zombie = run("60")
+    try:
+        z = json.loads(zombie.stdout.readline())
+        t0 = time.monotonic()
+        retry = run("0.1")
+        r = json.loads(retry.stdout.readline())
+        assert r["token"] == z["token"]                              # the same lease: the fencing token alone cannot tell
+        assert not psutil.pid_exists(z["child"]) or psutil.Process(z["child"]).status() == psutil.STATUS_ZOMBIE
+        lost = json.loads(zombie.stdout.readline())
+        assert "another attempt of the step" in lost["lost"] and time.monotonic() - t0 < 10
+        assert json.loads(retry.stdout.readline()) == {"done": True}
+        assert retry.wait(timeout=30) == 0
+        assert "step" not in json.loads((lease_dir / "slot1").read_text())   # the retry's step is over
+    finally:
+        zombie.kill()
+        zombie.wait(timeout=30)
+
+
+def test_outside_the_main_thread_a_lost_lease_stops_the_children_and_ends_the_block_lost(lease_dir, monkeypatch):
+    monkeypatch.setattr(leases, "HEARTBEAT_S", 0.2)
+    plan = leases.lease_slot(plan_from_params({"profile": "smoke", "slot": "slot1"}, "threaded"))
+    called, got = [], []
+
+    def step():
+        try:
+            with leases.holding(plan, on_lost=lambda: called.append(child.kill())):
+                s = lease_store()
+                with s.locked("slot1"):
+                    s.write("slot1", {**s.read("slot1"), "rating_id": "thief"})
+                child.wait(timeout=60)                     # ends when on_lost kills it
+            got.append("kept")
+        except leases.LeaseLost as e:
+            got.append(str(e))
+    child = subprocess.Popen(["sleep", "60"])
+    before, t0 = signal.getsignal(leases.LOST_SIGNAL), time.monotonic()
+    t = threading.Thread(target=step)
+    t.start()
+    t.join(timeout=30)
+    assert called and "no longer rating threaded's" in got[0] and time.monotonic() - t0 < 10
+    assert signal.getsignal(leases.LOST_SIGNAL) is before          # the main thread's handler untouched

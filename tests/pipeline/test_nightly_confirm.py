@@ -95,6 +95,8 @@ def test_the_canary_moving_too_is_a_lab_change_not_a_regression(tmp_path):
     assert final["canary"]["lab_change"] and final["canary"]["canary"] == "is the canary"
     assert "the canary moved too: the lab changed" in final["web"]["reason"]
     assert nightly.failures(list(final.values())).startswith("lab change: canary")
+    nightly.report(store, TONIGHT, list(final.values()))
+    assert "LAB CHANGE" in store.get_bytes(store.nightly_report_key(TONIGHT)).decode()
 
 
 def test_a_rerun_at_the_old_level_does_not_confirm(tmp_path):

@@ -71,7 +71,7 @@ with DAG(
         return "rerun" if nightly.needs_rerun(verdicts) else "decide"
 
     @task(pool=POOL, retries=1, retry_delay=dt.timedelta(seconds=10),
-          execution_timeout=dt.timedelta(seconds=RATING_TIMEOUT_S * 4))
+          execution_timeout=dt.timedelta(seconds=RATING_TIMEOUT_S * 8))   # suspects + canary, in series
     def rerun(verdicts, dag_run=None):
         return nightly.rerun(open_store(), night_of(dag_run), verdicts)
 

@@ -172,3 +172,15 @@ def test_the_history_plot_marks_the_change_point(tmp_path):
     assert plots["history_web.png"].startswith(b"\x89PNG") and plots["history_web.png"] != plain
     nightly.report(store, TONIGHT, judged)
     assert b"history_web.png" in store.get_bytes(store.nightly_report_key(TONIGHT))
+
+
+def test_a_canary_without_nights_before_the_new_level_is_rated_once_and_says_so(tmp_path):
+    store = _store(tmp_path)
+    for night in NIGHTS[:9]:                       # the canary joined the config on night 10
+        store.delete_prefix(store.baseline_key(night, "canary"))
+    judged = _judged(store)
+    rate, calls = _rater({"web": [900.0], "canary": [500.0]})
+    nightly.confirm.rerun(store, TONIGHT, judged, rate)
+    assert calls == [f"nightly__{TONIGHT}__web__rerun0", f"nightly__{TONIGHT}__canary__rerun0"]
+    web = _by_name(nightly.decide(store, TONIGHT, judged))["web"]
+    assert web["regression"] and web["canary"] == "too little history" and "canary: too little history" in web["reason"]

@@ -92,7 +92,7 @@ def canary_series(store: Store, night: str, verdicts: Sequence[Mapping[str, Any]
 def canary_say(store: Store, night: str, v: Mapping[str, Any], canary: str | None,
                verdicts: Sequence[Mapping[str, Any]]) -> str:
     """The canary on the suspect's change point, aligned by date: moved | held | unsteady | none configured
-    | not rated tonight | is the canary."""
+    | not rated tonight | too little history (< 2 nights before the new level) | is the canary."""
     if canary is None:
         return "none configured"
     if v.get("name") == canary:
@@ -103,6 +103,8 @@ def canary_say(store: Store, night: str, v: Mapping[str, Any], canary: str | Non
     values, nights = got
     cp = nc.from_summary(v["change_point"])
     index = sum(n < v["change_point"]["first_night"] for n in nights)   # the canary's first night of the level
+    if index < 2:                                   # nothing to compare with: judged as without a canary
+        return "too little history"
     return cpm.canary_verdict(values, dataclasses.replace(cp, index=index, start=0))
 
 

@@ -1,15 +1,18 @@
-"""nightly_regression — rate the baselines of config/nightly.yml and compare each with its history.
+"""nightly_regression — rate the baselines of config/nightly.yml and judge each with its history.
 
-    load_config → rate_baseline[b] (mapped; pool workbench_sut) → compare → report → verdict
+    load_config → rate_baseline[b] (mapped; pool workbench_sut) → compare → needs_rerun
+        needs_rerun → rerun → decide   (a suspect: re-rate it, and the canary)
+        needs_rerun → decide           (none)
+    decide → report → verdict
 
 load_config checks the configuration and puts every selected baseline through the validation pass
-(params.validation) before anything is stored or provisioned. Each baseline's λ* is compared with the λ* of its earlier nights in the store (CI of the
-difference and Welch's test on the trials at the baseline's peak, analysis.regression); a drop
-that is significant and beyond the tolerance is a regression and turns the run red (notified by
-e-mail and webhook: workbench.output.notify). Each rating
-is seeded at its baseline's reference load (the measured load nearest the baseline λ*) with
-`seed_trials` trials there (default 6), so both sides of Welch's test have a sample. Schedule:
-$WB_NIGHTLY_CRON (default 03:00 every day), no catch-up.
+(params.validation) before anything is stored or provisioned. compare runs the change-point detector
+over each baseline's stored λ* history (the per-night test while it is shorter than six nights:
+pipeline.nightly); a suspected new level branches to `rerun` (the suspect re-rated, the config's canary
+with it) and `decide` names the verdict: REGRESSION (the night it began and the settings that changed),
+LAB CHANGE (the canary moved too), NO VERDICT or ok. Any but ok turns the run red (notified by e-mail
+and webhook: workbench.output.notify). Each rating is seeded at its baseline's reference load with
+`seed_trials` trials there (default 6). Schedule: $WB_NIGHTLY_CRON (default 03:00 every day), no catch-up.
 """
 from __future__ import annotations
 
@@ -63,6 +66,19 @@ with DAG(
     def compare(records, dag_run=None):
         return nightly.compare(open_store(), night_of(dag_run), records)
 
+    @task.branch
+    def needs_rerun(verdicts):
+        return "rerun" if nightly.needs_rerun(verdicts) else "decide"
+
+    @task(pool=POOL, retries=1, retry_delay=dt.timedelta(seconds=10),
+          execution_timeout=dt.timedelta(seconds=RATING_TIMEOUT_S * 8))   # suspects + canary, in series
+    def rerun(verdicts, dag_run=None):
+        return nightly.rerun(open_store(), night_of(dag_run), verdicts)
+
+    @task(trigger_rule="none_failed_min_one_success")
+    def decide(verdicts, dag_run=None):
+        return nightly.decide(open_store(), night_of(dag_run), verdicts)
+
     @task
     def report(verdicts, dag_run=None):
         print(f"report: {nightly.report(open_store(), night_of(dag_run), verdicts)}")
@@ -75,4 +91,8 @@ with DAG(
             raise AirflowFailException(why)
         print(f"no regression in {len(verdicts)} baseline(s)")
 
-    verdict(report(compare(rate_baseline.expand(job=load_config()))))
+    judged = compare(rate_baseline.expand(job=load_config()))
+    redo, final = rerun(judged), decide(judged)
+    needs_rerun(judged) >> [redo, final]
+    redo >> final
+    verdict(report(final))

@@ -67,3 +67,26 @@ def test_canary_moved_with_the_baseline_means_the_lab_changed():
     assert cpm.canary_moved(_series(rng, n=40, at=37, step=-0.08), cp)
     assert not cpm.canary_moved(_series(rng, n=40), cp)
     assert not cpm.canary_moved(_series(rng, n=40, at=37, step=+0.08), cp)     # the other way
+    assert cpm.canary_verdict(_series(rng, n=40), cp) == "held"
+
+
+def test_sprt_bounds_and_the_clipped_likelihood_ratio_hand_computed():
+    lo, hi = cpm.sprt_bounds(0.01, 0.01)
+    assert (lo, hi) == pytest.approx((math.log(0.01 / 0.99), math.log(0.99 / 0.01)))      # ∓4.595
+    # before mean 0 (n 4), after −0.1, −0.1 (m 2), shift −0.1, sd 0.05: each residual from the midpoint
+    # −0.05 (clip ±4·0.05²/0.1 = ±0.1 not reached): −0.1·(−0.05)/(0.0025·(1/2 + 1/4)) = 0.005/0.001875
+    assert cpm.canary_llr([0.0] * 4, [-0.1, -0.1], -0.1, 0.05) == pytest.approx(0.005 / 0.001875)
+    # an outlying −0.6 counts as its clip −0.1: mean residual −0.075 → 0.0075/0.001875 = 4.0
+    assert cpm.canary_llr([0.0] * 4, [-0.1, -0.6], -0.1, 0.05) == pytest.approx(4.0)
+
+
+def test_one_wild_canary_rerun_is_unsteady_not_a_verdict():
+    """The canary moved with the lab tonight (−8 %) but its re-run came back +40 %: neither moved nor
+    held can be claimed (the case the replay once misreported as a regression)."""
+    rng = np.random.default_rng(8)
+    base = _series(rng, n=40, at=38, step=-0.08)
+    cp = cpm.new_level(base)
+    assert cp is not None and cp.drop
+    canary = [*_series(rng, n=40, at=cp.index, step=-0.08)[:-1], 4000.0 * 0.92, 4000.0 * 1.40]
+    assert cpm.canary_verdict(canary, cp) == "unsteady"
+    assert cpm.canary_verdict([*canary[:-1], 4000.0 * 0.93], cp) == "moved"

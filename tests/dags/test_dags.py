@@ -50,6 +50,17 @@ def test_dag_params_match_the_checked_table():
     assert groups == {f"trial_{k}" for k in range(MAX_TRIAL_TASKS + 1)}, sorted(groups)
 
 
+def test_nightly_branches_a_suspect_to_its_rerun_then_decides():
+    dag = _dag("nightly_regression")
+    t = dag.get_task
+    assert t("needs_rerun").downstream_task_ids == {"rerun", "decide"}
+    assert t("rerun").downstream_task_ids == {"decide"} and t("rerun").pool == "workbench_sut"
+    assert t("decide").trigger_rule == "none_failed_min_one_success"      # runs when rerun is skipped
+    assert t("decide").downstream_task_ids == {"report"} and t("compare").downstream_task_ids >= {"needs_rerun"}
+    assert t("needs_rerun").python_callable([{"suspect": True}]) == "rerun"
+    assert t("needs_rerun").python_callable([{"suspect": False}]) == "decide"
+
+
 def test_every_rating_dag_notifies_when_its_run_fails():
     from airflow.dag_processing.dagbag import DagBag
 
@@ -233,8 +244,9 @@ def test_rate_peak_bad_params_fail_at_validate_before_provisioning(airflow_env, 
 @pytest.mark.timeout(900)
 def test_nightly_flags_a_worse_configuration(airflow_env, tmp_path, notify_receivers):
     """One real night (read_iops 50: λ* about half) against two recorded nights of read_iops 100:
-    seeded at the history's reference load, flagged, the run red, the report linking the night's
-    rating report, an e-mail and a webhook saying so. (At 40 the seeded search needs ~2 more
+    seeded at the history's reference load, suspected, re-rated (the confirming branch), flagged naming
+    the night and read_iops, the run red, the report linking the night's rating report, an e-mail and a
+    webhook saying so. (At 40 the seeded search needs ~2 more
     bracketing steps down from the seed.)"""
     _root()
     store = airflow_env
@@ -249,6 +261,11 @@ def test_nightly_flags_a_worse_configuration(airflow_env, tmp_path, notify_recei
     v_bad = store.get_json("nightly/2026-11-03/verdicts.json")
     assert v_bad[0]["regression"] and v_bad[0]["history_nights"] == ["2026-11-01", "2026-11-02"], v_bad
     assert str(bad.state).endswith("failed") and _states(bad)["verdict"].endswith("failed")
+    # flagged once, after its confirming re-run (the branch took `rerun`), naming the night and the setting
+    assert _states(bad)["rerun"].endswith("success") and v_bad[0]["confirmed"], v_bad
+    assert v_bad[0]["rerun"]["rating_id"] == "nightly__2026-11-03__web__rerun0" and v_bad[0]["rerun"]["peak_rate"]
+    assert v_bad[0]["change_point"]["first_night"] == "2026-11-03"
+    assert {"setting": "params.read_iops", "before": 100, "after": 50} in v_bad[0]["changed"], v_bad
     rec = store.get_json("nightly/2026-11-03/web.json")
     assert rec["seed_load"] == reference_load(history), (rec["seed_load"], reference_load(history))
     page = store.get_bytes("nightly/2026-11-03/report.html").decode()

@@ -17,6 +17,10 @@ def test_nightly_config_in_the_repo_is_valid(tmp_path):
     with pytest.raises(ParamError, match="disks"):
         nightly.load_nightly_config(bad)
     assert cfg["seed_trials"] == 6 == nightly.NIGHTLY_SEED_TRIALS
+    assert cfg["canary"] in [b["name"] for b in cfg["baselines"]]
+    bad.write_text("canary: nope\nbaselines:\n  - name: x\n    params: {}\n")
+    with pytest.raises(ParamError, match="canary: 'nope' is not one of the baselines"):
+        nightly.load_nightly_config(bad)
     for v in ("1", "true", "2.5", "21"):
         bad.write_text(f"seed_trials: {v}\nbaselines:\n  - name: x\n    params: {{}}\n")
         with pytest.raises(ParamError, match="seed_trials must be an integer in"):
@@ -40,8 +44,18 @@ def test_recorded_nights_same_is_no_regression_worse_is(tmp_path):
     load_recorded_nights(store, "2026-11-03")
     worse = store.get_json("nightly/2026-11-03/web.json")
     assert worse["params"]["read_iops"] == 40 and worse["seed_load"]       # seeded from the history
-    v_bad = nightly.compare(store, "2026-11-03", [worse])
-    assert v_bad[0]["regression"] and v_bad[0]["history_nights"] == ["2026-11-01", "2026-11-02"], v_bad
+    judged = nightly.compare(store, "2026-11-03", [worse])
+    assert judged[0]["suspect"] and not judged[0]["regression"] and judged[0]["detector"] == "per-night test"
+    assert judged[0]["history_nights"] == ["2026-11-01", "2026-11-02"] and nightly.needs_rerun(judged)
+
+    def rate(st, night, baseline, key, rid):                # the re-run reads night 3 again
+        st.put_json(key, {**worse, "rating_id": rid})
+    assert nightly.confirm.rerun(store, "2026-11-03", judged, rate) == ["nightly/2026-11-03/rerun/web.0.json"]
+    v_bad = nightly.decide(store, "2026-11-03", judged)
+    assert v_bad[0]["regression"] and v_bad[0]["confirmed"] and v_bad[0]["canary"] == "none configured"
+    assert v_bad[0]["rerun"]["rating_id"] == "nightly__2026-11-03__web__rerun0"
+    assert {"setting": "params.read_iops", "before": 100, "after": 40} in v_bad[0]["changed"]
+    assert v_bad[0]["change_point"]["last_good_night"] == "2026-11-02"
     assert store.get_json("nightly/2026-11-03/verdicts.json") == v_bad
     assert "web" in nightly.failures(v_bad)
     nightly.report(store, "2026-11-03", v_bad)
@@ -65,7 +79,10 @@ def test_a_baseline_of_two_goals_is_compared_per_goal_with_the_nights_that_rated
         rec = store.get_json(f"nightly/{night}/web.json")
         rec["result"]["per_goal"]["400"] = held
         store.put_json(f"nightly/{night}/web.json", rec)
-    verdicts = nightly.compare(store, "2026-11-03", [store.get_json("nightly/2026-11-03/web.json")])
+    judged = nightly.compare(store, "2026-11-03", [store.get_json("nightly/2026-11-03/web.json")])
+    assert [v["suspect"] for v in judged] == [True, False]
+    store.put_json("nightly/2026-11-03/rerun/web.0.json", store.get_json("nightly/2026-11-03/web.json"))
+    verdicts = nightly.decide(store, "2026-11-03", judged)
     by_goal = {v["r_sat_ms"]: v for v in verdicts}
     assert sorted(by_goal) == [40.0, 400.0] and all(v["n_goals"] == 2 for v in verdicts)
     assert by_goal[40.0]["regression"] and by_goal[40.0]["history_nights"] == ["2026-11-01", "2026-11-02"]

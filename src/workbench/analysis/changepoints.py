@@ -16,6 +16,8 @@ Otava itself pins numpy 2.2 and scipy < 1.17, which this stack cannot take), wit
    (Otava's filter, 0.001), and the change |ȳB − ȳA| is at least the floor: the larger of
    MIN_CHANGE and the ratings' own standard error of log λ* (their interval: a change the rating
    cannot resolve does not count).
+5. The canary (a configuration that never changes) over a baseline's change point: Wald's sequential
+   probability ratio test with Huber's clipping (canary_verdict): moved (a lab change), held, or unsteady.
 """
 from __future__ import annotations
 
@@ -44,6 +46,7 @@ class ChangePoint:
     rel_ci: tuple[float, float]    # its (1 − P_MAX) CI, as a ratio − 1
     p: float                       # the t-test's two-sided p-value
     floor: float                   # the smallest log-change that could count here
+    start: int = 0                 # the first night of the segment before
 
     @property
     def drop(self) -> bool:
@@ -90,7 +93,7 @@ def change_points(values: Sequence[float], se_log: Sequence[float] | None = None
             continue
         q = float(_st.t.ppf(1.0 - P_MAX / 2.0, max(a.size + b.size - 2, 1)))
         out.append(ChangePoint(bounds[k], float(np.exp(a.mean())), float(np.exp(b.mean())), math.expm1(diff),
-                               (math.expm1(diff - q * se), math.expm1(diff + q * se)), p, floor))
+                               (math.expm1(diff - q * se), math.expm1(diff + q * se)), p, floor, bounds[k - 1]))
     return out
 
 
@@ -114,26 +117,46 @@ def confirmed(values: Sequence[float], rerun: float, suspect: ChangePoint,
     return bool(again) and abs(again[-1].index - suspect.index) <= 1 and again[-1].drop == suspect.drop
 
 
-CANARY_P = 0.05        # the canary moved too: one-sided, lenient (a lab change must not pass as a regression)
+# The canary's verdict: Wald's sequential probability ratio test (Wald 1945) between "the canary held"
+# (its shift is 0) and "it moved with the baseline" (its shift is the baseline's change Δ), on the canary's
+# nights from the change point on, each night's log-likelihood ratio clipped (Huber 1965, a robust
+# version of the probability ratio test: one outlying night cannot decide).
+CANARY_ALPHA = 0.01    # P(a regression called a lab change): the SPRT's α
+CANARY_BETA = 0.01     # P(a lab change called a regression): β
+CANARY_RERUNS = 3      # the canary re-rated at most this often in one night while its verdict is "unsteady"
+CANARY_CLIP = 4.0      # |log-likelihood ratio| of one night at most (Huber's censoring)
 
 
-def _moved(a: np.ndarray, b: np.ndarray, want: float, share: float, sd: float) -> bool:
-    """b differs from a in the direction of `want`, by ≥ share·|want|, one-sided p < CANARY_P."""
-    diff, se, _ = _t_test(a, b, sd)
-    p_one = float(_st.t.sf(diff / se if want > 0 else -diff / se, max(a.size + b.size - 2, 1)))
-    return diff * want > 0 and abs(diff) >= share * abs(want) and p_one < CANARY_P
+def sprt_bounds(alpha: float = CANARY_ALPHA, beta: float = CANARY_BETA) -> tuple[float, float]:
+    """Wald's thresholds on the log-likelihood ratio: (log(β/(1−α)), log((1−β)/α))."""
+    return math.log(beta / (1.0 - alpha)), math.log((1.0 - beta) / alpha)
 
 
-def canary_moved(canary: Sequence[float], cp: ChangePoint, recent: int = 2, share: float = 0.25) -> bool:
-    """The canary (a configuration that never changes) moved with the baseline's change point `cp`:
-    its nights before cp.index against either its `recent` newest nights (tonight and tonight's
-    re-run, on which the baseline's new level is confirmed) or all its nights from cp.index on, in
-    the same direction, by at least `share` of the baseline's change, one-sided p < CANARY_P (t-test
-    with the canary's own σ̂). Lenient on purpose: a lab change must not pass as a regression."""
+def canary_llr(before: Sequence[float], after: Sequence[float], shift: float, sd: float,
+               clip: float = CANARY_CLIP) -> float:
+    """log-likelihood ratio of "shifted by `shift`" to "held" for the mean of `after` against the mean of
+    `before` (normal, variance sd²·(1/m + 1/n)): shift·(d − shift/2)/(sd²·(1/m + 1/n)), each night's
+    residual from the midpoint first clipped so that it alone moves the ratio by at most `clip` (Huber)."""
+    a, b = np.asarray(before, float), np.asarray(after, float)
+    r = np.clip(b - a.mean() - shift / 2.0, -clip * sd * sd / abs(shift), clip * sd * sd / abs(shift))
+    return float(shift * r.mean() / (sd * sd * (1.0 / b.size + 1.0 / a.size)))
+
+
+def canary_verdict(canary: Sequence[float], cp: ChangePoint) -> str:
+    """What the canary (a configuration that never changes; its series ends with tonight's night and
+    its re-runs) did over the baseline's change point `cp`, on the same nights: the SPRT above on log λ*,
+    its nights before cp.index against its nights from cp.index on, σ̂ its noise_sd before cp.index.
+    "moved" (a lab change), "held" (the baseline's change is its own) or "unsteady" (the evidence between
+    the bounds: re-rate the canary, or a later night decides)."""
     y = np.log(np.asarray(canary, float))
-    a = y[:cp.index]
-    sd = noise_sd(a) if a.size >= 3 else noise_sd(y)
-    if a.size < 2 or not math.isfinite(sd) or sd <= 0:
-        return False
-    want = math.log1p(cp.rel_change)
-    return _moved(a, y[-recent:], want, share, sd) or _moved(a, y[cp.index:], want, share, sd)
+    sd = noise_sd(y[:cp.index]) if cp.index >= 3 else noise_sd(y)
+    if cp.index < 2 or not math.isfinite(sd) or sd <= 0 or y.size <= cp.index:
+        return "unsteady"
+    llr = canary_llr(y[:cp.index], y[cp.index:], math.log1p(cp.rel_change), sd)
+    lo, hi = sprt_bounds()
+    return "moved" if llr >= hi else "held" if llr <= lo else "unsteady"
+
+
+def canary_moved(canary: Sequence[float], cp: ChangePoint) -> bool:
+    """The canary moved with the baseline's change point `cp` (canary_verdict's "moved")."""
+    return canary_verdict(canary, cp) == "moved"

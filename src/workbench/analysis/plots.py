@@ -315,10 +315,25 @@ def _ci(row: Mapping[str, Any]) -> tuple[float, float]:
     return float(row.get("ci_lo", math.nan)), float(row.get("ci_hi", math.nan))
 
 
+def _change_marks(ax: Any, rows: Sequence[Mapping[str, Any]], change: Mapping[str, Any] | None) -> None:
+    """A dashed line before the first night of the new level, the levels before and after it as steps."""
+    if not change:
+        return
+    dates = [str(r.get("date")) for r in rows]
+    if change.get("first_night") not in dates:
+        return
+    i = dates.index(change["first_night"])
+    ax.axvline(i - 0.5, color=_INVALID, ls="--", lw=1, label=f"new level from {change['first_night']}")
+    ax.hlines([change.get("before"), change.get("after")], [-0.5, i - 0.5], [i - 0.5, len(rows) - 0.5],
+              colors=[_VALID, _INVALID], lw=1, alpha=0.7)
+    ax.legend(loc="best", fontsize=8)
+
+
 def history_png(history_rows: Sequence[Mapping[str, Any]], current: Mapping[str, Any] | None = None,
-                title: str = "λ* history") -> bytes:
+                title: str = "λ* history", change: Mapping[str, Any] | None = None) -> bytes:
     """λ* per night (rows: ``date``, ``peak_rate`` and ``peak_rate_ci`` or ``ci_lo``/``ci_hi``),
-    with CI bars; ``current`` (same keys) is drawn last and highlighted."""
+    with CI bars; ``current`` (same keys) is drawn last and highlighted; ``change`` (``first_night``,
+    ``before``, ``after``: a change point) is marked."""
     rows = list(history_rows) + ([current] if current else [])
     fig = _figure()
     ax = fig.add_subplot()
@@ -337,6 +352,7 @@ def history_png(history_rows: Sequence[Mapping[str, Any]], current: Mapping[str,
     ax.set_xticks(range(len(rows)))
     ax.set_xticklabels([_label(r.get("date", i)) for i, r in enumerate(rows)], rotation=30, ha="right",
                        fontsize=8)
+    _change_marks(ax, rows, change)
     ax.set_ylabel("λ* (ops/s)")
     ax.set_title(title)
     ax.grid(True, alpha=0.3)

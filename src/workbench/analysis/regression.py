@@ -381,4 +381,6 @@ def verdict_label(v: Mapping[str, Any]) -> str:
 
 
 def verdict_word(v: Mapping[str, Any]) -> str:
-    return "REGRESSION" if v["regression"] else "NO VERDICT" if v.get("inconclusive") else "ok"
+    if v["regression"]:
+        return "REGRESSION"
+    return "LAB CHANGE" if v.get("lab_change") else "NO VERDICT" if v.get("inconclusive") else "ok"

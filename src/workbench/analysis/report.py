@@ -329,11 +329,12 @@ def nightly_report_html(date_str: str, verdicts: Sequence[Mapping[str, Any]],
                         plots: Mapping[str, bytes] | None = None) -> str:
     """Nightly regression status: one red (REGRESSION) / green (OK) / grey (NO VERDICT: the rating did
     not converge) row per baseline and R_sat goal."""
-    flags = [None if v.get("inconclusive") and not v.get("regression") else v.get("regression")
-             for v in verdicts]
+    flags = [None if (v.get("inconclusive") or v.get("lab_change")) and not v.get("regression")
+             else v.get("regression") for v in verdicts]
     overall = True if any(f is True for f in flags) else (False if flags and all(f is False for f in flags)
                                                          else None)
-    rows = [[_status(f, "REGRESSION", "OK"), v.get("name"), _num(v.get("r_sat_ms"), "g"), _fmt_dict(v.get("config")),
+    rows = [[_status(f, "REGRESSION", "OK", "LAB CHANGE" if v.get("lab_change") else "NO VERDICT"),
+             v.get("name"), _num(v.get("r_sat_ms"), "g"), _fmt_dict(v.get("config")),
              _num(v.get("current_peak")), _num(v.get("baseline_peak")),
              f"{_num(100.0 * v['rel_change'], '+.1f')} %" if _plots._finite(v.get("rel_change")) else "—",
              _pair(v.get("diff_ci")), _num(v.get("welch_p"), ".3g"),

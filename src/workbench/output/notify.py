@@ -39,7 +39,7 @@ SMTP_CONN = "workbench_smtp"
 WEBHOOK_CONN = "workbench_webhook"
 WEBHOOK_TIMEOUT_S = 10.0
 EVENT_WORDS = {"failed": "run failed", "unconverged": "rating did not converge",
-               "regression": "REGRESSION", "no_verdict": "NO VERDICT"}
+               "regression": "REGRESSION", "lab_change": "LAB CHANGE", "no_verdict": "NO VERDICT"}
 ID_LABELS = {"map_surface": "sweep", "nightly_regression": "night"}      # else a rating
 
 log = logging.getLogger(__name__)
@@ -48,7 +48,7 @@ log = logging.getLogger(__name__)
 @dataclass(frozen=True)
 class Notice:
     """What one message says: the event, the run, its rating / sweep / night id, λ*, the report."""
-    event: str                          # failed | unconverged | regression | no_verdict
+    event: str                          # failed | unconverged | regression | lab_change | no_verdict
     dag_id: str
     run_id: str
     subject_id: str                     # rating id (rate_peak), sweep id (map_surface), night
@@ -97,17 +97,32 @@ def sweep_notice(store: Store, dag_id: str, run_id: str, failed_task: str | None
                   report=_location(store, store.surface_report_key(sid)))
 
 
+def _flagged(v: Mapping[str, Any]) -> dict[str, Any]:
+    """One flagged baseline in the notice: the verdict, both ratings, the change with its interval, the two
+    nights and the settings that changed."""
+    cp, rerun = v.get("change_point") or {}, v.get("rerun") or {}
+    return {"name": verdict_label(v), "verdict": verdict_word(v), "rating_id": v.get("rating_id"),
+            "peak_rate": v.get("current_peak"), "baseline_peak": v.get("baseline_peak"), "report": v.get("report_url"),
+            "rerun_rating_id": rerun.get("rating_id"), "rerun_peak_rate": rerun.get("peak_rate"),
+            "rel_change": cp.get("rel_change"), "rel_ci": cp.get("rel_ci"), "first_night": cp.get("first_night"),
+            "last_good_night": cp.get("last_good_night"), "canary": v.get("canary"), "changed": v.get("changed") or []}
+
+
+def _detail(b: Mapping[str, Any], reason: Any) -> str:
+    both = f"; re-run {b['rerun_rating_id']} λ* {fmt_num(b['rerun_peak_rate'])} ops/s" if b["rerun_rating_id"] else ""
+    return (f"{b['verdict']}: {b['name']}: λ* {fmt_num(b['peak_rate'])} ops/s against {fmt_num(b['baseline_peak'])}; "
+            f"rating {b['rating_id']}{both}, report {b['report']}; {reason}")
+
+
 def night_notice(store: Store, dag_id: str, run_id: str, night: str, failed_task: str | None) -> Notice:
-    """nightly_regression: each baseline with a regression or no verdict, with its λ* and rating."""
+    """nightly_regression: each baseline with a regression, a lab change or no verdict: its λ*, its
+    ratings (tonight's and the confirming re-run), the change and its nights, the settings changed."""
     verdicts = store.get_json(store.verdicts_key(night), None) or []
-    bad = [v for v in verdicts if v.get("regression") or v.get("inconclusive")]
-    event = "regression" if any(v.get("regression") for v in bad) else "no_verdict" if bad else "failed"
-    flagged = tuple({"name": verdict_label(v), "verdict": verdict_word(v), "rating_id": v.get("rating_id"),
-                     "peak_rate": v.get("current_peak"), "baseline_peak": v.get("baseline_peak"),
-                     "report": v.get("report_url")} for v in bad)
-    details = tuple(f"{b['verdict']}: {b['name']}: λ* {fmt_num(b['peak_rate'])} ops/s against "
-                    f"{fmt_num(b['baseline_peak'])}; rating {b['rating_id']}, report {b['report']}; {v.get('reason')}"
-                    for b, v in zip(flagged, bad))
+    bad = [v for v in verdicts if v.get("regression") or v.get("lab_change") or v.get("inconclusive")]
+    event = ("regression" if any(v.get("regression") for v in bad) else "lab_change"
+             if any(v.get("lab_change") for v in bad) else "no_verdict" if bad else "failed")
+    flagged = tuple(_flagged(v) for v in bad)
+    details = tuple(_detail(b, v.get("reason")) for b, v in zip(flagged, bad))
     return Notice(event, dag_id, run_id, night, failed_task, flagged[0]["peak_rate"] if len(flagged) == 1 else None,
                   _location(store, store.nightly_report_key(night)), details, flagged)
 

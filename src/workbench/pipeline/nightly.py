@@ -2,7 +2,11 @@
 history in the store (analysis.regression), per R_sat goal when a baseline has several (params
 `goals_ms`); the verdicts, a report, and a red run on a regression or NO VERDICT.
 
-    load_config → rate_baseline[b] → compare → report → verdict
+    load_config → rate_baseline[b] → compare → needs_rerun → [rerun →] decide → report → verdict
+
+compare judges each baseline's whole stored history with the change-point detector (the per-night
+test while it is shorter than MIN_HISTORY nights); a suspected new level is re-rated and decided by
+pipeline.nightly_confirm (with the canary of config `canary`, a fixed configuration rated every night).
 """
 from __future__ import annotations
 
@@ -21,6 +25,7 @@ from workbench.config.untrusted import load_yaml
 from workbench.controller.result import goal_results
 from workbench.params.plan import UNSAFE_ID_CHARS, ParamError, plan_from_params, seeded, strict_json
 from workbench.params.validation import validate_plans
+from workbench.pipeline import nightly_confirm as confirm
 from workbench.pipeline.runner import run_rating
 from workbench.store.base import Store
 
@@ -28,7 +33,7 @@ from workbench.store.base import Store
 # (analysis.regression); with 2 (a smoke rating's cap per load) one warm-cache trial among overloaded
 # ones decides it, with 4 the drop of tests/dags/test_dags.py's nightly test stays near p = 0.05
 NIGHTLY_SEED_TRIALS = 6
-NIGHTLY_KEYS = ("tolerance", "confidence", "seed_trials", "baselines")
+NIGHTLY_KEYS = ("tolerance", "confidence", "seed_trials", "canary", "baselines")
 MAX_CONFIG_BYTES = 1 << 20
 MAX_BASELINES = 64
 MAX_NAME = 64
@@ -98,8 +103,11 @@ def load_nightly_config(path: str | Path) -> dict[str, Any]:
     if not isinstance(seed_trials, int) or isinstance(seed_trials, bool) or not 2 <= seed_trials <= 20:
         raise ParamError(f"nightly config {p}: seed_trials must be an integer in [2, 20], "
                                   f"got {seed_trials!r}")
+    canary = cfg.get("canary")
+    if canary is not None and canary not in names:
+        raise ParamError(f"canary: {canary!r} is not one of the baselines ({', '.join(sorted(names))})")
     return {"path": str(p), "tolerance": tol, "confidence": conf, "seed_trials": seed_trials,
-            "baselines": base}
+            "canary": canary, "baselines": base}
 
 
 def ci_level(spec: Mapping[str, Any]) -> float:
@@ -151,11 +159,16 @@ def start_night(store: Store, config_path: str, only: Sequence[str] | None, nigh
 def rate_baseline(store: Store, night: str, baseline: Mapping[str, Any]) -> dict[str, Any]:
     """Tonight's rating of one baseline, seeded at its reference load with a fixed sample there
     (cheaper, seed 000 §5.4; and the Welch test of `compare` gets a sample where the history has one)."""
-    key = store.baseline_key(night, baseline["name"])
+    return rate_into(store, night, baseline, store.baseline_key(night, baseline["name"]),
+                     f"nightly__{night}__{baseline['name']}")
+
+
+def rate_into(store: Store, night: str, baseline: Mapping[str, Any], key: str, rating_id: str) -> dict[str, Any]:
+    """rate_baseline's rating as `rating_id`, its record at `key` (tonight's, or a confirming re-run)."""
     if store.exists(key):                          # a retried task: already rated tonight
         return store.get_json(key)
     params = baseline.get("params") or {}
-    plan = plan_from_params(params, f"nightly__{night}__{baseline['name']}")
+    plan = plan_from_params(params, rating_id)
     ref = reference_load(nightly_history(store, baseline["name"], night))
     cfg = store.get_json(store.night_config_key(night))
     plan = seeded(plan, ref, cfg.get("seed_trials", NIGHTLY_SEED_TRIALS))
@@ -197,25 +210,37 @@ def compare(store: Store, night: str, records: Sequence[Mapping[str, Any]]) -> l
                      n_goals=len(goals), history_nights=[h["night"] for h in past],
                      report_url=store.url(rating_report), report_href=store.link(report_key, rating_report),
                      warnings=night_warnings(past, current, night, cfg["confidence"]),
-                     history=[history_point(h["night"], h["result"]) for h in past]
-                     + [history_point(night, current["result"])])
-            print(f"{verdict_label(v)}: {verdict_word(v)} — {v['reason']}")
+                     history=[history_point(h["night"], h["result"], h["ci_level"]) for h in past]
+                     + [history_point(night, current["result"], current["ci_level"])])
+            confirm.judge(v, v["history"], confirm.reported_first_nights(
+                store, night, verdict_label, verdict_label(v), [h["night"] for h in past]))
+            print(f"{verdict_label(v)}: {'suspect' if v['suspect'] else verdict_word(v)} — {v['reason']}")
             verdicts.append(v)
     store.put_json(store.verdicts_key(night), verdicts)
     return verdicts
 
 
-def history_point(night: str, result: Mapping[str, Any]) -> dict[str, Any]:
-    """One night of a baseline goal's λ* history (the report's plot, verdicts.json)."""
+needs_rerun = confirm.needs_rerun
+decide = confirm.decide
+
+
+def rerun(store: Store, night: str, verdicts: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The confirming re-runs of tonight's suspects and the canary (nightly_confirm.rerun)."""
+    return confirm.rerun(store, night, verdicts, rate_into)
+
+
+def history_point(night: str, result: Mapping[str, Any], ci_level: float | None = None) -> dict[str, Any]:
+    """One night of a baseline goal's λ* history (the report's plot, verdicts.json, the detector)."""
     return {"date": night, "peak_rate": result.get("peak_rate"), "peak_rate_ci": result.get("peak_rate_ci"),
-            "converged": result.get("converged")}
+            "converged": result.get("converged"), "ci_level": ci_level}
 
 
 def history_plots(verdicts: Sequence[Mapping[str, Any]]) -> dict[str, bytes]:
-    """λ* per night of each baseline (and goal), tonight's last, red when it regressed."""
+    """λ* per night of each baseline (and goal), tonight's last, red when it regressed; the change point
+    (first night of the new level) and the two levels marked."""
     return {f"history_{UNSAFE_ID_CHARS.sub('_', verdict_label(v))}.png": history_png(
-        v["history"][:-1], {**v["history"][-1], "regression": v["regression"]}, title=f"λ* history: {verdict_label(v)}")
-        for v in verdicts if v.get("history")}
+        v["history"][:-1], {**v["history"][-1], "regression": v["regression"]},
+        title=f"λ* history: {verdict_label(v)}", change=v.get("change_point")) for v in verdicts if v.get("history")}
 
 
 def night_warnings(history: Sequence[Mapping[str, Any]], current: Mapping[str, Any], night: str,
@@ -236,6 +261,6 @@ def report(store: Store, night: str, verdicts: Sequence[Mapping[str, Any]]) -> s
 
 
 def failures(verdicts: Sequence[Mapping[str, Any]]) -> str | None:
-    """Why the night is red (a regression, or a rating with no verdict), or None."""
-    bad = [v for v in verdicts if v["regression"] or v.get("inconclusive")]
+    """Why the night is red (a regression, a lab change, or a rating with no verdict), or None."""
+    bad = [v for v in verdicts if v["regression"] or v.get("lab_change") or v.get("inconclusive")]
     return "; ".join(f"{verdict_word(v).lower()}: {verdict_label(v)}: {v['reason']}" for v in bad) or None

@@ -16,12 +16,14 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
+from workbench.controller.certify import load_bounds
 from workbench.controller.fit import FIT_STOP_MIN_TRIALS, LocalFit, fit_peak, local_fit
 from workbench.controller.spec import RatingSpec
 from workbench.controller.state import LoadStatus, LoadSummary, SearchState, load_key
 from workbench.controller.summary import search_state, summarize
 from workbench.controller.trial import TrialResult
 from workbench.stats.intervals import accuracy as _accuracy
+from workbench.stats.sequential import mean_ci_positive
 
 Step = tuple[str, Any]
 
@@ -167,8 +169,17 @@ def keep_sampling(g: Goal) -> Step | None:
     elif cur.n < spec.min_trials_at(cur.load):
         why = f"seed sample: trial {cur.n + 1} of {spec.seed_trials} at the seed load"
     else:
-        why = f"potential peak: CI [{cur.ci.low:.4g}, {cur.ci.high:.4g}] ms, accuracy {cur.ci.accuracy:.3f}"
+        why = f"potential peak: {_ci_text(cur)}"
     return "next", (cur.load, why)
+
+
+def _ci_text(s: LoadSummary) -> str:
+    """A load's CI for a reason line: [CC] Eq. 1's while its lower end is > 0, else Cox's lognormal
+    interval (stats.sequential.mean_ci_positive), so no latency bound below zero is printed."""
+    if s.ci.low > 0 and math.isfinite(s.ci.high):
+        return f"CI [{s.ci.low:.4g}, {s.ci.high:.4g}] ms, accuracy {s.ci.accuracy:.3f}"
+    lo, hi = mean_ci_positive(s.means, 0.95)
+    return f"CI (lognormal) [{lo:.4g}, {hi:.4g}] ms, accuracy {_accuracy(lo, hi):.3f}"
 
 
 def strawman_end(g: Goal) -> Step | None:
@@ -211,6 +222,45 @@ CHAIN: tuple[Callable[[Goal], Step | None], ...] = (
     stop_rule_met, local_fit_step, keep_sampling, strawman_end, bracket_resolved, loads_exhausted, picker_step)
 
 
+def _median(s: LoadSummary) -> float:
+    return float(np.median(s.means)) if s.means else s.mean
+
+
+CERTIFY_MAX_TRIALS = 11    # certification trials stop at a load with this many (a look of stats.sequential)
+
+
+def certify_ends(g: Goal) -> Step | None:
+    """A converged goal needs a finite certified λ* interval (certify.py): while an end is not shown,
+    one more trial at the load likeliest to show it — the lowest load read saturated whose median is
+    ≥ 2·R_sat (else the lowest read saturated), or the highest read unsaturated whose median is
+    ≤ R_sat/2 (else the highest); a load with CERTIFY_MAX_TRIALS trials is passed over, and with none
+    left one new load twice the highest tested one is tried for the upper end. None: both ends are
+    shown, or nothing is left to try (the interval stays open; the rating still converges)."""
+    spec = g.spec
+    level = spec.bound_confidence if spec.bound_confidence is not None else spec.confidence
+    b = load_bounds(g.r_sat, spec.l_sat_ms, level, g.trials, spec.max_loads, spec.policy.distrust_repeats,
+                    frozenset(load_key(s.load) for s in g.loads if s.latency_saturated))
+    if b.finite or spec.strawman:
+        return None
+    cap = min(spec.max_trials_per_load, CERTIFY_MAX_TRIALS)
+    room = [s for s in g.loads if s.n < cap and load_key(s.load) not in g.unmeasurable]
+    if not math.isfinite(b.high):
+        why = "certify upper end: no load shown saturated yet"
+        sat = sorted((s for s in room if s.load > b.low and (s.side > 0 or _median(s) > 2 * g.r_sat)),
+                     key=lambda s: (_median(s) < 2 * g.r_sat, s.load))
+        if sat:
+            return guard(g, sat[0].load, why, None)
+        top = max(g.loads, key=lambda s: s.load)
+        if top.n < spec.min_trials and top.side == 0:
+            return guard(g, top.load, why, None)        # the new load above: its trials first
+        if _median(top) <= 2 * g.r_sat:
+            return guard(g, 2.0 * top.load, why, None)  # nothing read above: a load twice the highest
+        return None
+    uns = sorted((s for s in room if s.load < b.high and s.side < 0),
+                 key=lambda s: (_median(s) > g.r_sat / 2, -s.load))
+    return guard(g, uns[0].load, "certify lower end: no load shown unsaturated yet", None) if uns else None
+
+
 def decide_goal(spec: RatingSpec, r_sat: float, trials: Sequence[TrialResult],
                 unmeasurable: Mapping[float, TrialResult] | None = None) -> Step:
     """("next", (load, reason)) or ("done", (converged, reason, peak_summary|None, loads[, fit])):
@@ -219,5 +269,7 @@ def decide_goal(spec: RatingSpec, r_sat: float, trials: Sequence[TrialResult],
     for strategy in CHAIN:
         step = strategy(g)
         if step is not None:
+            if step[0] == "done" and step[1][0]:
+                return certify_ends(g) or step
             return step
     raise AssertionError("picker_step always answers")

@@ -1,0 +1,69 @@
+"""controller/certify.py: the certified λ* interval (issue 30) — its ends, their tests and levels,
+and the result fields that carry it."""
+from __future__ import annotations
+
+import math
+
+import pytest
+from scipy import stats as st
+
+from workbench.controller.certify import SHARES, load_bounds
+from workbench.controller.decide import find_peak
+from workbench.controller.spec import RatingSpec
+from workbench.controller.trial import TrialResult
+from workbench.measure.families import family_servers
+
+
+def T(mean, load, achieved=None, r=60.0, p95=None):
+    return TrialResult(mean_ms=mean, p95_ms=p95 if p95 is not None else 2 * mean,
+                       achieved_rate=load if achieved is None else achieved).at(load, r)
+
+
+def test_lower_end_needs_the_spent_upper_bound_below_r_sat():
+    # two trials at 800 ops/s, 30 and 34 ms: mean 32, se 2; look 1 at α = 0.3·0.05/2 (mean and p95
+    # share α_L) / 2 (spend k = 1) = 0.00375: t_{1 − 0.00375; 1} = 84.9 → 32 + 170 > 40: not shown
+    alpha = SHARES[0] * 0.05 / 2 / 2
+    assert 32 + st.t.ppf(1 - alpha, 1) * 2.0 > 40
+    assert load_bounds(40.0, 2000.0, 0.95, [T(30, 800), T(34, 800)]).low == 0.0
+    # far below R_sat, two trials suffice: 5 and 5.2 ms
+    b = load_bounds(40.0, 2000.0, 0.95, [T(5, 400), T(5.2, 400), T(30, 800), T(34, 800)])
+    assert b.low == 400 and b.high == math.inf and not b.finite
+
+
+def test_upper_end_by_counts_on_one_trial_and_by_the_log_mean():
+    # 1600 ops/s for 60 s completing 1200/s: z = (1200 − 1600)·60/√(1600·60) = −77.5
+    b = load_bounds(40.0, 2000.0, 0.95, [T(5, 400), T(5.2, 400), T(500, 1600, achieved=1200)])
+    assert (b.low, b.high) == (400, 1600) and b.finite and "completions short" in b.high_by
+    # a shortfall within Poisson noise is no evidence: 1600 offered, 1595 completed (z −1.0)
+    assert load_bounds(40.0, 2000.0, 0.95, [T(500, 1600, achieved=1595)]).high == math.inf
+    # the log-mean test: three trials near 300 ms
+    b = load_bounds(40.0, 2000.0, 0.95, [T(m, 1600) for m in (290.0, 310.0, 300.0)])
+    assert b.high == 1600 and "mean > 40" in b.high_by
+
+
+def test_repeated_readings_and_broken_latency_rule_are_no_lower_end():
+    clamped = [T(10.0, 900), T(12.0, 900), T(12.0, 900), T(12.0, 900)]   # a clamped reading repeats
+    assert load_bounds(40.0, 2000.0, 0.95, clamped).low == 0.0
+    assert load_bounds(40.0, 2000.0, 0.95, clamped, distrust_repeats=False).low == 900
+    far = [T(5, 400), T(5.2, 400)]
+    assert load_bounds(40.0, 2000.0, 0.95, far, latency_broken=frozenset({400.0})).low == 0.0
+
+
+def test_a_lower_end_above_the_upper_one_is_dropped():
+    trials = [T(5, 400), T(5.2, 400), T(500, 800, achieved=600), T(5, 1200), T(5.1, 1200)]
+    b = load_bounds(40.0, 2000.0, 0.95, trials)
+    assert (b.low, b.high) == (400, 800)
+
+
+@pytest.mark.parametrize("family", ["mm", "wall"])
+def test_results_carry_a_finite_positive_interval_its_method_and_level(family):
+    spec = RatingSpec(runlength_s=60.0)
+    for srv in family_servers(family, 6):
+        res = find_peak(spec, srv.measure)
+        lo, hi = res.peak_rate_ci
+        assert res.converged and 0 < lo <= res.peak_rate <= hi < math.inf
+        assert res.peak_rate_ci_level == 0.95 and res.peak_rate_ci_method.startswith("load bounds")
+        assert 0.0 <= res.accuracy <= 1.0
+        assert all(not (x < 0) for x in res.mean_ms_ci)
+        d = res.to_dict()
+        assert d["peak_rate_ci_level"] == 0.95 and d["per_goal"]["40"]["peak_rate_ci_method"]

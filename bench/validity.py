@@ -59,6 +59,7 @@ CANDIDATES = {  # issue 16 candidates and ablations (not defaults): label -> spe
     "binsearch+fit": {"policy": "binsearch", "stop_rule": "fit"},
     "safeguarded+fit": {"policy": "safeguarded", "stop_rule": "fit"},
     "local-noprobe": {"policy": {"name": "local", "probe_share": None}},
+    "local-cut": {"policy": {"name": "local", "capacity_cut": 0.05}},    # issue 30 (d) on (not the default)
     "local-stopc": {"policy": {"name": "local", "fit_stop_share": 1.0, "fit_ci_share": 1.0}},
     "local-stopc-report": {"policy": {"name": "local", "fit_stop_share": 1.0}},
 }

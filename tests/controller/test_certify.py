@@ -67,3 +67,13 @@ def test_results_carry_a_finite_positive_interval_its_method_and_level(family):
         assert all(not (x < 0) for x in res.mean_ms_ci)
         d = res.to_dict()
         assert d["peak_rate_ci_level"] == 0.95 and d["per_goal"]["40"]["peak_rate_ci_method"]
+
+
+def test_capacity_cut_tries_the_completion_rate_after_an_overloaded_gallop_load():
+    from workbench.controller.decide import NextTrial, decide
+    from workbench.controller.policy import LocalPolicy
+    log = [T(m, x) for x in (50.0, 200.0) for m in (5.0, 5.2)] + [T(500.0, 3200.0, achieved=900.0)]
+    d = decide(RatingSpec(runlength_s=60.0, policy=LocalPolicy(capacity_cut=0.05)), log)
+    assert isinstance(d, NextTrial) and d.load_ops_s == pytest.approx(945.0) and "capacity cut" in d.reason
+    d = decide(RatingSpec(runlength_s=60.0), log)               # the default: off, the gallop fills 2 × 200
+    assert d.load_ops_s == pytest.approx(400.0)

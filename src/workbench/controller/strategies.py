@@ -229,13 +229,25 @@ def _median(s: LoadSummary) -> float:
 CERTIFY_MAX_TRIALS = 11    # certification trials stop at a load with this many (a look of stats.sequential)
 
 
+def _certify_upper(g: Goal, b, room: list[LoadSummary]) -> Step | None:
+    why = "certify upper end: no load shown saturated yet"
+    sat = sorted((s for s in room if s.load > b.low and (s.side > 0 or _median(s) > 2 * g.r_sat)),
+                 key=lambda s: (_median(s) < 2 * g.r_sat, -_median(s)))
+    if sat:
+        return guard(g, sat[0].load, why, None)
+    top = max(g.loads, key=lambda s: s.load)
+    if top.n < g.spec.min_trials and top.side == 0:
+        return guard(g, top.load, why, None)        # the new load above: its trials first
+    return guard(g, 2.0 * top.load, why, None)      # nothing left to sample above: twice the highest load
+
+
 def certify_ends(g: Goal) -> Step | None:
     """A converged goal needs a finite certified λ* interval (certify.py): while an end is not shown,
-    one more trial at the load likeliest to show it — the lowest load read saturated whose median is
-    ≥ 2·R_sat (else the lowest read saturated), or the highest read unsaturated whose median is
-    ≤ R_sat/2 (else the highest); a load with CERTIFY_MAX_TRIALS trials is passed over, and with none
-    left one new load twice the highest tested one is tried for the upper end. None: both ends are
-    shown, or nothing is left to try (the interval stays open; the rating still converges)."""
+    one more trial at the load likeliest to show it — the load read saturated with the highest
+    median, preferring medians ≥ 2·R_sat, or the highest read unsaturated whose median is ≤ R_sat/2
+    (else the highest); a load with CERTIFY_MAX_TRIALS trials is passed over, and with none left
+    above, a new load twice the highest tested one (the budget, max_trials and max_loads bound it).
+    None: both ends are shown, or nothing is left to try below (the interval stays open)."""
     spec = g.spec
     level = spec.bound_confidence if spec.bound_confidence is not None else spec.confidence
     b = load_bounds(g.r_sat, spec.l_sat_ms, level, g.trials, spec.max_loads, spec.policy.distrust_repeats,
@@ -244,18 +256,9 @@ def certify_ends(g: Goal) -> Step | None:
         return None
     cap = min(spec.max_trials_per_load, CERTIFY_MAX_TRIALS)
     room = [s for s in g.loads if s.n < cap and load_key(s.load) not in g.unmeasurable]
-    if not math.isfinite(b.high):
-        why = "certify upper end: no load shown saturated yet"
-        sat = sorted((s for s in room if s.load > b.low and (s.side > 0 or _median(s) > 2 * g.r_sat)),
-                     key=lambda s: (_median(s) < 2 * g.r_sat, s.load))
-        if sat:
-            return guard(g, sat[0].load, why, None)
-        top = max(g.loads, key=lambda s: s.load)
-        if top.n < spec.min_trials and top.side == 0:
-            return guard(g, top.load, why, None)        # the new load above: its trials first
-        if _median(top) <= 2 * g.r_sat:
-            return guard(g, 2.0 * top.load, why, None)  # nothing read above: a load twice the highest
-        return None
+    step = _certify_upper(g, b, room) if not math.isfinite(b.high) else None
+    if step is not None or b.low > 0:
+        return step
     uns = sorted((s for s in room if s.load < b.high and s.side < 0),
                  key=lambda s: (_median(s) > g.r_sat / 2, -s.load))
     return guard(g, uns[0].load, "certify lower end: no load shown unsaturated yet", None) if uns else None

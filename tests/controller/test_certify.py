@@ -77,3 +77,12 @@ def test_capacity_cut_tries_the_completion_rate_after_an_overloaded_gallop_load(
     assert isinstance(d, NextTrial) and d.load_ops_s == pytest.approx(945.0) and "capacity cut" in d.reason
     d = decide(RatingSpec(runlength_s=60.0), log)               # the default: off, the gallop fills 2 × 200
     assert d.load_ops_s == pytest.approx(400.0)
+
+
+def test_reason_lines_print_no_latency_bound_below_zero():
+    from workbench.controller.decide import NextTrial, decide
+    log = [T(5.0, 50.0), T(5.1, 50.0), T(10.0, 100.0), T(70.0, 100.0)]   # t interval [−341, 421] ms
+    d = decide(RatingSpec(policy="binsearch"), log)
+    assert isinstance(d, NextTrial) and d.load_ops_s == 100.0 and "CI (lognormal) [" in d.reason
+    lo = float(d.reason.split("[")[1].split(",")[0])
+    assert lo > 0 and "accuracy -" not in d.reason

@@ -56,10 +56,9 @@ class Certified:
     fit_ci: tuple[float, float] = (math.nan, math.nan)
 
 
-METHOD = ("load bounds (union bound, 1 − c split {sl:g}/{sh:g}/{sf:g}): L highest load with one-sided t upper "
-          "bound of the mean < R_sat, H lowest load with log-scale lower bound > R_sat (or p95 > L_sat, or "
-          "completions short of offered, Poisson z); α spent over looks at n = 2, 3, 4, 6, 8, 11, … trials, "
-          "α_k = α/(k(k+1)){fit}")
+METHOD = ("load bounds at level c (union bound, 1 − c split {sl:g}/{sh:g}/{sf:g}): L = highest load with mean "
+          "< R_sat (one-sided t or Cox), H = lowest with log-mean > R_sat or completions short (Poisson); "
+          "α_k = α/(k(k+1)) over looks at n = 2, 3, 4, 6, 8, 11, …{fit}")
 
 
 def _by_load(trials: Sequence[TrialResult]) -> dict[float, list[TrialResult]]:
@@ -165,5 +164,5 @@ def certified(r_sat: float, l_sat: float, width: float, confidence: float, trial
     if all(map(math.isfinite, f)) and max(lo, f[0]) < min(hi, f[1]):
         lo, hi, used = max(lo, f[0]), min(hi, f[1]), True
     sl, sh, sf = SHARES
-    method = METHOD.format(sl=sl, sh=sh, sf=sf, fit=", ∩ local-fit Fieller interval" if used else "")
+    method = METHOD.format(sl=sl, sh=sh, sf=sf, fit="; ∩ local-fit Fieller interval" if used else "")
     return Certified((lo, hi), confidence, method, b, f)

@@ -86,3 +86,19 @@ def test_reason_lines_print_no_latency_bound_below_zero():
     assert isinstance(d, NextTrial) and d.load_ops_s == 100.0 and "CI (lognormal) [" in d.reason
     lo = float(d.reason.split("[")[1].split(",")[0])
     assert lo > 0 and "accuracy -" not in d.reason
+
+
+def test_certification_steps_out_past_loads_near_the_peak():
+    """A seeded search tested only loads near λ*: showing one of them saturated (or not) costs many
+    trials, so certification tries a load ×1.25 above the highest, then ÷1.25 below the lowest."""
+    from workbench.controller.decide import NextTrial, decide
+    spec = RatingSpec(policy="binsearch", stop_rule="overlap")
+    log = [T(m, 800) for m in (39.5, 40.5, 40.0, 40.2)] + [T(m, 760) for m in (30.0, 31.0)]
+    d = decide(spec, log)
+    assert isinstance(d, NextTrial) and d.load_ops_s == 1000 and d.reason.startswith("certify upper end")
+    log += [T(400.0, 1000, achieved=880)]                   # short of offered: the upper end shown
+    d = decide(spec, log)
+    assert isinstance(d, NextTrial) and d.load_ops_s == 608 and d.reason.startswith("certify lower end")
+    log += [T(m, 608) for m in (5.0, 5.2)]
+    d = decide(spec, log)
+    assert d.result.converged and d.result.peak_rate_ci == (608.0, 1000.0)

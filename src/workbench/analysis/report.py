@@ -186,15 +186,18 @@ def _validation_html(validation: Mapping[str, Any] | None) -> str:
         return '<p class="muted">no great_expectations result recorded</p>'
     excluded = validation.get("excluded") or {}
     harness = validation.get("harness") or {}
+    short = validation.get("short") or {}
     ok = validation.get("success")
     out = [f"<p>great_expectations suite: "
            f"{_status(None if ok is None else not ok, 'FAILED', 'PASSED', 'UNKNOWN')} "
            f"— {len(excluded)} trial(s) excluded"
            + (f"; {len(harness)} harness failure(s) not judged (no trial of the server)" if harness else "")
+           + (f"; {len(short)} trial(s) completed short of offered, kept as evidence of saturation" if short else "")
            + "</p>"]
-    if excluded:
-        items = sorted(excluded.items(), key=lambda kv: int(kv[0]) if str(kv[0]).isdigit() else 0)
-        out.append(_table(["trial n", "reason"], items, left=(1,)))
+    for kept in (excluded, short):
+        if kept:
+            items = sorted(kept.items(), key=lambda kv: int(kv[0]) if str(kv[0]).isdigit() else 0)
+            out.append(_table(["trial n", "reason" if kept is excluded else "short (kept)"], items, left=(1,)))
     if validation.get("gx"):
         text = json.dumps(validation["gx"], indent=1, default=str)
         out.append(f"<details><summary>GX details</summary><pre>{_e(text[:20000])}</pre></details>")

@@ -227,27 +227,34 @@ def _median(s: LoadSummary) -> float:
 
 
 CERTIFY_MAX_TRIALS = 11    # certification trials stop at a load with this many (a look of stats.sequential)
+STEP_OUT = 1.25            # with no load clearly beyond λ*, certification tries one ×/÷ this further out
 
 
-def _certify_upper(g: Goal, b, room: list[LoadSummary]) -> Step | None:
-    why = "certify upper end: no load shown saturated yet"
-    sat = sorted((s for s in room if s.load > b.low and (s.side > 0 or _median(s) > 2 * g.r_sat)),
-                 key=lambda s: (_median(s) < 2 * g.r_sat, -_median(s)))
-    if sat:
-        return guard(g, sat[0].load, why, None)
-    top = max(g.loads, key=lambda s: s.load)
-    if top.n < g.spec.min_trials and top.side == 0:
-        return guard(g, top.load, why, None)        # the new load above: its trials first
-    return guard(g, 2.0 * top.load, why, None)      # nothing left to sample above: twice the highest load
+def _clearly_saturated(s: LoadSummary, r_sat: float) -> bool:
+    """Median ≥ 2·R_sat, or completions short of offered by > 1 % beyond Poisson noise: the loads whose
+    next trials show the upper end soonest (certify.py's log-mean and completions tests)."""
+    return _median(s) >= 2 * r_sat or (s.throughput_z < -3 and s.achieved_ops_s < 0.99 * s.load)
+
+
+def _certify_step(g: Goal, room: list[LoadSummary], clear: list[LoadSummary], edge: LoadSummary,
+                  out: float, why: str) -> Step | None:
+    """One more trial at the clearest load (clear, ordered best first); else the edge load's first
+    trials; else a new load `out` further from λ*. Loads near λ* are passed over: showing one of them
+    saturated (or not) costs many trials, one a step further out costs one or two."""
+    if clear:
+        return guard(g, clear[0].load, why, None)
+    if edge.n < g.spec.min_trials and any(s is edge for s in room):
+        return guard(g, edge.load, why, None)       # the new load: its trials first
+    return guard(g, out, why, None)
 
 
 def certify_ends(g: Goal) -> Step | None:
     """A converged goal needs a finite certified λ* interval (certify.py): while an end is not shown,
-    one more trial at the load likeliest to show it — the load read saturated with the highest
-    median, preferring medians ≥ 2·R_sat, or the highest read unsaturated whose median is ≤ R_sat/2
-    (else the highest); a load with CERTIFY_MAX_TRIALS trials is passed over, and with none left
-    above, a new load twice the highest tested one (the budget, max_trials and max_loads bound it).
-    None: both ends are shown, or nothing is left to try below (the interval stays open)."""
+    one more trial where it is cheapest to show (`_certify_step`): above, the load read clearly
+    saturated with the highest median, else ×STEP_OUT the highest tested load; below, the highest load
+    with a median ≤ R_sat/2, else ÷STEP_OUT the lowest. A load with CERTIFY_MAX_TRIALS trials is
+    passed over; the budget, max_trials and max_loads bound the rest. None: both ends are shown, or
+    the load to try cannot be measured (the interval stays open)."""
     spec = g.spec
     level = spec.bound_confidence if spec.bound_confidence is not None else spec.confidence
     b = load_bounds(g.r_sat, spec.l_sat_ms, level, g.trials, spec.max_loads, spec.policy.distrust_repeats,
@@ -256,12 +263,15 @@ def certify_ends(g: Goal) -> Step | None:
         return None
     cap = min(spec.max_trials_per_load, CERTIFY_MAX_TRIALS)
     room = [s for s in g.loads if s.n < cap and load_key(s.load) not in g.unmeasurable]
-    step = _certify_upper(g, b, room) if not math.isfinite(b.high) else None
-    if step is not None or b.low > 0:
-        return step
-    uns = sorted((s for s in room if s.load < b.high and s.side < 0),
-                 key=lambda s: (_median(s) > g.r_sat / 2, -s.load))
-    return guard(g, uns[0].load, "certify lower end: no load shown unsaturated yet", None) if uns else None
+    if not math.isfinite(b.high):
+        clear = sorted((s for s in room if s.load > b.low and _clearly_saturated(s, g.r_sat)), key=lambda s: -_median(s))
+        top = max(g.loads, key=lambda s: s.load)
+        step = _certify_step(g, room, clear, top, STEP_OUT * top.load, "certify upper end: no load shown saturated yet")
+        if step is not None or b.low > 0:
+            return step
+    clear = sorted((s for s in room if s.load < b.high and _median(s) <= g.r_sat / 2), key=lambda s: -s.load)
+    bottom = min(g.loads, key=lambda s: s.load)
+    return _certify_step(g, room, clear, bottom, bottom.load / STEP_OUT, "certify lower end: no load shown unsaturated yet")
 
 
 def decide_goal(spec: RatingSpec, r_sat: float, trials: Sequence[TrialResult],

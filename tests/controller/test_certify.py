@@ -102,3 +102,17 @@ def test_certification_steps_out_past_loads_near_the_peak():
     log += [T(m, 608) for m in (5.0, 5.2)]
     d = decide(spec, log)
     assert d.result.converged and d.result.peak_rate_ci == (608.0, 1000.0)
+
+
+def test_an_upper_end_that_cannot_be_shown_leaves_the_rating_not_converged():
+    """The step-out load cannot be measured (three invalid trials in a row, e.g. the generator at
+    its ceiling): the interval stays open above, and the rating says so instead of converging."""
+    from workbench.controller.decide import Done, decide
+    spec = RatingSpec(policy="binsearch", stop_rule="overlap")
+    bad = TrialResult(mean_ms=1.0, p95_ms=2.0, achieved_rate=1000.0, valid=False, reason="generator saturated")
+    log = [T(m, 800) for m in (39.5, 40.5, 40.0, 40.2)] + [T(m, 760) for m in (30.0, 31.0)]
+    log += [bad.at(1000, 180.0)] * spec.max_invalid_per_load
+    d = decide(spec, log)
+    assert isinstance(d, Done) and not d.result.converged
+    assert "the λ* interval stays open (no load shown saturated; 1000 ops/s cannot be measured)" in d.result.reason
+    assert d.result.peak_rate_ci[1] == math.inf

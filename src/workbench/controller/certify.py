@@ -56,6 +56,7 @@ class Certified:
     fit_ci: tuple[float, float] = (math.nan, math.nan)
 
 
+METHOD_LABEL = "anytime-valid"     # the method in a word, for the one-line statement (analysis.peak_interval)
 METHOD = ("load bounds at level c (union bound, 1 − c split {sl:g}/{sh:g}/{sf:g}): L = highest load with mean "
           "< R_sat (one-sided t or Cox), H = lowest with log-mean > R_sat or completions short (Poisson); "
           "α_k = α/(k(k+1)) over looks at n = 2, 3, 4, 6, 8, 11, …{fit}")

@@ -98,7 +98,8 @@ def _point(spec: RatingSpec, r_sat: float, loads: list[LoadSummary], lo: LoadSum
         return peak.load, peak
     if fit is not None:                  # stop_rule "fit": λ* on the local fit
         lam = fit.peak_rate
-        return lam, min((s for s in loads if s.n >= 1), key=lambda s: abs(s.load - lam))
+        sampled = [s for s in loads if s.n >= 2] or [s for s in loads if s.n >= 1]   # a CI needs 2 trials
+        return lam, min(sampled, key=lambda s: abs(s.load - lam))
     if lo is not None and hi is not None and spec.strawman:
         return lo.load, lo               # §3.1: the largest load that does not saturate
     if lo is not None and hi is not None:

@@ -248,13 +248,23 @@ def _certify_step(g: Goal, room: list[LoadSummary], clear: list[LoadSummary], ed
     return guard(g, out, why, None)
 
 
-def certify_ends(g: Goal) -> Step | None:
-    """A converged goal needs a finite certified λ* interval (certify.py): while an end is not shown,
-    one more trial where it is cheapest to show (`_certify_step`): above, the load read clearly
-    saturated with the highest median, else ×STEP_OUT the highest tested load; below, the highest load
-    with a median ≤ R_sat/2, else ÷STEP_OUT the lowest. A load with CERTIFY_MAX_TRIALS trials is
-    passed over; the budget, max_trials and max_loads bound the rest. None: both ends are shown, or
-    the load to try cannot be measured (the interval stays open)."""
+def certify_ends(g: Goal, done: Step) -> Step:
+    """A goal the chain found converged (`done`) needs a finite certified λ* interval (certify.py):
+    while an end is not shown, one more trial where it is cheapest to show (`_certify_step`): above,
+    the load read clearly saturated with the highest median, else ×STEP_OUT the highest tested load;
+    below, the highest load with a median ≤ R_sat/2, else ÷STEP_OUT the lowest. A load with
+    CERTIFY_MAX_TRIALS trials is passed over; the budget, max_trials and max_loads bound the rest.
+    `done` as it is once both ends are shown; not converged when the load to try cannot be measured."""
+    step = _certify_next(g)
+    if step is None or step[0] != "open":
+        return step or done
+    conv, reason, *rest = done[1]
+    return "done", (False, f"not converged: {reason}, but the λ* interval stays open ({step[1]})", *rest)
+
+
+def _certify_next(g: Goal) -> Step | None:
+    """The next certification trial; ("open", why) when an end is not shown and cannot be; None
+    when both ends are shown."""
     spec = g.spec
     level = spec.bound_confidence if spec.bound_confidence is not None else spec.confidence
     b = load_bounds(g.r_sat, spec.l_sat_ms, level, g.trials, spec.max_loads, spec.policy.distrust_repeats,
@@ -267,11 +277,11 @@ def certify_ends(g: Goal) -> Step | None:
         clear = sorted((s for s in room if s.load > b.low and _clearly_saturated(s, g.r_sat)), key=lambda s: -_median(s))
         top = max(g.loads, key=lambda s: s.load)
         step = _certify_step(g, room, clear, top, STEP_OUT * top.load, "certify upper end: no load shown saturated yet")
-        if step is not None or b.low > 0:
-            return step
+        return step or ("open", f"no load shown saturated; {STEP_OUT * top.load:g} ops/s cannot be measured")
     clear = sorted((s for s in room if s.load < b.high and _median(s) <= g.r_sat / 2), key=lambda s: -s.load)
     bottom = min(g.loads, key=lambda s: s.load)
-    return _certify_step(g, room, clear, bottom, bottom.load / STEP_OUT, "certify lower end: no load shown unsaturated yet")
+    step = _certify_step(g, room, clear, bottom, bottom.load / STEP_OUT, "certify lower end: no load shown unsaturated yet")
+    return step or ("open", f"no load shown unsaturated; {bottom.load / STEP_OUT:g} ops/s cannot be measured")
 
 
 def decide_goal(spec: RatingSpec, r_sat: float, trials: Sequence[TrialResult],
@@ -283,6 +293,6 @@ def decide_goal(spec: RatingSpec, r_sat: float, trials: Sequence[TrialResult],
         step = strategy(g)
         if step is not None:
             if step[0] == "done" and step[1][0]:
-                return certify_ends(g) or step
+                return certify_ends(g, step)
             return step
     raise AssertionError("picker_step always answers")

@@ -274,7 +274,7 @@ def _certify_next(g: Goal) -> Step | None:
     cap = min(spec.max_trials_per_load, CERTIFY_MAX_TRIALS)
     room = [s for s in g.loads if s.n < cap and load_key(s.load) not in g.unmeasurable]
     if not math.isfinite(b.high):
-        clear = sorted((s for s in room if s.load > b.low and _clearly_saturated(s, g.r_sat)), key=lambda s: -_median(s))
+        clear = sorted((s for s in room if s.load > b.low and _clearly_saturated(s, g.r_sat)), key=lambda s: s.load)
         top = max(g.loads, key=lambda s: s.load)
         step = _certify_step(g, room, clear, top, STEP_OUT * top.load, "certify upper end: no load shown saturated yet")
         return step or ("open", f"no load shown saturated; {STEP_OUT * top.load:g} ops/s cannot be measured")

@@ -8,22 +8,26 @@ Each rating is `workbench rate` in its own process with the slot torn down after
 default), so the next one provisions the server, builds the file set and warms up from nothing.
 Prints λ*, its CI, the bracket, trials and measured cost per rating, then the median λ*, each
 rating's deviation from it, and the issue's two checks: every λ* within ±TOLERANCE of the median,
-and every rating's CI containing the median. Exit 0 when both hold. Runs as root (slots).
+every rating's CI containing the median, every rating converged with a finite interval, and the
+median half-width within HALF_WIDTH of λ* (issue 30). Exit 0 when all hold. Runs as root (slots).
 """
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import statistics
 import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 from workbench.store.local import LocalStore
 
 REPO = Path(__file__).resolve().parent.parent
-TOLERANCE = 0.05
+TOLERANCE = 0.05      # every λ* within ±5 % of the median (issue 15)
+HALF_WIDTH = 0.10     # the median interval half-width ≤ 10 % of λ* (issue 30)
 
 
 def rate_once(out: Path, profile: str, slot: str, extra: list[str], timeout_s: float) -> dict:
@@ -41,13 +45,20 @@ def rate_once(out: Path, profile: str, slot: str, extra: list[str], timeout_s: f
     return res
 
 
-def verdict(peaks: list[float], cis: list[list[float | None] | None]) -> tuple[float, bool, bool]:
-    """(median λ*, all within ±TOLERANCE of it, every CI contains it). A None end of a CI is open
-    (a Fieller interval without that bound); a rating without a CI contains nothing."""
+def verdict(peaks: list[float], cis: list[list[float | None] | None], converged: list[bool]) -> dict[str, Any]:
+    """The checks of issues 15 and 30 on N ratings: the median λ*; every λ* within ±TOLERANCE of
+    it; every rating converged with a finite two-sided interval; every interval containing the
+    median (an open end — None — contains it on that side); the median half-width ≤ HALF_WIDTH of
+    its λ*."""
     med = statistics.median(peaks)
+    finite = [ci is not None and ci[0] is not None and ci[1] is not None and 0 < ci[0] <= ci[1] for ci in cis]
     covered = all(ci is not None and (ci[0] is None or ci[0] <= med) and (ci[1] is None or med <= ci[1])
                   for ci in cis)
-    return med, all(abs(p - med) <= TOLERANCE * med for p in peaks), covered
+    halves = [(ci[1] - ci[0]) / 2 / p if f else math.inf for ci, p, f in zip(cis, peaks, finite)]
+    return {"median": med, "within": all(abs(p - med) <= TOLERANCE * med for p in peaks),
+            "finite": all(finite) and all(converged), "covered": covered,
+            "median_half_width": statistics.median(halves),
+            "narrow": statistics.median(halves) <= HALF_WIDTH}
 
 
 def _interval(v) -> str:
@@ -78,11 +89,12 @@ def main(argv: list[str] | None = None) -> int:
               f"{_interval(res['bracket']):>17} {res['n_trials']:>6} {res['cost_s']:>7.0f} "
               f"{res['wall_s']:>7.0f} {res['converged']}", flush=True)
     peaks = [r["peak_rate"] for r in rows]
-    med, within, covered = verdict(peaks, [r.get("peak_rate_ci") for r in rows])
-    print(f"median λ* {med:.1f} ops/s; deviations " + ", ".join(f"{(p - med) / med:+.1%}" for p in peaks))
-    print(f"all within ±{TOLERANCE:.0%} of the median: {within}; every CI contains the median: {covered}")
-    return 0 if within and covered else 1
-
+    v = verdict(peaks, [r.get("peak_rate_ci") for r in rows], [bool(r["converged"]) for r in rows])
+    print(f"median λ* {v['median']:.1f} ops/s; deviations " + ", ".join(f"{(p - v['median']) / v['median']:+.1%}" for p in peaks))
+    print(f"all within ±{TOLERANCE:.0%} of the median: {v['within']}; every rating converged with a finite "
+          f"interval: {v['finite']}; every interval contains the median: {v['covered']}; median half-width "
+          f"{v['median_half_width']:.1%} of λ* (≤ {HALF_WIDTH:.0%}: {v['narrow']})")
+    return 0 if v["within"] and v["finite"] and v["covered"] and v["narrow"] else 1
 
 if __name__ == "__main__":
     sys.exit(main())

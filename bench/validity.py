@@ -59,6 +59,7 @@ CANDIDATES = {  # issue 16 candidates and ablations (not defaults): label -> spe
     "binsearch+fit": {"policy": "binsearch", "stop_rule": "fit"},
     "safeguarded+fit": {"policy": "safeguarded", "stop_rule": "fit"},
     "local-noprobe": {"policy": {"name": "local", "probe_share": None}},
+    "local-cut": {"policy": {"name": "local", "capacity_cut": 0.05}},    # issue 30 (d) on (not the default)
     "local-stopc": {"policy": {"name": "local", "fit_stop_share": 1.0, "fit_ci_share": 1.0}},
     "local-stopc-report": {"policy": {"name": "local", "fit_stop_share": 1.0}},
 }
@@ -83,6 +84,7 @@ def _rate_one(args) -> tuple:
     return (lo <= res.peak_rate <= hi, res.peak_rate_ci[0] <= true <= res.peak_rate_ci[1], res.converged,
             res.reason.startswith("fit:"), res.cost_s, res.n_trials,
             (res.peak_rate_ci[1] - res.peak_rate_ci[0]) / true,
+            0.0 < res.peak_rate_ci[0] <= res.peak_rate_ci[1] < math.inf,
             (m_lo <= true <= m_hi) if math.isfinite(m_lo) and math.isfinite(m_hi) else None)
 
 
@@ -90,14 +92,14 @@ def rate_family(family: str, spec: RatingSpec, n: int, pool=None, seed: int = ST
     """Rate n servers of `family` (server draws seeded by `seed`) with `spec`; the study's figures for that cell."""
     jobs = [(family, n, i, spec, seed) for i in range(n)]
     out = pool.map(_rate_one, jobs, chunksize=4) if pool is not None else list(map(_rate_one, jobs))
-    ok, cov, conv, fit, costs, trials, widths, model = (list(col) for col in zip(*out))
+    ok, cov, conv, fit, costs, trials, widths, finite, model = (list(col) for col in zip(*out))
     fit_stops = sum(fit)
     model_def = [m for m in model if m is not None]
     return {"in_region": 100.0 * sum(ok) / n, "ci_covers": 100.0 * sum(cov) / n, "converged": 100.0 * sum(conv) / n,
             "median_cost_s": float(np.median(costs)), "mean_cost_s": float(np.mean(costs)),
             "median_trials": float(np.median(trials)), "fit_stops": 100.0 * fit_stops / n,
             "fit_in_region": 100.0 * sum(o and f for o, f in zip(ok, fit)) / fit_stops if fit_stops else math.nan,
-            "median_ci_width": 100.0 * float(np.median(widths)),
+            "median_ci_width": 100.0 * float(np.median(widths)), "finite": 100.0 * sum(finite) / n,
             "model_ci_covers": 100.0 * sum(model_def) / len(model_def) if model_def else math.nan,
             "model_ci_defined": 100.0 * len(model_def) / n}
 
@@ -112,6 +114,7 @@ def run_cells(families, labels, n, overhead_s, spec_kw=None, pool=None, seed: in
             r.update(family=fam, policy=label, wall_s=time.perf_counter() - t0)
             rows.append(r)
             print(f"  {fam:5s} {label:16s} in region {r['in_region']:5.1f} %  CI covers {r['ci_covers']:5.1f} %"
+                  f"  finite {r['finite']:5.1f} %  width {r['median_ci_width']:5.1f} %"
                   f"  median cost {r['median_cost_s']:7.0f} s  ({r['wall_s']:.0f} s wall)", flush=True)
     return rows
 
@@ -124,11 +127,12 @@ def add_ratios(rows: list[dict], ref: dict[str, float]) -> None:
 
 FMT = {"in_region": "{:.1f}", "ci_covers": "{:.1f}", "converged": "{:.1f}", "median_cost_s": "{:.0f}",
        "mean_cost_s": "{:.0f}", "median_trials": "{:.0f}", "median_ci_width": "{:.1f}", "x_default": "{:.2f}",
-       "fit_stops": "{:.1f}", "fit_in_region": "{:.1f}", "model_ci_covers": "{:.1f}", "model_ci_defined": "{:.1f}",
+       "fit_stops": "{:.1f}", "finite": "{:.1f}", "fit_in_region": "{:.1f}", "model_ci_covers": "{:.1f}", "model_ci_defined": "{:.1f}",
        "confidence": "{:.2f}", "accuracy": "{:.2f}"}
 COLS = [("family", "family"), ("policy", "policy"), ("in region %", "in_region"), ("λ* CI covers %", "ci_covers"),
         ("median cost (s)", "median_cost_s"), ("× default cost", "x_default"), ("mean cost (s)", "mean_cost_s"),
-        ("median trials", "median_trials"), ("converged %", "converged"), ("median CI width % of λ*", "median_ci_width"),
+        ("median trials", "median_trials"), ("converged %", "converged"), ("two-sided finite CI %", "finite"),
+        ("median CI width % of λ*", "median_ci_width"),
         ("stopped by the fit %", "fit_stops"), ("in region when stopped by the fit %", "fit_in_region"),
         ("model CI covers % (when defined)", "model_ci_covers"), ("model CI defined %", "model_ci_defined")]
 

@@ -58,6 +58,39 @@ def rating_files(results: Path) -> tuple[dict, list[dict], Path]:
     return json.loads((rating / "result.json").read_text()), trials, rating
 
 
+# what no output may show (issue 30): a latency bound below zero, a negative accuracy, a missing end
+# of a converged rating's λ* interval
+_BAD_FIGURES = (re.compile(r"CI[^\[\n]{0,20}\[\s*-\s*\d"), re.compile(r"accuracy\s*-\s*\d"),
+                re.compile(r"ms, CI \[\s*—"))
+
+
+def bad_figures(text: str) -> list[str]:
+    """The lines of `text` that show a negative latency bound or accuracy, or a latency CI with no end."""
+    return [ln for ln in text.splitlines() if any(p.search(ln) for p in _BAD_FIGURES)]
+
+
+def result_bad_fields(res: dict) -> list[str]:
+    """What a result (result.json, or one goal of it) claims that it must not: a negative or missing
+    latency bound or accuracy outside [0, 1]; for a converged rating, an interval with an end not
+    shown or not around λ*."""
+    bad = []
+    mci, acc = res.get("mean_ms_ci") or [None, None], res.get("accuracy")
+    if mci[0] is not None and mci[0] < 0:
+        bad.append(f"mean_ms_ci {mci}")
+    if acc is not None and not 0 <= acc <= 1:
+        bad.append(f"accuracy {acc}")
+    ci = res.get("peak_rate_ci") or [None, None]
+    if res.get("converged"):
+        finite = all(isinstance(x, (int, float)) and 0 < x < float("inf") for x in ci)
+        if not finite or not ci[0] <= res["peak_rate"] <= ci[1]:
+            bad.append(f"converged with peak_rate_ci {ci} around λ* {res.get('peak_rate')}")
+        if not 0 < (res.get("peak_rate_ci_level") or 0) < 1:
+            bad.append(f"peak_rate_ci_level {res.get('peak_rate_ci_level')}")
+    for g in (res.get("per_goal") or {}).values():
+        bad += result_bad_fields({**g, "per_goal": None})
+    return bad
+
+
 INTEGRATION_SLOT = os.environ.get("WB_HARNESS_SLOT", "slot2")
 
 

@@ -26,10 +26,12 @@ from helpers import (
     REPO,
     STATE,
     FakeRunner,
+    bad_figures,
     fstress_json,
     load_host,
     rating_files,
     renumbered_inventory,
+    result_bad_fields,
     send_lag_only,
 )
 
@@ -305,6 +307,9 @@ def test_smoke_rating_end_to_end_with_faults(tmp_path, capsys):
     assert (rating / "sysinfo.json").is_file() and (rating / "spec.json").is_file()
     assert len(list((tmp_path / "work" / "trials").glob("*.json"))) >= len(trials) - 2
     assert "peak rate λ*" in out.out
+    # issue 30: no negative latency bound or accuracy, no open interval on a converged rating
+    assert result_bad_fields(res) == [] and bad_figures(out.out + out.err) == []
+    assert bad_figures((rating / "report.html").read_text()) == []
 
 
 def test_a_dead_server_still_gets_a_result_and_a_report_saying_why(tmp_path, capsys, private_leases):

@@ -43,8 +43,13 @@ def test_overlap_without_accuracy_runs_more_trials_at_the_load():
 @pytest.mark.parametrize("rule", ["overlap", "inside"])
 def test_accuracy_reached_inside_region_stops(rule):
     log = [T(5, 50), T(5, 50)] + [T(m, 800) for m in (39.5, 40.5, 40.0, 40.2)]
+    # no load above λ* measured: the interval's upper end is certified first (issue 30)
+    d = decide(RatingSpec(policy="binsearch", stop_rule=rule), log)
+    assert isinstance(d, NextTrial) and d.load_ops_s == 1000 and d.reason.startswith("certify upper end")
+    log += [TrialResult(mean_ms=300.0, p95_ms=600.0, achieved_rate=900.0).at(1000, 180.0)]   # short of offered
     d = decide(RatingSpec(policy="binsearch", stop_rule=rule), log)
     assert isinstance(d, Done) and d.result.converged and d.result.peak_rate == 800
+    assert d.result.peak_rate_ci == (50.0, 1000.0) and d.result.peak_rate_ci_level == 0.95
     assert d.result.accuracy >= 0.9 and d.result.mean_ms_ci[0] >= 36 and d.result.mean_ms_ci[1] <= 44
 
 

@@ -61,11 +61,14 @@ def test_noisy_fit_is_not_inside():
 def test_decide_stops_on_the_fit_and_reports_its_ci():
     spec = RatingSpec(policy="binsearch", stop_rule="fit")
     trials = _log([970, 1030])
+    assert decide(spec, trials).reason.startswith("certify")     # no load shown below or above yet
+    trials += [TrialResult(mean_ms=m, p95_ms=2 * m, achieved_rate=500.0).at(500.0, 180.0) for m in (5.0, 5.1)]
+    trials += [TrialResult(mean_ms=900.0, p95_ms=1800.0, achieved_rate=1000.0).at(2000.0, 180.0)]
     d = decide(spec, trials)
     assert isinstance(d, Done) and d.result.reason.startswith("fit:")
     assert d.result.peak_rate == pytest.approx(1000.0, rel=1e-9)
-    lo, hi = d.result.peak_rate_ci
-    assert lo < 1000 < hi and hi - lo < 20
+    lo, hi = d.result.peak_rate_ci          # the certified interval: [500, 2000] ∩ the fit's (when bounded)
+    assert 500 <= lo < 1000 < hi <= 2000
     assert d.result.converged
 
 

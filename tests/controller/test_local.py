@@ -12,7 +12,7 @@ from workbench.config.profiles import PROFILES, with_policy
 from workbench.controller.policy import LocalPolicy
 from workbench.controller.decide import decide, find_peak
 from workbench.controller.fit import FIT_STOP_MIN_TRIALS, local_fit, on_curve
-from workbench.controller.result import _peak_ci
+from workbench.controller.certify import load_bounds
 from workbench.controller.spec import RatingSpec
 from workbench.controller.state import LoadStatus
 from workbench.controller.summary import summarize
@@ -31,6 +31,13 @@ B0, B1 = math.log(40.0) - 0.004 * 1000, 0.004      # log R = B0 + B1·λ: R(1000
 
 def _t(x, logr, r_s=60.0):
     return TrialResult(mean_ms=math.exp(logr), p95_ms=1.0, achieved_rate=x).at(x, r_s)
+
+
+def _ends(lo=500.0, hi=2000.0, r_s=60.0):
+    """Trials that certify both ends of the λ* interval (issue 30): two far below R_sat at lo, one at
+    hi completing half of what it was offered."""
+    return [TrialResult(mean_ms=m, p95_ms=m, achieved_rate=lo).at(lo, r_s) for m in (5.0, 5.2)] + \
+        [TrialResult(mean_ms=900.0, p95_ms=900.0, achieved_rate=hi / 2).at(hi, r_s)]
 
 
 def test_one_trial_per_load_is_the_plain_wls_fieller():
@@ -181,6 +188,9 @@ def test_monotone_check_resamples_the_lower_load_when_it_has_fewer_trials():
     assert d.load_ops_s == 250.0 and d.reason.startswith("monotone check: 250 ops/s"), d
     # its third trial settles the median (1.6 ms): 275 is below and the bracket [275, 300] resolved
     done = decide(spec, [*trials, TrialResult(mean_ms=0.9, p95_ms=0.9, achieved_rate=250.0).at(250.0, 2.0)])
+    assert done.reason.startswith("certify upper end"), done        # no load above shown saturated yet
+    done = decide(spec, [*trials, TrialResult(mean_ms=0.9, p95_ms=0.9, achieved_rate=250.0).at(250.0, 2.0),
+                         TrialResult(mean_ms=300.0, p95_ms=300.0, achieved_rate=300.0).at(800.0, 2.0)])
     assert done.result.converged and done.result.bracket == (275.0, 300.0), done
     # with more trials than the load it holds open, the lower load keeps its median: the upper is sampled
     more = [*trials, *(TrialResult(mean_ms=m, p95_ms=m, achieved_rate=250.0).at(250.0, 2.0) for m in (15.0, 12.0))]
@@ -223,8 +233,8 @@ def test_fit_does_not_stop_a_rating_on_few_trials():
     trials = at(np.linspace(972.0, 1028.0, 5))
     fit = local_fit(summarize(RatingSpec(**base), trials), 40.0, 0.1, 0.95)
     assert fit.level_inside and fit.n_trials == 10 < FIT_STOP_MIN_TRIALS
-    assert not hasattr(decide(RatingSpec(**base), trials), "result")
-    assert decide(RatingSpec(**base), at(np.linspace(972.0, 1028.0, 6))).result.reason.startswith("fit:")
+    assert not hasattr(decide(RatingSpec(**base), trials + _ends()), "result")
+    assert decide(RatingSpec(**base), at(np.linspace(972.0, 1028.0, 6)) + _ends()).result.reason.startswith("fit:")
 
 
 def test_latency_bound_needs_confidence():
@@ -236,7 +246,7 @@ def test_latency_bound_needs_confidence():
     trials += [TrialResult(mean_ms=m, p95_ms=2 * m, achieved_rate=500.0).at(500.0, 60.0) for m in (10.0, 10.5)]
     loads = summarize(spec, trials)
     assert [s.latency_saturated for s in loads] == [True, False]
-    assert _peak_ci(loads, 40.0, spec)[1] == math.inf
+    assert load_bounds(40.0, spec.l_sat_ms, spec.confidence, trials).high == math.inf
 
 
 @pytest.mark.parametrize("field,value", [("far_factor", 1.0), ("far_factor", -2), ("probe_share", 0),
@@ -293,7 +303,7 @@ def test_fit_stop_honours_an_accuracy_above_one_minus_s():
     # 2 trials at each of 12 loads, ±6 % apart: every load's own CI (t on 1 df) is wide, the pooled
     # fit's (21 df) is not; the sign alternates between loads, so the first-trial term is 0
     trials = [_t(x, B0 + B1 * x + d * (-1) ** i) for i, x in enumerate(np.linspace(972.0, 1028.0, 12))
-              for d in (0.06, -0.06)]
+              for d in (0.06, -0.06)] + _ends()
     base = dict(policy=BARE_LOCAL, width=0.10, max_trials_per_load=1000)
     d = decide(RatingSpec(**base, accuracy=0.90), trials)
     assert hasattr(d, "result") and d.result.reason.startswith("fit:")

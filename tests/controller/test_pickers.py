@@ -95,7 +95,8 @@ def test_model_guided_two_point_prediction():
     # Algorithm 4: 50, then ×2 (unsaturated), then the two-point prediction, exact for M/M/1
     assert seq[:2] == [50, 100]
     assert seq[2] == pytest.approx(two_point_fit((100, 2 / 0.9), (50, 2 / 0.95), 40, "mm1"))
-    assert seq[2] == pytest.approx(950) and r.converged and len(seq) == 3
+    assert seq[2] == pytest.approx(950) and r.converged and len(seq) == 4
+    assert seq[3] == pytest.approx(1187.5)      # 1.25 × the peak: the λ* interval's upper end (issue 30)
 
 
 def test_model_guided_hyperbolic_form_of_the_000_text():

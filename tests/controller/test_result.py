@@ -20,6 +20,8 @@ def T(mean, load, r=180.0):
 
 # R_sat 40 is met at 800 ops/s (accurate CI inside [36, 44]); for R_sat 20 the bracket is (50, 800)
 LOG = [T(5, 50), T(5.1, 50)] + [T(m, 800) for m in (39.5, 40.5, 40.0, 40.2)]
+# a trial at 1600 ops/s completing half of what it was offered: the λ* interval's upper end (issue 30)
+LOG.append(TrialResult(mean_ms=500.0, p95_ms=1000.0, achieved_rate=800.0).at(1600.0, 180.0))
 
 
 def test_the_search_goes_on_after_the_headline_goal_until_every_goal_is_met():
@@ -29,12 +31,13 @@ def test_the_search_goes_on_after_the_headline_goal_until_every_goal_is_met():
 
 
 def test_a_goal_the_budget_leaves_unmet_leaves_the_rating_unconverged():
-    d = decide(RatingSpec(policy="binsearch", goals_ms=[20], budget_s=6 * 180), LOG)
+    d = decide(RatingSpec(policy="binsearch", goals_ms=[20], budget_s=7 * 180), LOG)
     assert isinstance(d, Done)
     res = d.result
     assert not res.converged and res.reason.startswith("goal 20 ms: budget exhausted"), res.reason
     head, low = res.per_goal[40.0], res.per_goal[20.0]
     assert head.converged and head.peak_rate == res.peak_rate == 800 and not low.converged
+    assert head.peak_rate_ci == (50.0, 1600.0) and head.peak_rate_ci_level == 0.95
     assert low.bracket == (50, 800) and low.peak_rate_ci[0] <= low.peak_rate <= low.peak_rate_ci[1]
 
 

@@ -1,6 +1,8 @@
 """Server families of the validity study: true λ* by hand, determinism, the trial-level faults."""
 import math
 
+import numpy as np
+
 import pytest
 
 from workbench.measure.families import (
@@ -35,7 +37,7 @@ def test_families_are_seeded_and_share_their_servers():
     assert all(KNEE_SERVERS[0] <= s.servers <= KNEE_SERVERS[1] for s in knee)
     with pytest.raises(ValueError):
         family_servers("nope", 1)
-    assert set(FAMILY_NAMES) == {"mm", "knee", "heavy", "cold"}
+    assert set(FAMILY_NAMES) == {"mm", "knee", "heavy", "cold", "wall"}
 
 
 def test_cold_start_inflates_only_the_first_trial_at_a_load():
@@ -53,3 +55,32 @@ def test_outlier_share_is_as_configured():
     share = sum(r > 1.0 + 1e-9 for r in ratios) / len(ratios)
     assert share == pytest.approx(0.2, abs=0.03)
     assert max(ratios) <= 3.0 and not any(math.isnan(r) for r in ratios)
+
+
+def test_wall_is_flat_then_a_wall_and_its_peak_inverts_the_mean():
+    from workbench.measure.families import WallServer
+    walls = family_servers("wall", 20)
+    assert all(isinstance(s, WallServer) for s in walls)
+    for s in walls[:5]:
+        lam = s.true_peak_rate(40.0)
+        assert s.true_mean_ms(lam) == pytest.approx(40.0, rel=1e-6)
+        assert s.true_mean_ms(0.8 * lam) < 2.5                     # flat
+        assert s.true_mean_ms(0.9 * lam) < 5.0
+        assert lam < s.capacity_ops_s < 1.05 * lam                 # the wall: capacity within 5 % of λ*
+        lo, hi = true_region(s, 40.0, 0.1)
+        assert 0.0005 < (hi - lo) / lam < 0.005                    # the region: 0.05–0.5 % of λ*
+    a, b = family_servers("wall", 3), family_servers("wall", 3)
+    assert [x.measure(300, 60) for x in a] == [x.measure(300, 60) for x in b]
+
+
+def test_wall_swing_is_autocorrelated_at_the_edge_and_absent_in_the_flat():
+    from workbench.measure.families import WallServer
+    kw = dict(capacity_ops_s=1000, base_ms=0.5, service_ms=1, servers=30, noise=0, wall_ms=0.8, seed=3)
+    s = WallServer(**kw)
+    lam = s.true_peak_rate(40.0)
+    flat = [s.measure(0.5 * lam, 60).mean_ms for _ in range(5)]
+    assert max(flat) / min(flat) == pytest.approx(1.0)             # no swing in the flat part (noise 0)
+    s = WallServer(**kw)
+    logs = np.log([s.measure(lam, 60).mean_ms for _ in range(3000)])
+    assert 0.15 < logs.std() < 0.35                                # WALL_SWING 0.25 at R_sat
+    assert 0.35 < np.corrcoef(logs[:-1], logs[1:])[0, 1] < 0.65     # AR(1), φ 0.5

@@ -23,6 +23,19 @@ def test_timeouts_in_an_overloaded_trial_stay_valid_with_overload_ms():
     assert not result_from_json(fstress_json(timeouts=4, errors=1, mean_ms=900.0), 500, 5, overload_ms=50.0).valid
 
 
+def test_achieved_rate_counts_replies_not_timed_out_calls():
+    """The real overloaded trial of issue 30: 12 800 ops/s for 10 s, fstress finished all 128 000 calls,
+    93 857 of them by timing out: the server answered (128 000 − 93 857)/10 = 3 414.3 per second, which
+    is what the controller's completions test reads; the generator kept its schedule (valid)."""
+    raw = fstress_json(offered_rate=12800.0, achieved_rate=12800.0, duration_s=10.0, ops_total=128000,
+                       timeouts=93857, mean_ms=7193.0)
+    t = result_from_json(raw, 12800, 10, overload_ms=50.0)
+    assert t.valid and t.achieved_rate == 3414.3
+    assert result_from_json(fstress_json(), 500, 5).achieved_rate == 500.0        # no timeouts: as fstress says
+    lagging = fstress_json(achieved_rate=400.0)                                   # the generator fell behind
+    assert "achieved 400.0 ops/s < 95% of offered 500.0" in result_from_json(lagging, 500, 5).reason
+
+
 def test_drain_s_is_the_merged_drain_time():
     drain = {"drain_s": 1.75, "drained": True, "idle_rtt_us": 120.0, "limit_us": 1120.0, "probes": 60,
              "max_rtt_us": 950000.0, "first_rtts_us": [950000.0], "last_rtts_us": [130.0]}

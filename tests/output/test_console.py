@@ -57,7 +57,7 @@ def test_progress_lines_fit_with_cost_and_wall_time_unless_verbose():
 
 def test_the_result_block_opens_with_a_sentence_and_keeps_its_figures():
     res = {"peak_rate": 4105.3, "converged": True, "reason": "bracket [4000, 4200] narrower than resolution 0.05",
-           "bracket": [4000.0, 4200.0], "peak_rate_ci": [3990.2, 4230.0], "mean_ms_at_peak": 38.2,
+           "bracket": [4000.0, 4200.0], "peak_rate_ci": [3990.2, 4230.0], "peak_rate_ci_level": 0.9, "mean_ms_at_peak": 38.2,
            "mean_ms_ci": [30.0, 45.0], "accuracy": 0.92, "n_loads": 6, "n_trials": 14, "cost_s": 312.0,
            "r_sat_ms": 40.0, "l_sat_ms": 2000.0, "n_invalid": 1, "mean_load_ops_s": 4000.0,
            "workload": "web_server", "slot": "slot1",
@@ -65,11 +65,13 @@ def test_the_result_block_opens_with_a_sentence_and_keeps_its_figures():
     text = result_block(res, 400.0)
     sentence = " ".join(text.split("\n\n")[0].split())
     assert sentence == ("web_server on slot1: peak rate λ* = 4105.3 ops/s, the highest offered load with mean "
-                        "response time ≤ 40 ms and p95 ≤ 2000 ms; CI [3990.2, 4230.0] ops/s; converged after "
+                        "response time ≤ 40 ms and p95 ≤ 2000 ms; 90 % CI [3990.2, 4230] ops/s, anytime-valid; converged after "
                         "14 trials at 6 loads."), sentence
     for figure in ("bracket           [4000.0, 4200.0] ops/s", "R̄ at 4000 ops/s  38.20 ms", "14 (1 invalid) at 6 loads",
                    "controller's account 250 s", "wall time 400 s"):
         assert figure in text, figure
     assert all(len(ln) <= WIDTH for ln in text.splitlines())
+    assert "λ* interval       90 % CI [3990.2, 4230] ops/s, anytime-valid" in text
+    assert "CI [4000, ∞) ops/s" in result_block({**res, "peak_rate_ci": [4000.0, None]})     # open: said so
     assert "NOT converged after 3 trials (budget exhausted)" in " ".join(
         result_block({**res, "converged": False, "n_trials": 3, "reason": "budget exhausted"}).split())

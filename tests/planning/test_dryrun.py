@@ -82,7 +82,8 @@ def test_plan_real_sweep_seeding_cheaper():
 
     grid = surface_grid(disks=(1, 2), threads=(4, 8, 16, 32))
     spec = RatingSpec(policy="binsearch")
-    plain = plan(spec, grid, family="mail", reps=1, seed=2)
-    seeded = plan(spec, grid, family="mail", reps=1, seed=2, seeding=True)
-    assert plain["n_runs"] == seeded["n_runs"] == 8
-    assert seeded["expected_cost_s"] < plain["expected_cost_s"]
+    # six repetitions: one sweep's cost swings ±10 % with the noise, more than seeding saves
+    plain = plan(spec, grid, family="mail", reps=6, seed=2)
+    seeded = plan(spec, grid, family="mail", reps=6, seed=2, seeding=True)
+    assert plain["n_runs"] == seeded["n_runs"] == 48
+    assert seeded["expected_cost_s"] < 0.95 * plain["expected_cost_s"]

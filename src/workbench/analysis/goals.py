@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from typing import Any, Mapping
 
+from workbench.analysis.peak_interval import ci_text
 from workbench.controller.result import goal_results
 
 GOAL_HEADERS = ("R_sat ms", "L_sat ms (p95)", "λ* ops/s", "λ* CI ops/s", "bracket ops/s", "R̄ ms at the tested load nearest λ*",
@@ -24,7 +25,7 @@ def goal_rows(result: Mapping[str, Any], fmt: str = ".4g") -> list[tuple[str, ..
     goals = goal_results(result)
     if len(goals) < 2:
         return []
-    return [(_n(g.get("r_sat_ms"), "g"), _n(g.get("l_sat_ms"), "g"), _n(g.get("peak_rate"), fmt), _pair(g.get("peak_rate_ci"), fmt),
+    return [(_n(g.get("r_sat_ms"), "g"), _n(g.get("l_sat_ms"), "g"), _n(g.get("peak_rate"), fmt), ci_text(g.get("peak_rate_ci"), fmt),
              _pair(g.get("bracket"), fmt),
              f"{_n(g.get('mean_ms_at_peak'), '.3g')} at {_n(g.get('mean_load_ops_s'), fmt)} ops/s",
              "yes" if g.get("converged") else "NO", str(g.get("reason") or ""))

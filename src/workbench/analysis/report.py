@@ -15,6 +15,7 @@ from typing import Any, Iterable, Mapping, Sequence
 from workbench.analysis import plots as _plots
 from workbench.analysis.cost import cost_text
 from workbench.analysis.goals import GOAL_HEADERS, goal_rows
+from workbench.analysis.peak_interval import interval_text
 from workbench.analysis.per_op import per_op_rows
 from workbench.analysis.tenants import BACKGROUND_HEADERS, background_rows, tenants_png
 from workbench.analysis.trial_series import intervals_png
@@ -186,15 +187,18 @@ def _validation_html(validation: Mapping[str, Any] | None) -> str:
         return '<p class="muted">no great_expectations result recorded</p>'
     excluded = validation.get("excluded") or {}
     harness = validation.get("harness") or {}
+    short = validation.get("short") or {}
     ok = validation.get("success")
     out = [f"<p>great_expectations suite: "
            f"{_status(None if ok is None else not ok, 'FAILED', 'PASSED', 'UNKNOWN')} "
            f"— {len(excluded)} trial(s) excluded"
            + (f"; {len(harness)} harness failure(s) not judged (no trial of the server)" if harness else "")
+           + (f"; {len(short)} trial(s) completed short of offered, kept as evidence of saturation" if short else "")
            + "</p>"]
-    if excluded:
-        items = sorted(excluded.items(), key=lambda kv: int(kv[0]) if str(kv[0]).isdigit() else 0)
-        out.append(_table(["trial n", "reason"], items, left=(1,)))
+    for kept in (excluded, short):
+        if kept:
+            items = sorted(kept.items(), key=lambda kv: int(kv[0]) if str(kv[0]).isdigit() else 0)
+            out.append(_table(["trial n", "reason" if kept is excluded else "short (kept)"], items, left=(1,)))
     if validation.get("gx"):
         text = json.dumps(validation["gx"], indent=1, default=str)
         out.append(f"<details><summary>GX details</summary><pre>{_e(text[:20000])}</pre></details>")
@@ -257,12 +261,13 @@ def rating_report_html(spec: Mapping[str, Any], result: Mapping[str, Any],
     what = external_text(ext) if ext else _fmt_dict(spec.get("factors"))
     head = [
         f"<h1>Peak rate of {_e(workload)} — {_e(what)}</h1>",
-        f'<p class="headline">λ* = <b>{_num(peak)}</b> ops/s &nbsp; CI {_pair(result.get("peak_rate_ci"))} '
+        f'<p class="headline">λ* = <b>{_num(peak)}</b> ops/s &nbsp; {_e(interval_text(result))} '
         f'&nbsp; bracket {_pair(result.get("bracket"))} &nbsp; '
         f'{_status(not result.get("converged"), "NOT CONVERGED", "CONVERGED")}</p>',
         _kv([("reason", result.get("reason")), ("profile / slot", f"{spec.get('profile', '')} / {spec.get('slot', '')}"),
              ("policy / stop rule", f"{result.get('policy', rs.get('policy'))} / "
                                     f"{result.get('stop_rule', rs.get('stop_rule', 'inside'))}"),
+             ("λ* interval", f"{interval_text(result)}: {result.get('peak_rate_ci_method') or 'method not recorded'}"),
              ("R_sat / width / confidence", f"{_num(result.get('r_sat_ms', rs.get('r_sat_ms')))} ms / "
                                             f"{_num(rs.get('width'))} / {_num(rs.get('confidence'))}"),
              (f"mean at {_num(near)} ops/s (tested load nearest λ*)" if near is not None else "mean at λ*",

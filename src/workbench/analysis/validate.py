@@ -10,6 +10,11 @@ expectation suite on an ephemeral context:
   (SPEC SFS's rule), mix error ≤ ``max_mix_error_pp`` percentage points
   (100·max_op |mix_actual − mix_target|), error rate ≤ ``max_error_rate``.
 
+A trial whose only failed check is the achieved fraction is not excluded but listed in ``short``: it
+measured the server past its capacity, the controller's evidence of saturation (its completions test,
+controller/certify.py, allows for Poisson noise); excluding it would take back the upper end of the λ*
+interval the rating stopped on.
+
 Trials the harness already marked invalid are excluded with the harness's own reason (verbatim) and are not
 re-judged on rate, mix or errors. A failing trial is excluded with a reason naming each failed
 check; ``excluded`` maps trial n → reason. A record without a usable n gets the key −(position+1).
@@ -38,6 +43,7 @@ __all__ = ["TrialValidation", "validate_trials", "trials_frame", "is_harness_fai
 
 logging.getLogger("great_expectations").setLevel(logging.WARNING)
 
+_SHORT = "gx: achieved "     # the reason of a trial that completed fewer operations than offered
 _VALID_ONLY = "harness_valid == True"         # the GX row_condition below, as shown in the summary
 
 
@@ -54,11 +60,13 @@ class TrialValidation:
     gx: dict[str, Any] = field(default_factory=dict)   # JSON-serialisable summary of the GX result
     elapsed_s: float = 0.0
     harness: dict[int, str] = field(default_factory=dict)   # harness failures: n → reason, not judged
+    short: dict[int, str] = field(default_factory=dict)     # failed only the achieved fraction: kept
 
     def to_dict(self) -> dict[str, Any]:
         return {"success": self.success, "excluded": {str(k): v for k, v in self.excluded.items()},
                 "n_checked": self.n_checked, "gx": self.gx, "elapsed_s": self.elapsed_s,
-                "harness": {str(k): v for k, v in self.harness.items()}}
+                "harness": {str(k): v for k, v in self.harness.items()},
+                "short": {str(k): v for k, v in self.short.items()}}
 
 
 # ----------------------------------------------------------------------------- the frame
@@ -188,7 +196,7 @@ def _reason(etype: str, column: str, value: Any, kw: Mapping[str, Any], row: int
     if etype == "expect_column_values_to_not_be_null":
         return f"gx: {column} missing"
     if column == "achieved_fraction":
-        return f"gx: achieved {_fmt(value)} of offered < {kw['min_value']:g}"
+        return f"{_SHORT}{_fmt(value)} of offered < {kw['min_value']:g}"
     if column == "mix_error_pp":
         return f"gx: op mix off target by {_fmt(value)} pp > {kw['max_value']:g} pp"
     if column == "error_rate":
@@ -263,12 +271,14 @@ def validate_trials(records: Iterable[Mapping[str, Any]], *, min_achieved_fracti
                 "exception": _exception_message(r.exception_info),
             })
     excluded = {k: "; ".join(dict.fromkeys(v)) for k, v in sorted(reasons.items())}
+    short = {k: v for k, v in excluded.items() if all(r.startswith(_SHORT) for r in reasons[k])}
     gx_summary = {"suite": "workbench_trials", "success": success, "n_trials": int(len(df)),
                   "n_harness": len(harness),
                   "thresholds": {"min_achieved_fraction": float(min_achieved_fraction),
                                  "max_mix_error_pp": float(max_mix_error_pp),
                                  "max_error_rate": float(max_error_rate)},
                   "expectations": expectations}
-    return TrialValidation(success=success, excluded=excluded, n_checked=int(len(df)) - len(harness),
+    return TrialValidation(success=success, excluded={k: v for k, v in excluded.items() if k not in short},
+                           short=short, n_checked=int(len(df)) - len(harness),
                            gx=gx_summary, elapsed_s=round(time.perf_counter() - t0, 4),
                            harness=dict(sorted(harness.items())))

@@ -146,8 +146,8 @@ class Search:
     # |R̄ − R_sat| ≤ edge_patience·s·R_sat
     edge_patience: float = setting(0.5, "sample an accurate CI straddling an edge only this near R_sat "
                                         "(× s·R_sat)", lo=0, hi=1e6)
-    bound_confidence: float | None = setting(None, "confidence of the per-load bounds of the λ* CI (None: c, "
-                                                   "Bonferroni over each load's looks)", lo=0, hi=1,
+    bound_confidence: float | None = setting(None, "confidence of the certified λ* interval (None: c; "
+                                                   "controller/certify.py)", lo=0, hi=1,
                                              lo_open=True, hi_open=True)
 
     def __post_init__(self) -> None:

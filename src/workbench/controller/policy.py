@@ -122,6 +122,10 @@ class LocalPolicy(Policy):
                                     lo_open=True)
     fit_ci_share: float = setting(0.2, "the fit's reported λ* CI is at 1 − share·(1 − c)", lo=0.0, hi=1.0,
                                   lo_open=True)
+    # issue 30 (d): after the gallop's first overloaded load, the next load is its completion rate
+    # × (1 + capacity_cut) (safeguarded.Safeguarded._capacity_cut)
+    capacity_cut: float | None = setting(None, "after an overloaded gallop load, try its completion rate × (1 + "
+                                               "this) next (None: off)", lo=0.0, hi=1.0, none_ok=True)
 
     def picker(self, spec: Any) -> Picker:
         return Local(spec)

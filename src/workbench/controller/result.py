@@ -7,17 +7,20 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
 
+from workbench.controller.certify import certified
 from workbench.controller.fit import FitPeak, local_fit
 from workbench.controller.pickers import two_point_fit
 from workbench.controller.spec import RatingSpec
 from workbench.controller.state import LoadSummary, load_key
 from workbench.controller.summary import search_state, summarize, trial_cost_s
 from workbench.controller.trial import TrialResult
-from workbench.stats.intervals import accuracy as _accuracy, mean_ci
+from workbench.stats.intervals import accuracy as _accuracy
+from workbench.stats.sequential import mean_ci_positive
 
 
 # what differs between the goals of one search (the trials, loads and cost are shared)
-GOAL_FIELDS = ("r_sat_ms", "l_sat_ms", "peak_rate", "converged", "reason", "bracket", "peak_rate_ci", "peak_rate_ci_model",
+GOAL_FIELDS = ("r_sat_ms", "l_sat_ms", "peak_rate", "converged", "reason", "bracket", "peak_rate_ci",
+               "peak_rate_ci_method", "peak_rate_ci_level", "peak_rate_ci_model",
                "mean_ms_at_peak", "mean_ms_ci", "accuracy", "mean_load_ops_s", "n_trials_at_peak")
 
 
@@ -27,10 +30,10 @@ class PeakResult:
     converged: bool
     reason: str
     bracket: tuple[float, float]           # (highest unsaturated load, lowest saturated load)
-    peak_rate_ci: tuple[float, float]      # CI for λ* at confidence c
+    peak_rate_ci: tuple[float, float]      # the certified λ* interval at peak_rate_ci_level (certify.py)
     mean_ms_at_peak: float                 # mean response time at mean_load_ops_s
-    mean_ms_ci: tuple[float, float]
-    accuracy: float                        # Eq. 2 accuracy of mean_ms_ci
+    mean_ms_ci: tuple[float, float]        # positive: t interval, or Cox's lognormal one (_mean_ci)
+    accuracy: float                        # Eq. 2 accuracy of mean_ms_ci, in [0, 1]
     n_loads: int
     n_trials: int                          # all trials, invalid and harness failures included
     cost_s: float                          # Σ runlengths + n_trials × trial_overhead_s
@@ -48,6 +51,8 @@ class PeakResult:
     n_harness: int = 0                     # harness failures: no sample of the server, re-run
     not_steady: dict[int, str] = field(default_factory=dict)   # trial n → why it was excluded as not
                                            # steady (steadiness.py; not among n_invalid)
+    peak_rate_ci_method: str = ""          # how peak_rate_ci was made (certify.METHOD), one line
+    peak_rate_ci_level: float = math.nan   # its confidence level (c, or bound_confidence)
 
     @property
     def n_not_steady(self) -> int:
@@ -59,7 +64,7 @@ class PeakResult:
             "peak_rate", "converged", "reason", "bracket", "peak_rate_ci", "mean_ms_at_peak",
             "mean_ms_ci", "accuracy", "n_loads", "n_trials", "cost_s", "trace", "r_sat_ms", "l_sat_ms",
             "n_invalid", "n_trials_at_peak", "peak_rate_ci_model", "stop_rule", "policy",
-            "mean_load_ops_s", "n_harness")}
+            "mean_load_ops_s", "n_harness", "peak_rate_ci_method", "peak_rate_ci_level")}
         d["n_not_steady"] = self.n_not_steady
         d["not_steady"] = {str(k): v for k, v in sorted(self.not_steady.items())}
         d["per_goal"] = {f"{k:g}": {f: getattr(v, f) for f in GOAL_FIELDS} for k, v in self.per_goal.items()}
@@ -71,39 +76,6 @@ def interpolate_peak(lo: LoadSummary, hi: LoadSummary, r_sat: float, form: str) 
     """λ where the response curve through the bracket ends crosses R_sat (1/R linear)."""
     p = two_point_fit((lo.load, lo.mean), (hi.load, hi.mean), r_sat, form)
     return p if math.isfinite(p) and lo.load <= p <= hi.load else (lo.load + hi.load) / 2.0
-
-
-def _peak_ci(loads: Sequence[LoadSummary], r_sat: float, spec: RatingSpec) -> tuple[float, float]:
-    """CI for λ*. R(λ) is monotone, so λ* > λ_i when load i's mean response is below R_sat and
-    λ* < λ_i when above. L = the highest load whose CI lies below R_sat, H = the lowest load whose
-    CI lies above (or which breaks the latency rule); [L, H] misses λ* only if the CI of L or of H
-    misses on the wrong side (one-sided error ≤ (1 − c)/2 each, ≤ 1 − c together). A load that
-    breaks the latency rule is an upper bound only when it does so at confidence c (its CI of the
-    mean percentile lies above L_sat); otherwise its mean CI decides like any load's. A load sampled
-    sequentially was looked at n − min_trials + 1 times, so its CI here is taken at
-    c_i = 1 − (1 − c)/looks (Bonferroni over the looks: optional stopping would otherwise
-    inflate the error). `bound_confidence` overrides c."""
-    c = spec.bound_confidence if spec.bound_confidence is not None else spec.confidence
-    lows, highs = [], []
-    for s in loads:
-        if s.n < 2:
-            continue
-        if s.latency_saturated and s.confident:
-            # the latency rule broken at confidence c (CI of the mean percentile above L_sat)
-            highs.append(s.load)
-            continue
-        looks = max(1, s.n - spec.min_trials + 1)
-        w = None if len(set(s.runlengths)) <= 1 else s.runlengths
-        ci = mean_ci(s.means, 1.0 - (1.0 - c) / looks, weights=w)
-        if ci.high < r_sat:
-            lows.append(s.load)
-        elif ci.low > r_sat:
-            highs.append(s.load)
-    L = max(lows) if lows else 0.0
-    H = min(highs) if highs else math.inf
-    if L > H:   # contradictory classifications: widen to the hull of the conflict
-        L, H = H, L
-    return (L, H)
 
 
 def _model_ci(loads: Sequence[LoadSummary], r_sat: float, spec: RatingSpec) -> tuple[float, float]:
@@ -118,6 +90,41 @@ def _model_ci(loads: Sequence[LoadSummary], r_sat: float, spec: RatingSpec) -> t
     return (float(lf.ci[0]), float(lf.ci[1]))
 
 
+def _point(spec: RatingSpec, r_sat: float, loads: list[LoadSummary], lo: LoadSummary | None,
+           hi: LoadSummary | None, peak: LoadSummary | None, fit: FitPeak | None) -> tuple[float, LoadSummary | None]:
+    """(λ*, the tested load nearest it): the fit's λ̂*, the stop rule's load, the §3.1 strawman's last
+    unsaturated load, or the bracket's interpolation."""
+    if peak is not None:
+        return peak.load, peak
+    if fit is not None:                  # stop_rule "fit": λ* on the local fit
+        lam = fit.peak_rate
+        sampled = [s for s in loads if s.n >= 2] or [s for s in loads if s.n >= 1]   # a CI needs 2 trials
+        return lam, min(sampled, key=lambda s: abs(s.load - lam))
+    if lo is not None and hi is not None and spec.strawman:
+        return lo.load, lo               # §3.1: the largest load that does not saturate
+    if lo is not None and hi is not None:
+        lam = interpolate_peak(lo, hi, r_sat, spec.model_form) if not hi.latency_saturated else lo.load
+        return lam, min((lo, hi), key=lambda s: abs(s.load - lam))
+    if lo is not None:
+        return lo.load, lo
+    cands = [s for s in loads if s.n >= 1]
+    if cands:
+        near = min(cands, key=lambda s: abs(s.mean - r_sat))
+        return near.load, near
+    return math.nan, None
+
+
+def _mean_ci(near: LoadSummary | None, confidence: float) -> tuple[float, float]:
+    """The CI of the mean response at the load nearest λ*: [CC] Eq. 1 when its lower end is > 0, else
+    (a skewed sample: the normal approximation fails) Cox's lognormal interval (stats.sequential):
+    never below zero; (nan, nan) with fewer than two trials."""
+    if near is None or near.n < 2:
+        return (math.nan, math.nan)
+    if near.ci.low > 0 and math.isfinite(near.ci.high):
+        return (near.ci.low, near.ci.high)
+    return mean_ci_positive(near.means, confidence)
+
+
 def _goal_result(spec: RatingSpec, r_sat: float, trials: Sequence[TrialResult], converged: bool,
                  reason: str, peak: LoadSummary | None, loads: list[LoadSummary] | None,
                  fit: FitPeak | None = None, not_steady: Mapping[int, str] | None = None) -> PeakResult:
@@ -126,31 +133,19 @@ def _goal_result(spec: RatingSpec, r_sat: float, trials: Sequence[TrialResult], 
         loads = summarize(spec, server, r_sat)
     st = search_state(spec, r_sat, loads)
     lo, hi = st.lo, st.hi
-    if fit is not None:                  # stop_rule "fit": λ* on the local fit, its Fieller CI
-        lam = fit.peak_rate
-        near = min((s for s in loads if s.n >= 1), key=lambda s: abs(s.load - lam))
-    elif peak is None:
-        cands = [s for s in loads if s.n >= 1]
-        if lo is not None and hi is not None and spec.strawman:
-            lam, near = lo.load, lo          # §3.1: the largest load that does not saturate
-        elif lo is not None and hi is not None:
-            lam = interpolate_peak(lo, hi, r_sat, spec.model_form) if not hi.latency_saturated else lo.load
-            near = min((lo, hi), key=lambda s: abs(s.load - lam))
-        elif lo is not None:
-            lam, near = lo.load, lo
-        elif cands:
-            near = min(cands, key=lambda s: abs(s.mean - r_sat))
-            lam = near.load
-        else:
-            near, lam = None, math.nan
-    else:
-        near, lam = peak, peak.load
+    lam, near = _point(spec, r_sat, loads, lo, hi, peak, fit)
     bracket = (lo.load if lo is not None else 0.0, hi.load if hi is not None else math.inf)
-    pci = fit.ci if fit is not None and all(map(math.isfinite, fit.ci)) else _peak_ci(loads, r_sat, spec)
+    level = spec.bound_confidence if spec.bound_confidence is not None else spec.confidence
+    cert = certified(r_sat, spec.l_sat_ms, spec.width, level, server, loads, spec.max_loads,
+                     spec.policy.distrust_repeats, use_fit=spec.policy.name == "local")
+    b = cert.bounds
+    if math.isfinite(lam) and b.low <= b.high and not b.low <= lam <= b.high:
+        lam = min(max(lam, b.low), b.high)      # never beyond a load shown saturated (or below one shown not)
+        near = min((s for s in loads if s.n >= 1), key=lambda s: abs(s.load - lam))
+    pci = cert.interval
     if math.isfinite(lam):
         pci = (min(pci[0], lam), max(pci[1], lam))
-    mean = near.mean if near is not None else math.nan
-    mci = (near.ci.low, near.ci.high) if near is not None else (math.nan, math.nan)
+    mci = _mean_ci(near, spec.confidence)
     lf = lam if math.isfinite(lam) and lam > 0 else None
     trace, cum = [], 0.0
     for t in trials:
@@ -158,15 +153,16 @@ def _goal_result(spec: RatingSpec, r_sat: float, trials: Sequence[TrialResult], 
         trace.append((cum, t.load_ops_s / lf if lf else math.nan))
     return PeakResult(
         peak_rate=float(lam), converged=converged, reason=reason, bracket=bracket,
-        peak_rate_ci=pci, mean_ms_at_peak=mean, mean_ms_ci=mci,
-        accuracy=_accuracy(*mci) if near is not None else 0.0,
+        peak_rate_ci=(float(pci[0]), float(pci[1])), mean_ms_at_peak=near.mean if near is not None else math.nan,
+        mean_ms_ci=mci, accuracy=_accuracy(*mci),
         n_loads=len({load_key(t.load_ops_s) for t in server}), n_trials=len(trials),
         cost_s=trial_cost_s(spec, trials), trials=list(trials), trace=trace, r_sat_ms=r_sat, l_sat_ms=spec.l_sat_ms,
         n_invalid=sum(1 for t in server if not t.valid) - len(not_steady or {}),    # excluded: not_steady
         n_harness=len(trials) - len(server), not_steady=dict(not_steady or {}),
         n_trials_at_peak=near.n if near is not None else 0,
         peak_rate_ci_model=_model_ci(loads, r_sat, spec), stop_rule=spec.stop_rule,
-        policy=spec.policy.name, mean_load_ops_s=near.load if near is not None else math.nan)
+        policy=spec.policy.name, mean_load_ops_s=near.load if near is not None else math.nan,
+        peak_rate_ci_method=cert.method, peak_rate_ci_level=float(level))
 
 
 def result_of(spec: RatingSpec, trials: Sequence[TrialResult], done: dict[float, tuple],

@@ -28,7 +28,8 @@ class Safeguarded:
 
     def __init__(self, form: str = "mm1", seed_delta: float = 0.1, margin: float = 0.02,
                  max_model: int = 2, curve_limit: float = 4.0, near: float = 0.5,
-                 gallop: float = 4.0, max_total: int = 6):
+                 gallop: float = 4.0, max_total: int = 6, capacity_cut: float | None = None):
+        self.capacity_cut = capacity_cut
         self.max_total = max_total
         self.near = near
         self.gallop = gallop
@@ -148,8 +149,33 @@ class Safeguarded:
             return None
         if st.hi.load <= 2.0 * st.lo.load * (1 + 1e-9):
             return None
+        cut = self._capacity_cut(st)
+        if cut is not None:
+            return cut
         mid = st.lo.load * 2.0
+        if mid >= st.hi.load * (1 - 1e-9):
+            return None
         return mid, f"galloping opening: fill the doubling {st.lo.load:g} × 2 in [{st.lo.load:g}, {st.hi.load:g}]"
+
+    CUT_Z = 5.0          # the overloaded trial's completions fall this many Poisson SDs short (summary.THROUGHPUT_Z)
+
+    def _capacity_cut(self, st: SearchState) -> tuple[float, str] | None:
+        """Issue 30 (d): the gallop's first saturated load hi, when its trials completed X ops/s,
+        significantly fewer than offered (Poisson z < −CUT_Z), ran past the server's capacity, and
+        X estimates that capacity (an overloaded server completes at its capacity): λ* < capacity,
+        so the next load is X·(1 + capacity_cut) — the top of the bracket it cuts — when that lies
+        inside (lo, hi) and nothing was tested there yet. Only the first step after the gallop saturates."""
+        if self.capacity_cut is None or any(st.lo.load < s.load < st.hi.load for s in st.loads):
+            return None
+        hi = st.hi
+        x = hi.achieved_ops_s
+        if not (math.isfinite(x) and hi.throughput_z < -self.CUT_Z):
+            return None
+        load = x * (1.0 + self.capacity_cut)
+        if not (st.lo.load * 1.05 < load < hi.load * 0.9):
+            return None
+        return load, (f"capacity cut: {hi.load:g} ops/s completed {x:.6g} ops/s (z {hi.throughput_z:.1f}) → "
+                      f"{load:.6g} = {1 + self.capacity_cut:g} × that")
 
     def _opening_extra(self, st: SearchState, lo0: LoadSummary, hi0: LoadSummary) -> int:
         """Loads the (galloping) opening used beyond Binsearch's own opening to the same bracket."""

@@ -46,6 +46,8 @@ class LoadSummary:
     runlengths: tuple[float, ...] = ()
     means: tuple[float, ...] = ()
     held_by: float | None = None       # the lower load whose median keeps this one open (monotone check)
+    achieved_ops_s: float = float("nan")   # Σ achieved·r / Σ r over the valid trials
+    throughput_z: float = 0.0          # (Σ achieved·r − Σ λ·r)/√(Σ λ·r): completions against offered
 
 
 @dataclass(frozen=True)

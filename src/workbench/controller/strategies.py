@@ -16,12 +16,14 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
+from workbench.controller.certify import load_bounds
 from workbench.controller.fit import FIT_STOP_MIN_TRIALS, LocalFit, fit_peak, local_fit
 from workbench.controller.spec import RatingSpec
 from workbench.controller.state import LoadStatus, LoadSummary, SearchState, load_key
 from workbench.controller.summary import search_state, summarize
 from workbench.controller.trial import TrialResult
 from workbench.stats.intervals import accuracy as _accuracy
+from workbench.stats.sequential import mean_ci_positive
 
 Step = tuple[str, Any]
 
@@ -167,8 +169,17 @@ def keep_sampling(g: Goal) -> Step | None:
     elif cur.n < spec.min_trials_at(cur.load):
         why = f"seed sample: trial {cur.n + 1} of {spec.seed_trials} at the seed load"
     else:
-        why = f"potential peak: CI [{cur.ci.low:.4g}, {cur.ci.high:.4g}] ms, accuracy {cur.ci.accuracy:.3f}"
+        why = f"potential peak: {_ci_text(cur)}"
     return "next", (cur.load, why)
+
+
+def _ci_text(s: LoadSummary) -> str:
+    """A load's CI for a reason line: [CC] Eq. 1's while its lower end is > 0, else Cox's lognormal
+    interval (stats.sequential.mean_ci_positive), so no latency bound below zero is printed."""
+    if s.ci.low > 0 and math.isfinite(s.ci.high):
+        return f"CI [{s.ci.low:.4g}, {s.ci.high:.4g}] ms, accuracy {s.ci.accuracy:.3f}"
+    lo, hi = mean_ci_positive(s.means, 0.95)
+    return f"CI (lognormal) [{lo:.4g}, {hi:.4g}] ms, accuracy {_accuracy(lo, hi):.3f}"
 
 
 def strawman_end(g: Goal) -> Step | None:
@@ -211,6 +222,68 @@ CHAIN: tuple[Callable[[Goal], Step | None], ...] = (
     stop_rule_met, local_fit_step, keep_sampling, strawman_end, bracket_resolved, loads_exhausted, picker_step)
 
 
+def _median(s: LoadSummary) -> float:
+    return float(np.median(s.means)) if s.means else s.mean
+
+
+CERTIFY_MAX_TRIALS = 11    # certification trials stop at a load with this many (a look of stats.sequential)
+STEP_OUT = 1.25            # with no load clearly beyond λ*, certification tries one ×/÷ this further out
+
+
+def _clearly_saturated(s: LoadSummary, r_sat: float) -> bool:
+    """Median ≥ 2·R_sat, or completions short of offered by > 1 % beyond Poisson noise: the loads whose
+    next trials show the upper end soonest (certify.py's log-mean and completions tests)."""
+    return _median(s) >= 2 * r_sat or (s.throughput_z < -3 and s.achieved_ops_s < 0.99 * s.load)
+
+
+def _certify_step(g: Goal, room: list[LoadSummary], clear: list[LoadSummary], edge: LoadSummary,
+                  out: float, why: str) -> Step | None:
+    """One more trial at the clearest load (clear, ordered best first); else the edge load's first
+    trials; else a new load `out` further from λ*. Loads near λ* are passed over: showing one of them
+    saturated (or not) costs many trials, one a step further out costs one or two."""
+    if clear:
+        return guard(g, clear[0].load, why, None)
+    if edge.n < g.spec.min_trials and any(s is edge for s in room):
+        return guard(g, edge.load, why, None)       # the new load: its trials first
+    return guard(g, out, why, None)
+
+
+def certify_ends(g: Goal, done: Step) -> Step:
+    """A goal the chain found converged (`done`) needs a finite certified λ* interval (certify.py):
+    while an end is not shown, one more trial where it is cheapest to show (`_certify_step`): above,
+    the load read clearly saturated with the highest median, else ×STEP_OUT the highest tested load;
+    below, the highest load with a median ≤ R_sat/2, else ÷STEP_OUT the lowest. A load with
+    CERTIFY_MAX_TRIALS trials is passed over; the budget, max_trials and max_loads bound the rest.
+    `done` as it is once both ends are shown; not converged when the load to try cannot be measured."""
+    step = _certify_next(g)
+    if step is None or step[0] != "open":
+        return step or done
+    conv, reason, *rest = done[1]
+    return "done", (False, f"not converged: {reason}, but the λ* interval stays open ({step[1]})", *rest)
+
+
+def _certify_next(g: Goal) -> Step | None:
+    """The next certification trial; ("open", why) when an end is not shown and cannot be; None
+    when both ends are shown."""
+    spec = g.spec
+    level = spec.bound_confidence if spec.bound_confidence is not None else spec.confidence
+    b = load_bounds(g.r_sat, spec.l_sat_ms, level, g.trials, spec.max_loads, spec.policy.distrust_repeats,
+                    frozenset(load_key(s.load) for s in g.loads if s.latency_saturated))
+    if b.finite or spec.strawman:
+        return None
+    cap = min(spec.max_trials_per_load, CERTIFY_MAX_TRIALS)
+    room = [s for s in g.loads if s.n < cap and load_key(s.load) not in g.unmeasurable]
+    if not math.isfinite(b.high):
+        clear = sorted((s for s in room if s.load > b.low and _clearly_saturated(s, g.r_sat)), key=lambda s: s.load)
+        top = max(g.loads, key=lambda s: s.load)
+        step = _certify_step(g, room, clear, top, STEP_OUT * top.load, "certify upper end: no load shown saturated yet")
+        return step or ("open", f"no load shown saturated; {STEP_OUT * top.load:g} ops/s cannot be measured")
+    clear = sorted((s for s in room if s.load < b.high and _median(s) <= g.r_sat / 2), key=lambda s: -s.load)
+    bottom = min(g.loads, key=lambda s: s.load)
+    step = _certify_step(g, room, clear, bottom, bottom.load / STEP_OUT, "certify lower end: no load shown unsaturated yet")
+    return step or ("open", f"no load shown unsaturated; {bottom.load / STEP_OUT:g} ops/s cannot be measured")
+
+
 def decide_goal(spec: RatingSpec, r_sat: float, trials: Sequence[TrialResult],
                 unmeasurable: Mapping[float, TrialResult] | None = None) -> Step:
     """("next", (load, reason)) or ("done", (converged, reason, peak_summary|None, loads[, fit])):
@@ -219,5 +292,7 @@ def decide_goal(spec: RatingSpec, r_sat: float, trials: Sequence[TrialResult],
     for strategy in CHAIN:
         step = strategy(g)
         if step is not None:
+            if step[0] == "done" and step[1][0]:
+                return certify_ends(g, step)
             return step
     raise AssertionError("picker_step always answers")

@@ -147,7 +147,9 @@ def summarize(spec: RatingSpec, trials: Sequence[TrialResult],
         out.append(LoadSummary(
             load=items[0][1].load_ops_s, order=items[0][0], n=len(valid), mean=ci.mean, ci=ci,
             lat=lat, status=status, side=side, confident=conf,
-            latency_saturated=bool(lat > spec.l_sat_ms), runlengths=rls, means=means))
+            latency_saturated=bool(lat > spec.l_sat_ms), runlengths=rls, means=means,
+            achieved_ops_s=(sum(t.achieved_rate * r for t, r in zip(valid, rls)) / sum(rls)) if valid else math.nan,
+            throughput_z=_throughput_z(valid) if valid else 0.0))
     if spec.policy.monotone_check:
         out = _monotone_check(out, MONOTONE_FLOOR * r_sat)
     out.sort(key=lambda s: s.order)

@@ -12,6 +12,10 @@ Families (`family_servers(name, n)`):
   knee   the same noise on M/M/m with many servers: R flat, then a wall
   heavy  Student-t(3) trial noise and 5 % larger outliers
   cold   the mm servers without outliers, the first trial at every new load inflated
+  wall   modelled on the real Ganesha ratings of issue 30: flat at 0.4–1 ms, then a wall (R from a few
+         ms to R_sat within ≈ 2–5 % of load, 50–1000+ ms just past capacity), heavy-tailed trial
+         noise with an AR(1) swing between consecutive trials that grows towards the edge, the first
+         trial at every new load inflated, 3 % outliers
 """
 from __future__ import annotations
 
@@ -27,10 +31,10 @@ from workbench.measure.simulated import SimulatedServer
 from workbench.stats.intervals import region
 
 
-__all__ = ["FAMILY_NAMES", "ValidityServer", "family_servers", "true_region"]
+__all__ = ["FAMILY_NAMES", "ValidityServer", "WallServer", "family_servers", "true_region"]
 
 
-FAMILY_NAMES = ("mm", "knee", "heavy", "cold")
+FAMILY_NAMES = ("mm", "knee", "heavy", "cold", "wall")
 
 STUDY_SEED = 12345                      # seed of the server draws (the same as test_decide_validity)
 CAPACITY_OPS_S = (200.0, 5000.0)        # capacity, log-uniform
@@ -48,6 +52,12 @@ HEAVY_OUTLIER_PROB = 0.05               # heavy: share of outlier trials
 HEAVY_OUTLIER_FACTOR = (1.5, 5.0)       # heavy: an outlier's mean and p95 × U(1.5, 5)
 COLD_START_FACTOR = (1.2, 1.6)          # cold: first trial at a new load, mean and p95 × U(1.2, 1.6)
 FAULT_SEED_OFFSET = 7_654_321           # the faults' own generator: seed + this (noise draws unchanged)
+WALL_BASE_MS = (0.4, 1.0)               # wall: the flat part, uniform
+WALL_SCALE_MS = (0.3, 1.5)              # wall: S of R = base + S·ρ^m/(1 − ρ), log-uniform (region ≈ 0.1–0.35 %)
+WALL_SHARPNESS = (16.0, 48.0)           # wall: m, log-uniform (R(0.9·λ*) ≈ base … 2 ms)
+WALL_SWING = 0.25                       # wall: log-sd of the AR(1) swing at R_sat (× min(1, queueing/R_sat))
+WALL_SWING_PHI = 0.5                    # wall: lag-1 correlation of the swing between consecutive trials
+WALL_SEED_OFFSET = 3_141_593             # wall: the swing's own generator
 
 
 class ValidityServer(SimulatedServer):
@@ -89,6 +99,50 @@ class ValidityServer(SimulatedServer):
     __call__ = measure
 
 
+class WallServer(ValidityServer):
+    """A wall: R(λ) = base + S·ρ^m/(1 − ρ) (flat while ρ^m is small, M/M/1-like at the edge), with an
+    AR(1) log-normal swing u_t = φ·u_{t−1} + √(1 − φ²)·ε_t of the trial mean, scaled by
+    WALL_SWING·min(1, (R − base)/40 ms) (0 in the flat part), on top of ValidityServer's faults."""
+
+    def __init__(self, *, wall_ms: float, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.wall_ms = float(wall_ms)
+        self.swing_rng = np.random.default_rng(int(self.seed) + WALL_SEED_OFFSET)
+        self.swing = 0.0
+
+    def _queue_ms(self, rho: float) -> float:
+        return self.wall_ms * rho ** self.servers / (1.0 - rho)
+
+    @property
+    def idle_ms(self) -> float:
+        return self.base_ms
+
+    def true_peak_rate(self, r_sat_ms: float, l_sat_ms: float | None = None) -> float:
+        """The load where the true mean (and p95) reach their thresholds: R is increasing in ρ, so
+        bisection on ρ ∈ (0, 1) (60 halvings: ρ to 1e-18)."""
+        def inv(threshold: float, k: float) -> float:
+            lo, hi = 0.0, 1.0
+            for _ in range(60):
+                mid = (lo + hi) / 2.0
+                lo, hi = (mid, hi) if self.base_ms + k * self._queue_ms(mid) <= threshold else (lo, mid)
+            return lo * self.capacity_ops_s
+        lam = inv(float(r_sat_ms), 1.0)
+        if l_sat_ms is not None:
+            lam = min(lam, inv(float(l_sat_ms), -math.log(1.0 - self.quantile)))
+        return lam
+
+    def measure(self, load_ops_s: float, runlength_s: float) -> TrialResult:
+        t = super().measure(load_ops_s, runlength_s)
+        eps = float(self.swing_rng.standard_normal())
+        self.swing = WALL_SWING_PHI * self.swing + math.sqrt(1.0 - WALL_SWING_PHI ** 2) * eps
+        rho = min(self._rho(load_ops_s), 0.999)
+        sd = WALL_SWING * min(1.0, self._queue_ms(rho) / 40.0)
+        f = math.exp(sd * self.swing - sd * sd / 2.0)          # mean 1: the truth stays R(λ)
+        return dataclasses.replace(t, mean_ms=t.mean_ms * f, p95_ms=t.p95_ms * f)
+
+    __call__ = measure
+
+
 def true_region(server: SimulatedServer, r_sat_ms: float, width: float) -> tuple[float, float]:
     """The true peak-rate region in loads: [λ(R_sat(1 − s)), λ(R_sat(1 + s))] of the true mean."""
     lo_ms, hi_ms = region(r_sat_ms, width)
@@ -123,7 +177,14 @@ def family_servers(name: str, n: int, seed: int = STUDY_SEED) -> list[ValiditySe
         elif name == "heavy":
             kw.update(noise_dist=HEAVY_NOISE_DIST, outlier_prob=HEAVY_OUTLIER_PROB,
                       outlier_factor=HEAVY_OUTLIER_FACTOR)
-        else:
+        elif name == "cold":
             kw.update(cold_start_factor=COLD_START_FACTOR)
+        else:
+            wall_rng = np.random.default_rng(seed + 2 + 1000 * i)
+            kw.update(base_ms=float(wall_rng.uniform(*WALL_BASE_MS)), servers=_log_uniform(wall_rng, *WALL_SHARPNESS),
+                      noise_dist=HEAVY_NOISE_DIST, outlier_prob=MM_OUTLIER_PROB, cold_start_factor=COLD_START_FACTOR,
+                      wall_ms=_log_uniform(wall_rng, *WALL_SCALE_MS))
+            out.append(WallServer(**kw))
+            continue
         out.append(ValidityServer(**kw))
     return out

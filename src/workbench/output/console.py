@@ -13,6 +13,7 @@ from typing import Any, Mapping, TextIO
 
 from workbench.analysis.cost import cost_text
 from workbench.analysis.goals import goal_rows
+from workbench.analysis.peak_interval import interval_text, peak_statement
 from workbench.controller.trial import record_outcome
 from workbench.stats.steady import NOT_STEADY
 
@@ -96,11 +97,10 @@ def result_sentence(result: Mapping[str, Any]) -> str:
     sat = f"mean response time ≤ {fmt_num(result.get('r_sat_ms'), 'g')} ms"
     if result.get("l_sat_ms") is not None:
         sat += f" and p95 ≤ {fmt_num(result.get('l_sat_ms'), 'g')} ms"
-    ci = result.get("peak_rate_ci")
     how = (f"converged after {result.get('n_trials')} trials at {result.get('n_loads')} loads"
            if result.get("converged") else f"NOT converged after {result.get('n_trials')} trials ({result.get('reason')})")
     text = (f"{who + ': ' if who else ''}peak rate λ* = {fmt_num(result.get('peak_rate'))} ops/s, the highest offered "
-            f"load with {sat}" + (f"; CI [{fmt_num(ci[0])}, {fmt_num(ci[1])}] ops/s" if ci else "") + f"; {how}.")
+            f"load with {sat}; {interval_text(result)}; {how}.")
     return textwrap.fill(text, WIDTH - 2, initial_indent="  ", subsequent_indent="  ")
 
 
@@ -110,15 +110,19 @@ def result_block(result: Mapping[str, Any], wall_s: float | None = None) -> str:
     near = result.get("mean_load_ops_s")
     mci = result.get("mean_ms_ci") or (None, None)
     low = None if mci[0] is None else max(0.0, mci[0])     # a mean response time is > 0
+    acc = result.get("accuracy")
+    acc = None if acc is None else max(0.0, acc)           # Eq. 2 below 0 (stored before issue 30): none
+    mci_text = (f"CI [{fmt_num(low, '.2f')}, {fmt_num(mci[1], '.2f')}] (R_sat {fmt_num(result.get('r_sat_ms'), 'g')} ms, "
+                f"accuracy {fmt_num(acc, '.3f')}" if low is not None and mci[1] is not None else
+                f"no CI ({result.get('n_trials_at_peak') or 'fewer than 2'} trial(s) there; "
+                f"R_sat {fmt_num(result.get('r_sat_ms'), 'g')} ms")
     rows = [
         ("peak rate λ*", f"{fmt_num(result.get('peak_rate'))} ops/s"),
         ("converged", f"{result.get('converged')} ({result.get('reason')})"),
         ("bracket", f"{_pair(result.get('bracket'))} ops/s"),
-        ("λ* CI", f"{_pair(result.get('peak_rate_ci'))} ops/s"),
+        ("λ* interval", interval_text(result)),
         (f"R̄ at {fmt_num(near, 'g')} ops/s" if near is not None else "R̄ at peak",
-         f"{fmt_num(result.get('mean_ms_at_peak'), '.2f')} ms, CI [{fmt_num(low, '.2f')}, {fmt_num(mci[1], '.2f')}]"
-         f" (R_sat {fmt_num(result.get('r_sat_ms'), 'g')} ms, accuracy {fmt_num(result.get('accuracy'), '.3f')};"
-         f" the tested load nearest λ*)"),
+         f"{fmt_num(result.get('mean_ms_at_peak'), '.2f')} ms, {mci_text}; the tested load nearest λ*)"),
         *_goal_rows(result),
         ("trials", f"{result.get('n_trials')} ({result.get('n_invalid')} invalid"
                    + (f", {result['n_not_steady']} excluded as not steady" if result.get("n_not_steady") else "")

@@ -30,6 +30,7 @@ from typing import Any, Callable, Mapping
 from airflow.sdk.bases.notifier import BaseNotifier
 
 from workbench.analysis.regression import verdict_label, verdict_word
+from workbench.analysis.peak_interval import peak_statement
 from workbench.output.console import _pair, fmt_num
 from workbench.params.plan import night_of, rating_id_for
 from workbench.store.base import Store
@@ -86,7 +87,7 @@ def rating_notice(store: Store, dag_id: str, run_id: str, failed_task: str | Non
     event = "unconverged" if res is not None and not res.get("converged") and failed_task == "verdict" else "failed"
     details = () if res is None else (
         f"converged  {res.get('converged')} ({res.get('reason')})",
-        f"bracket    {_pair(res.get('bracket'))} ops/s, λ* CI {_pair(res.get('peak_rate_ci'))} ops/s")
+        f"bracket    {_pair(res.get('bracket'))} ops/s; {peak_statement(res)}")
     return Notice(event, dag_id, run_id, rid, failed_task, (res or {}).get("peak_rate"),
                   _location(store, store.rating_report_key(rid)), details)
 

@@ -96,8 +96,9 @@ def mean_ci(x: Sequence[float], confidence: float = 0.95,
 
 
 def accuracy(low: float, high: float) -> float:
-    """[CC] Eq. 2: accuracy = 1 − (high − low)/(high + low) (a fraction; 0 if undefined)."""
-    if not (math.isfinite(low) and math.isfinite(high)) or high + low <= 0:
+    """[CC] Eq. 2: accuracy = 1 − (high − low)/(high + low) (a fraction in [0, 1]; 0 if undefined or
+    when low ≤ 0: Eq. 2 is meant for a positive interval, and below zero it would go negative)."""
+    if not (math.isfinite(low) and math.isfinite(high)) or low <= 0 or high < low:
         return 0.0
     return 1.0 - (high - low) / (high + low)
 

@@ -1,0 +1,136 @@
+"""Bounds that stay valid however often the controller looks (issue 30), and a positive CI of a mean.
+
+A rating looks at a load's trials after every trial and stops when it likes; a fixed-n interval
+looked at k times misses more often than its nominal error (optional stopping). Here each look k
+gets its own share of the error by an alpha-spending series whose sum is the total:
+
+    α_k = α / (k·(k + 1)),  Σ_{k≥1} α_k = α                       (telescoping: 1/k − 1/(k+1))
+
+so by the union bound P(some look's bound misses) ≤ α, for every stopping time: the running
+bounds form a confidence sequence (Howard, Ramdas, McAuliffe & Sekhon, "Time-uniform,
+nonparametric, nonasymptotic confidence sequences", Ann. Statist. 49 (2021), §1: a union bound over
+times is the elementary construction; their stitched boundaries are sharper for known variance,
+ours has to estimate it, hence Student t per look, exact for normal trial means).
+
+Looks are taken on a geometric grid of sample sizes (`look_sizes`: 2, 3, 4, 6, 8, 11, 16, …), so
+the error is spread over O(log n) looks. One-sided tests at a look on n trials:
+* `upper_mean`:  x̄_w + t_{1−α_k; n−1}·s_w/√Σw (w: runlength weights, [CC] §3.2), or Cox's lognormal
+  upper end when higher (skewed trials) — the mean is below it;
+* `lower_log_mean`: the same on log x, lower side: exp of it bounds the GEOMETRIC mean from below,
+  and E[log X] ≤ log E[X] (Jensen), so it bounds the arithmetic mean from below as well;
+* `count_deficit`: z = (Σ a_i·r_i − Σ λ·r_i)/√(Σ λ·r_i) < −z_{1−α_k}: the server completed fewer
+  operations than offered, beyond Poisson noise, so the load exceeds its capacity.
+`mean_ci_positive` is Cox's interval for the mean of a lognormal sample (Zhou & Gao, "Confidence
+intervals for the log-normal mean", Stat. Med. 16 (1997) 783–790): never below zero.
+"""
+from __future__ import annotations
+
+import math
+from functools import lru_cache
+from typing import Sequence
+
+import numpy as np
+from scipy import stats as _st
+
+__all__ = ["spend", "look_sizes", "upper_mean", "lower_log_mean", "count_deficit", "running", "mean_ci_positive"]
+
+
+def spend(alpha: float, k: int) -> float:
+    """The error spent at look k ≥ 1: α_k = α/(k(k+1)) (Σ_k α_k = α)."""
+    if not 0 < alpha < 1 or k < 1:
+        raise ValueError(f"need 0 < alpha < 1 and k ≥ 1, got {alpha!r}, {k!r}")
+    return alpha / (k * (k + 1))
+
+
+def _wmean_se(x: np.ndarray, w: np.ndarray) -> tuple[float, float]:
+    m = float(np.sum(w * x) / np.sum(w))
+    sd = math.sqrt(float(np.sum(w * (x - m) ** 2)) / (x.size - 1))
+    return m, sd / math.sqrt(float(np.sum(w)))
+
+
+@lru_cache(maxsize=65536)
+def _t(p: float, df: int) -> float:
+    return float(_st.t.ppf(p, df))
+
+
+def upper_mean(x: Sequence[float], alpha: float, weights: Sequence[float] | None = None) -> float:
+    """One-sided upper bound of the (weighted) mean at error α: the larger of x̄ + t_{1−α; n−1}·SE and,
+    for positive samples, the upper end of Cox's lognormal interval exp(ȳ + s²/2 + t·√(s²/n +
+    s⁴/(2(n−1)))) (Zhou & Gao 1997): on right-skewed trials (outliers, a growing queue) the t bound
+    alone falls below the mean too often; inf for n < 2."""
+    a = np.asarray(x, float)
+    if a.size < 2:
+        return math.inf
+    w = np.ones_like(a) if weights is None else np.asarray(weights, float)
+    m, se = _wmean_se(a, w)
+    q = _t(1.0 - alpha, a.size - 1)
+    if np.any(a <= 0):
+        return m + q * se
+    y = np.log(a)
+    ym, yse = _wmean_se(y, w)
+    s2 = yse * yse * a.size                       # s² of log x (per unit weight when weighted)
+    cox = ym + s2 / 2.0 + q * math.sqrt(s2 / a.size + s2 * s2 / (2.0 * (a.size - 1)))
+    return max(m + q * se, math.exp(min(cox, 700.0)))
+
+
+def lower_log_mean(x: Sequence[float], alpha: float, weights: Sequence[float] | None = None) -> float:
+    """One-sided lower bound at error α of exp E[log X] ≤ E[X]: exp(mean log x − t_{1−α; n−1}·SE)
+    (0 for n < 2 or a non-positive value)."""
+    a = np.asarray(x, float)
+    if a.size < 2 or np.any(a <= 0):
+        return 0.0
+    w = np.ones_like(a) if weights is None else np.asarray(weights, float)
+    m, se = _wmean_se(np.log(a), w)
+    return math.exp(m - _t(1.0 - alpha, a.size - 1) * se)
+
+
+def count_deficit(offered_ops_s: float, achieved: Sequence[float], runlengths: Sequence[float]) -> float:
+    """z of the operations completed against those offered, (Σ a·r − Σ λ·r)/√(Σ λ·r): N(0, 1) for a
+    server that keeps up with Poisson arrivals (its count is Poisson(λ·Σr)); 0 with nothing offered."""
+    offered = float(offered_ops_s) * float(np.sum(runlengths))
+    done = float(np.sum(np.asarray(achieved, float) * np.asarray(runlengths, float)))
+    return (done - offered) / math.sqrt(offered) if offered > 0 else 0.0
+
+
+def look_sizes(n_max: int, first: int = 2) -> list[int]:
+    """The sample sizes at which a bound is taken: first·2^((k−1)/2) rounded, k = 1, 2, … (2, 3, 4, 6,
+    8, 11, 16, 23, 32, … for first = 2), up to n_max. Looks on a geometric grid spend α over
+    O(log n) looks instead of n (the idea of stitching, Howard et al. 2021 §3.1); between two looks
+    the bound of the last one stands (it holds at every later time too)."""
+    out: list[int] = []
+    k = 1
+    while True:
+        n = int(round(first * 2 ** ((k - 1) / 2)))
+        if n > n_max:
+            return out
+        if not out or n > out[-1]:
+            out.append(n)
+        k += 1
+
+
+def running(bound, x: Sequence[float], alpha: float, weights: Sequence[float] | None = None,
+            upper: bool = True) -> tuple[float, int]:
+    """The tightest bound over the looks k = 1, 2, … at the sizes `look_sizes` of the trials in log
+    order, look k at α_k (`spend`): (bound, n at which it was reached). upper: the smallest upper
+    bound, else the largest lower bound. The looks' union bound makes it valid at every stopping time."""
+    best, at = (math.inf if upper else 0.0), 0
+    for k, n in enumerate(look_sizes(len(x)), start=1):
+        w = None if weights is None else list(weights)[:n]
+        b = bound(list(x)[:n], spend(alpha, k), w)
+        if (b < best) if upper else (b > best):
+            best, at = b, n
+    return best, at
+
+
+def mean_ci_positive(x: Sequence[float], confidence: float) -> tuple[float, float]:
+    """Cox's CI of a lognormal mean (Zhou & Gao 1997, Eq. 6): with y = log x, ȳ, s² (n − 1):
+    exp(ȳ + s²/2 ± t_{(1+c)/2; n−1}·√(s²/n + s⁴/(2(n − 1)))); positive by construction.
+    (nan, nan) for n < 2 or a non-positive value."""
+    a = np.asarray(x, float)
+    if a.size < 2 or np.any(a <= 0):
+        return (math.nan, math.nan)
+    y = np.log(a)
+    m, s2, n = float(y.mean()), float(y.var(ddof=1)), a.size
+    h = float(_st.t.ppf((1.0 + confidence) / 2.0, n - 1)) * math.sqrt(s2 / n + s2 * s2 / (2.0 * (n - 1)))
+    c = m + s2 / 2.0
+    return (math.exp(c - h), math.exp(min(c + h, 700.0)))

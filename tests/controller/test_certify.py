@@ -1,0 +1,118 @@
+"""controller/certify.py: the certified λ* interval (issue 30) — its ends, their tests and levels,
+and the result fields that carry it."""
+from __future__ import annotations
+
+import math
+
+import pytest
+from scipy import stats as st
+
+from workbench.controller.certify import SHARES, load_bounds
+from workbench.controller.decide import find_peak
+from workbench.controller.spec import RatingSpec
+from workbench.controller.trial import TrialResult
+from workbench.measure.families import family_servers
+
+
+def T(mean, load, achieved=None, r=60.0, p95=None):
+    return TrialResult(mean_ms=mean, p95_ms=p95 if p95 is not None else 2 * mean,
+                       achieved_rate=load if achieved is None else achieved).at(load, r)
+
+
+def test_lower_end_needs_the_spent_upper_bound_below_r_sat():
+    # two trials at 800 ops/s, 30 and 34 ms: mean 32, se 2; look 1 at α = 0.3·0.05/2 (mean and p95
+    # share α_L) / 2 (spend k = 1) = 0.00375: t_{1 − 0.00375; 1} = 84.9 → 32 + 170 > 40: not shown
+    alpha = SHARES[0] * 0.05 / 2 / 2
+    assert 32 + st.t.ppf(1 - alpha, 1) * 2.0 > 40
+    assert load_bounds(40.0, 2000.0, 0.95, [T(30, 800), T(34, 800)]).low == 0.0
+    # far below R_sat, two trials suffice: 5 and 5.2 ms
+    b = load_bounds(40.0, 2000.0, 0.95, [T(5, 400), T(5.2, 400), T(30, 800), T(34, 800)])
+    assert b.low == 400 and b.high == math.inf and not b.finite
+
+
+def test_upper_end_by_counts_on_one_trial_and_by_the_log_mean():
+    # 1600 ops/s for 60 s completing 1200/s: z = (1200 − 1600)·60/√(1600·60) = −77.5
+    b = load_bounds(40.0, 2000.0, 0.95, [T(5, 400), T(5.2, 400), T(500, 1600, achieved=1200)])
+    assert (b.low, b.high) == (400, 1600) and b.finite and "completions short" in b.high_by
+    # a shortfall within Poisson noise is no evidence: 1600 offered, 1595 completed (z −1.0)
+    assert load_bounds(40.0, 2000.0, 0.95, [T(500, 1600, achieved=1595)]).high == math.inf
+    # the log-mean test: three trials near 300 ms
+    b = load_bounds(40.0, 2000.0, 0.95, [T(m, 1600) for m in (290.0, 310.0, 300.0)])
+    assert b.high == 1600 and "mean > 40" in b.high_by
+
+
+def test_repeated_readings_and_broken_latency_rule_are_no_lower_end():
+    clamped = [T(10.0, 900), T(12.0, 900), T(12.0, 900), T(12.0, 900)]   # a clamped reading repeats
+    assert load_bounds(40.0, 2000.0, 0.95, clamped).low == 0.0
+    assert load_bounds(40.0, 2000.0, 0.95, clamped, distrust_repeats=False).low == 900
+    far = [T(5, 400), T(5.2, 400)]
+    assert load_bounds(40.0, 2000.0, 0.95, far, latency_broken=frozenset({400.0})).low == 0.0
+
+
+def test_a_lower_end_above_the_upper_one_is_dropped():
+    trials = [T(5, 400), T(5.2, 400), T(500, 800, achieved=600), T(5, 1200), T(5.1, 1200)]
+    b = load_bounds(40.0, 2000.0, 0.95, trials)
+    assert (b.low, b.high) == (400, 800)
+
+
+@pytest.mark.parametrize("family", ["mm", "wall"])
+def test_results_carry_a_finite_positive_interval_its_method_and_level(family):
+    spec = RatingSpec(runlength_s=60.0)
+    for srv in family_servers(family, 6):
+        res = find_peak(spec, srv.measure)
+        lo, hi = res.peak_rate_ci
+        assert res.converged and 0 < lo <= res.peak_rate <= hi < math.inf
+        assert res.peak_rate_ci_level == 0.95 and res.peak_rate_ci_method.startswith("load bounds")
+        assert 0.0 <= res.accuracy <= 1.0
+        assert all(not (x < 0) for x in res.mean_ms_ci)
+        d = res.to_dict()
+        assert d["peak_rate_ci_level"] == 0.95 and d["per_goal"]["40"]["peak_rate_ci_method"]
+
+
+def test_capacity_cut_tries_the_completion_rate_after_an_overloaded_gallop_load():
+    from workbench.controller.decide import NextTrial, decide
+    from workbench.controller.policy import LocalPolicy
+    log = [T(m, x) for x in (50.0, 200.0) for m in (5.0, 5.2)] + [T(500.0, 3200.0, achieved=900.0)]
+    d = decide(RatingSpec(runlength_s=60.0, policy=LocalPolicy(capacity_cut=0.05)), log)
+    assert isinstance(d, NextTrial) and d.load_ops_s == pytest.approx(945.0) and "capacity cut" in d.reason
+    d = decide(RatingSpec(runlength_s=60.0), log)               # the default: off, the gallop fills 2 × 200
+    assert d.load_ops_s == pytest.approx(400.0)
+
+
+def test_reason_lines_print_no_latency_bound_below_zero():
+    from workbench.controller.decide import NextTrial, decide
+    log = [T(5.0, 50.0), T(5.1, 50.0), T(10.0, 100.0), T(70.0, 100.0)]   # t interval [−341, 421] ms
+    d = decide(RatingSpec(policy="binsearch"), log)
+    assert isinstance(d, NextTrial) and d.load_ops_s == 100.0 and "CI (lognormal) [" in d.reason
+    lo = float(d.reason.split("[")[1].split(",")[0])
+    assert lo > 0 and "accuracy -" not in d.reason
+
+
+def test_certification_steps_out_past_loads_near_the_peak():
+    """A seeded search tested only loads near λ*: showing one of them saturated (or not) costs many
+    trials, so certification tries a load ×1.25 above the highest, then ÷1.25 below the lowest."""
+    from workbench.controller.decide import NextTrial, decide
+    spec = RatingSpec(policy="binsearch", stop_rule="overlap")
+    log = [T(m, 800) for m in (39.5, 40.5, 40.0, 40.2)] + [T(m, 760) for m in (30.0, 31.0)]
+    d = decide(spec, log)
+    assert isinstance(d, NextTrial) and d.load_ops_s == 1000 and d.reason.startswith("certify upper end")
+    log += [T(400.0, 1000, achieved=880)]                   # short of offered: the upper end shown
+    d = decide(spec, log)
+    assert isinstance(d, NextTrial) and d.load_ops_s == 608 and d.reason.startswith("certify lower end")
+    log += [T(m, 608) for m in (5.0, 5.2)]
+    d = decide(spec, log)
+    assert d.result.converged and d.result.peak_rate_ci == (608.0, 1000.0)
+
+
+def test_an_upper_end_that_cannot_be_shown_leaves_the_rating_not_converged():
+    """The step-out load cannot be measured (three invalid trials in a row, e.g. the generator at
+    its ceiling): the interval stays open above, and the rating says so instead of converging."""
+    from workbench.controller.decide import Done, decide
+    spec = RatingSpec(policy="binsearch", stop_rule="overlap")
+    bad = TrialResult(mean_ms=1.0, p95_ms=2.0, achieved_rate=1000.0, valid=False, reason="generator saturated")
+    log = [T(m, 800) for m in (39.5, 40.5, 40.0, 40.2)] + [T(m, 760) for m in (30.0, 31.0)]
+    log += [bad.at(1000, 180.0)] * spec.max_invalid_per_load
+    d = decide(spec, log)
+    assert isinstance(d, Done) and not d.result.converged
+    assert "the λ* interval stays open (no load shown saturated; 1000 ops/s cannot be measured)" in d.result.reason
+    assert d.result.peak_rate_ci[1] == math.inf

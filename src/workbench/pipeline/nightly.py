@@ -110,16 +110,18 @@ def load_nightly_config(path: str | Path) -> dict[str, Any]:
             "canary": canary, "baselines": base}
 
 
-def ci_level(spec: Mapping[str, Any]) -> float:
-    """The confidence of a rating's λ* CI (search._peak_ci): bound_confidence, else confidence."""
-    return float(spec.get("bound_confidence") or spec.get("confidence") or 0.95)
+def ci_level(spec: Mapping[str, Any], result: Mapping[str, Any] | None = None) -> float:
+    """The level of a rating's λ* interval: as the result states it (issue 30), else bound_confidence,
+    else confidence (ratings stored before)."""
+    stated = (result or {}).get("peak_rate_ci_level")
+    return float(stated or spec.get("bound_confidence") or spec.get("confidence") or 0.95)
 
 
 def nightly_rating(store: Store, rating_id: str, result: Mapping[str, Any]) -> dict[str, Any]:
     """One rating as analysis.regression wants it: result, trial records and the CI level."""
     plan = store.get_json(store.spec_key(rating_id), default={}) or {}
     return {"result": dict(result), "trials": store.trials(rating_id),
-            "ci_level": ci_level(plan.get("spec") or {})}
+            "ci_level": ci_level(plan.get("spec") or {}, result)}
 
 
 def nightly_history(store: Store, name: str, before_night: str) -> list[dict[str, Any]]:

@@ -12,10 +12,30 @@ Families (`family_servers(name, n)`):
   knee   the same noise on M/M/m with many servers: R flat, then a wall
   heavy  Student-t(3) trial noise and 5 % larger outliers
   cold   the mm servers without outliers, the first trial at every new load inflated
-  wall   modelled on the real Ganesha ratings of issue 30: flat at 0.4–1 ms, then a wall (R from a few
-         ms to R_sat within ≈ 2–5 % of load, 50–1000+ ms just past capacity), heavy-tailed trial
-         noise with an AR(1) swing between consecutive trials that grows towards the edge, the first
-         trial at every new load inflated, 3 % outliers
+  wall   modelled on the real Ganesha ratings of issue 30 (bench/wall_calibration.py reads them): flat
+         at 0.4–1 ms, then a wall, heavy-tailed trial noise with an AR(1) swing between consecutive
+         trials that grows towards the edge, the trial after an overloaded one inflated, 3 % outliers
+
+The wall's calibration (bench/wall_calibration.py, 28 real rating logs of 2 s and 10 s trials, R_sat 40 ms):
+  base   WALL_BASE_MS 0.4–1.0: the real trial means at loads ≤ 0.8·λ40 (0.1–0.7 ms, mostly 0.2–0.5)
+  shape  WALL_SCALE_MS, WALL_SHARPNESS: S·ρ^m/(1 − ρ) plus the transient overload term fitted to the
+         real curves gives S 0.02–1.1 ms (median 0.18), m 1.3–76 (median 5.9), μ/λ40 0.88–1.14: λ*
+         sits at capacity, and the width from R_sat/2 to 10·R_sat depends on the trial length
+         (real: 37 % of λ40 at 2 s, 10 % at 10 s; the fitted curves at 60 s: 1.6 % [1.4, 5.0]).
+         The family's width at 60 s is 1.9 % [1.3, 3.1]: as steep as the real walls at the
+         study's trial length, so S 0.3–1.5 ms and m 16–48 are kept (the issue's "50–500 ms within
+         5 %" holds for 10 s trials; at 2–10 s the family is 2–5× steeper than real)
+  noise  NOISE (t(3), cv ∝ r^−½ and rising with R) and WALL_SWING 0.45 at 10 s, ∝ r^−½ like the
+         trial noise: the real sd of log trial mean near λ40 falls from 2.4 at 2 s to 0.56 at 10 s
+         (faster than r^−½), so a swing constant in r (0.25 before) made 60 s trials noisier than
+         any real figure supports; the swing is set so the family's 10 s figure meets the real one
+  swing  WALL_SWING_PHI 0.5: lag-1 correlation of log residuals at one load, family −0.16 (600
+         pairs) vs real −0.35 (17 pairs, 2 s) and −0.05 (4 pairs, 10 s): both ≈ the demeaning bias
+         (−1/(k − 1)), no evidence of a stronger correlation
+  first  no fresh-load inflation (real first / later trial at a new load: median 1.02 at 2 s,
+         n = 54; 1.04 at 10 s, n = 16); WALL_CARRY_OVER 1.1–2.1: the trial right after an
+         overloaded one (its load above capacity), real ×1.8–46 at 10 s (n = 4), scaled to 60 s
+         by the 10/60 dilution of the backlog's extra wait (1 + (x − 1)·10/60: ×1.1–8.4, 3 of 4 ≤ 2.1)
 """
 from __future__ import annotations
 
@@ -55,9 +75,11 @@ FAULT_SEED_OFFSET = 7_654_321           # the faults' own generator: seed + this
 WALL_BASE_MS = (0.4, 1.0)               # wall: the flat part, uniform
 WALL_SCALE_MS = (0.3, 1.5)              # wall: S of R = base + S·ρ^m/(1 − ρ), log-uniform (region ≈ 0.1–0.35 %)
 WALL_SHARPNESS = (16.0, 48.0)           # wall: m, log-uniform (R(0.9·λ*) ≈ base … 2 ms)
-WALL_SWING = 0.25                       # wall: log-sd of the AR(1) swing at R_sat (× min(1, queueing/R_sat))
+WALL_SWING = 0.45                       # wall: log-sd of the AR(1) swing at R_sat in a 10 s trial (× min(1, queueing/R_sat))
+WALL_SWING_REF_S = 10.0                 # wall: the swing's sd ∝ (10 s / runlength)^½, as the trial noise's
 WALL_SWING_PHI = 0.5                    # wall: lag-1 correlation of the swing between consecutive trials
 WALL_SEED_OFFSET = 3_141_593             # wall: the swing's own generator
+WALL_CARRY_OVER = (1.1, 2.1)            # wall: the trial after an overloaded one, mean and p95 × U(1.1, 2.1)
 
 
 class ValidityServer(SimulatedServer):
@@ -102,13 +124,15 @@ class ValidityServer(SimulatedServer):
 class WallServer(ValidityServer):
     """A wall: R(λ) = base + S·ρ^m/(1 − ρ) (flat while ρ^m is small, M/M/1-like at the edge), with an
     AR(1) log-normal swing u_t = φ·u_{t−1} + √(1 − φ²)·ε_t of the trial mean, scaled by
-    WALL_SWING·min(1, (R − base)/40 ms) (0 in the flat part), on top of ValidityServer's faults."""
+    WALL_SWING·√(10 s/r)·min(1, (R − base)/40 ms) (0 in the flat part), the trial after an overloaded one
+    (load above capacity) × U(WALL_CARRY_OVER), on top of ValidityServer's faults."""
 
     def __init__(self, *, wall_ms: float, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.wall_ms = float(wall_ms)
         self.swing_rng = np.random.default_rng(int(self.seed) + WALL_SEED_OFFSET)
         self.swing = 0.0
+        self.overloaded = False
 
     def _queue_ms(self, rho: float) -> float:
         return self.wall_ms * rho ** self.servers / (1.0 - rho)
@@ -133,11 +157,14 @@ class WallServer(ValidityServer):
 
     def measure(self, load_ops_s: float, runlength_s: float) -> TrialResult:
         t = super().measure(load_ops_s, runlength_s)
-        eps = float(self.swing_rng.standard_normal())
+        eps, u_carry = float(self.swing_rng.standard_normal()), float(self.swing_rng.random())
+        lo, hi = WALL_CARRY_OVER
+        carry = lo + (hi - lo) * u_carry if self.overloaded else 1.0
+        self.overloaded = load_ops_s > self.capacity_ops_s
         self.swing = WALL_SWING_PHI * self.swing + math.sqrt(1.0 - WALL_SWING_PHI ** 2) * eps
         rho = min(self._rho(load_ops_s), 0.999)
-        sd = WALL_SWING * min(1.0, self._queue_ms(rho) / 40.0)
-        f = math.exp(sd * self.swing - sd * sd / 2.0)          # mean 1: the truth stays R(λ)
+        sd = WALL_SWING * math.sqrt(WALL_SWING_REF_S / runlength_s) * min(1.0, self._queue_ms(rho) / 40.0)
+        f = carry * math.exp(sd * self.swing - sd * sd / 2.0)   # swing of mean 1: the truth stays R(λ)
         return dataclasses.replace(t, mean_ms=t.mean_ms * f, p95_ms=t.p95_ms * f)
 
     __call__ = measure
@@ -182,8 +209,7 @@ def family_servers(name: str, n: int, seed: int = STUDY_SEED) -> list[ValiditySe
         else:
             wall_rng = np.random.default_rng(seed + 2 + 1000 * i)
             kw.update(base_ms=float(wall_rng.uniform(*WALL_BASE_MS)), servers=_log_uniform(wall_rng, *WALL_SHARPNESS),
-                      noise_dist=HEAVY_NOISE_DIST, outlier_prob=MM_OUTLIER_PROB, cold_start_factor=COLD_START_FACTOR,
-                      wall_ms=_log_uniform(wall_rng, *WALL_SCALE_MS))
+                      noise_dist=HEAVY_NOISE_DIST, outlier_prob=MM_OUTLIER_PROB, wall_ms=_log_uniform(wall_rng, *WALL_SCALE_MS))
             out.append(WallServer(**kw))
             continue
         out.append(ValidityServer(**kw))

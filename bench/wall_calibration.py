@@ -11,7 +11,8 @@ group and pooled (the same code then runs on simulated `wall` servers, side by s
   cv         sd / mean of the trial means at one load, loads within ±10 % of λ40 with ≥ 3 trials
   log sd     sd of log(trial mean) at those loads
   lag-1      correlation of consecutive trials' log-mean residuals (log mean − its load's mean
-             log) in runs at one load, pooled (Box & Jenkins lag-1 autocorrelation)
+             log) in runs at one load, pooled (biased by −1/(k − 1) with k trials a load), and
+             1 − MSSD/(2·s²) (von Neumann 1941), free of that bias
   first      first trial at a load / median of the later trials there, split by whether the trial
              before it was overloaded (mean > 10·R_sat at a higher load: carry-over)
 
@@ -110,7 +111,7 @@ def width_pct(seq) -> tuple[float, float]:
 def noise_stats(seq, lam: float) -> dict[str, list[float]]:
     """cv and log sd per near-λ* load, lag-1 residual pairs, first-trial ratios (fresh / carry-over)."""
     co = carry_over(seq)
-    out: dict[str, list] = {"cv": [], "logsd": [], "pairs": [], "first": [], "first_co": []}
+    out: dict[str, list] = {"cv": [], "logsd": [], "pairs": [], "first": [], "first_co": [], "ss": []}
     by: dict[float, list[tuple[int, float]]] = {}
     for i, ((load, m), c) in enumerate(zip(seq, co)):
         by.setdefault(round(load, 3), []).append((i, m))
@@ -128,6 +129,7 @@ def noise_stats(seq, lam: float) -> dict[str, list[float]]:
         idx = [i for i, _ in items if not co[i]]
         res = {i: math.log(max(seq[i][1], 1e-3)) - mu for i in idx}
         out["pairs"] += [(res[i], res[i + 1]) for i in idx if i + 1 in res]
+        out["ss"].append((float(np.sum((logs - mu) ** 2)), len(ms) - 1))
     return out
 
 
@@ -172,7 +174,7 @@ def fitted_width(fit, r_eff: float) -> float:
 
 def summarize(label: str, groups: dict) -> None:
     """Print per-group widths and the pooled noise figures."""
-    widths, pooled = [], {"cv": [], "logsd": [], "pairs": [], "first": [], "first_co": []}
+    widths, pooled = [], {"cv": [], "logsd": [], "pairs": [], "first": [], "first_co": [], "ss": []}
     for key, seq in groups.items():
         lam, w = width_pct(seq)
         if math.isfinite(w):
@@ -185,7 +187,10 @@ def summarize(label: str, groups: dict) -> None:
     print(f"  {label:28s} width R_sat/2→10R_sat % of λ40: {q(widths)}")
     print(f"  {'':28s} cv of trial mean near λ40:       {q(pooled['cv'])}")
     print(f"  {'':28s} sd of log trial mean near λ40:   {q(pooled['logsd'])}")
-    print(f"  {'':28s} lag-1 corr of log residuals:     {lag1:.2f} ({len(pairs)} pairs)")
+    # von Neumann (1941): E[(x_{t+1} − x_t)²] = 2σ²(1 − ρ1), free of the per-load demeaning bias
+    var = sum(a for a, _ in pooled["ss"]) / max(sum(b for _, b in pooled["ss"]), 1)
+    vn = 1.0 - float(np.mean((pairs[:, 1] - pairs[:, 0]) ** 2)) / (2 * var) if len(pairs) and var > 0 else math.nan
+    print(f"  {'':28s} lag-1 corr of log residuals:     {lag1:.2f} ({len(pairs)} pairs; von Neumann {vn:.2f})")
     print(f"  {'':28s} first / later, fresh load:       {q(pooled['first'])}")
     print(f"  {'':28s} first / later, after overload:   {q(pooled['first_co'])}")
 

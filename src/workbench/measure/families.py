@@ -155,6 +155,18 @@ class WallServer(ValidityServer):
             lam = min(lam, inv(float(l_sat_ms), -math.log(1.0 - self.quantile)))
         return lam
 
+    def swing_sd(self, load_ops_s: float, runlength_s: float) -> float:
+        """Log-sd of the swing of one trial: WALL_SWING·√(10 s/r)·min(1, queueing/40 ms)."""
+        rho = min(self._rho(load_ops_s), 0.999)
+        return WALL_SWING * math.sqrt(WALL_SWING_REF_S / runlength_s) * min(1.0, self._queue_ms(rho) / 40.0)
+
+    def effective_cv(self, load_ops_s: float, runlength_s: float) -> float:
+        """The sd of log trial mean that a mean of many consecutive trials averages down like an iid
+        one's: √(cv² + sd_swing²·(1 + φ)/(1 − φ)) (AR(1) variance of a mean, Box, Jenkins & Reinsel §2.1.5)."""
+        phi = WALL_SWING_PHI
+        return math.sqrt(self.trial_cv(load_ops_s, runlength_s) ** 2
+                         + self.swing_sd(load_ops_s, runlength_s) ** 2 * (1 + phi) / (1 - phi))
+
     def measure(self, load_ops_s: float, runlength_s: float) -> TrialResult:
         t = super().measure(load_ops_s, runlength_s)
         eps, u_carry = float(self.swing_rng.standard_normal()), float(self.swing_rng.random())
@@ -162,8 +174,7 @@ class WallServer(ValidityServer):
         carry = lo + (hi - lo) * u_carry if self.overloaded else 1.0
         self.overloaded = load_ops_s > self.capacity_ops_s
         self.swing = WALL_SWING_PHI * self.swing + math.sqrt(1.0 - WALL_SWING_PHI ** 2) * eps
-        rho = min(self._rho(load_ops_s), 0.999)
-        sd = WALL_SWING * math.sqrt(WALL_SWING_REF_S / runlength_s) * min(1.0, self._queue_ms(rho) / 40.0)
+        sd = self.swing_sd(load_ops_s, runlength_s)
         f = carry * math.exp(sd * self.swing - sd * sd / 2.0)   # swing of mean 1: the truth stays R(λ)
         return dataclasses.replace(t, mean_ms=t.mean_ms * f, p95_ms=t.p95_ms * f)
 

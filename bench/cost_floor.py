@@ -3,7 +3,8 @@
 once a rating has found the crossing and measured only there?
 
 Per server (the families of bench/validity.py, same seeds and spec), with σ = the cv of one
-60 s trial at the true λ* (`SimulatedServer.trial_cv`):
+60 s trial at the true λ* (`SimulatedServer.trial_cv`; the wall: `WallServer.effective_cv`, its
+AR(1) swing counted at the variance it adds to a mean of consecutive trials):
 
   n at 90 %    trials at λ* whose mean lies within R_sat ± s with probability 0.90 when σ is
                KNOWN (`stats.intervals.trials_within`, Jain §13.9): the fewest trials at λ* that
@@ -55,7 +56,7 @@ def _one(args) -> tuple[float, ...]:
     spec = spec_for(POLICIES[NEW_DEFAULT_LABEL], 0.0)
     srv = family_servers(family, n, seed)[i]
     peak = srv.true_peak_rate(spec.r_sat_ms)
-    sigma = srv.trial_cv(peak, RUNLENGTH_S)
+    sigma = srv.effective_cv(peak, RUNLENGTH_S) if hasattr(srv, "effective_cv") else srv.trial_cv(peak, RUNLENGTH_S)
     res = find_peak(spec, srv.measure)
     opening = sum(t.runlength_s for t in res.trials if t.runlength_s < spec.runlength_s)
     lo, hi = true_region(srv, spec.r_sat_ms, spec.width)

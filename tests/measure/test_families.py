@@ -84,3 +84,15 @@ def test_wall_swing_is_autocorrelated_at_the_edge_and_absent_in_the_flat():
     logs = np.log([s.measure(lam, 60).mean_ms for _ in range(3000)])
     assert 0.15 < logs.std() < 0.35                                # WALL_SWING 0.25 at R_sat
     assert 0.35 < np.corrcoef(logs[:-1], logs[1:])[0, 1] < 0.65     # AR(1), φ 0.5
+
+
+def test_wall_inflates_the_trial_after_an_overloaded_one_only():
+    from workbench.measure.families import WALL_CARRY_OVER, WallServer
+    kw = dict(capacity_ops_s=1000, base_ms=0.5, service_ms=1, servers=30, noise=0, wall_ms=0.8, seed=3)
+    s = WallServer(**kw)
+    first = s.measure(500, 60).mean_ms                 # a fresh load: no first-trial inflation
+    assert first == pytest.approx(s.true_mean_ms(500))
+    s.measure(1200, 60)                                # overloaded
+    ratio = s.measure(500, 60).mean_ms / first
+    assert WALL_CARRY_OVER[0] <= ratio <= WALL_CARRY_OVER[1]
+    assert s.measure(500, 60).mean_ms == pytest.approx(first)   # one trial only

@@ -116,3 +116,21 @@ def test_an_upper_end_that_cannot_be_shown_leaves_the_rating_not_converged():
     assert isinstance(d, Done) and not d.result.converged
     assert "the λ* interval stays open (no load shown saturated; 1000 ops/s cannot be measured)" in d.result.reason
     assert d.result.peak_rate_ci[1] == math.inf
+
+
+def test_a_wide_interval_is_tightened_where_one_more_trial_shows_an_end():
+    """The real rating of issue 30 ([800, 12800] after its bracket [3800, 4000] resolved): the ends
+    are shown but 16× apart, and 4000 ops/s read 244 ms once: one more trial like it would show it
+    saturated, so it is taken; a load whose typical trial would not show it is not."""
+    from workbench.controller.decide import NextTrial, decide
+    from workbench.config.profiles import PROFILES
+    spec = RatingSpec(**PROFILES["quick"]["spec"])
+    log = [T(m, x, r=10.0) for x, m in ((200, 0.18), (200, 0.16), (800, 0.1), (800, 0.11), (3200, 0.09),
+                                        (3200, 0.12))]
+    log += [T(6805.3, 12800, achieved=3894, r=10.0), T(3930.3, 6400, r=10.0), T(1478.3, 4800, r=10.0),
+            T(244.3, 4000, r=10.0), T(0.08, 3600, r=10.0), T(0.72, 3600, r=10.0), T(0.18, 3800, r=10.0),
+            T(0.48, 3800, r=10.0)]
+    d = decide(spec, log)
+    assert isinstance(d, NextTrial) and d.load_ops_s == 4000 and "tighten the upper end" in d.reason, d
+    d = decide(spec, log + [T(251.0, 4000, r=10.0)])
+    assert isinstance(d, NextTrial) and "tighten the lower end" in d.reason, d

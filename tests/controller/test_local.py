@@ -188,10 +188,12 @@ def test_monotone_check_resamples_the_lower_load_when_it_has_fewer_trials():
     assert d.load_ops_s == 250.0 and d.reason.startswith("monotone check: 250 ops/s"), d
     # its third trial settles the median (1.6 ms): 275 is below and the bracket [275, 300] resolved
     done = decide(spec, [*trials, TrialResult(mean_ms=0.9, p95_ms=0.9, achieved_rate=250.0).at(250.0, 2.0)])
-    assert done.reason.startswith("certify upper end"), done        # no load above shown saturated yet
+    # no load above shown saturated yet: the lowest read clearly saturated (300 ops/s, 161.2 ms) again
+    assert done.reason.startswith("certify upper end") and done.load_ops_s == 300.0, done
     done = decide(spec, [*trials, TrialResult(mean_ms=0.9, p95_ms=0.9, achieved_rate=250.0).at(250.0, 2.0),
-                         TrialResult(mean_ms=300.0, p95_ms=300.0, achieved_rate=300.0).at(800.0, 2.0)])
+                         TrialResult(mean_ms=170.0, p95_ms=170.0, achieved_rate=300.0).at(300.0, 2.0)])
     assert done.result.converged and done.result.bracket == (275.0, 300.0), done
+    assert done.result.peak_rate_ci[1] == 300.0
     # with more trials than the load it holds open, the lower load keeps its median: the upper is sampled
     more = [*trials, *(TrialResult(mean_ms=m, p95_ms=m, achieved_rate=250.0).at(250.0, 2.0) for m in (15.0, 12.0))]
     assert decide(spec, more).load_ops_s == 275.0

@@ -264,24 +264,47 @@ def certify_ends(g: Goal, done: Step) -> Step:
 
 def _certify_next(g: Goal) -> Step | None:
     """The next certification trial; ("open", why) when an end is not shown and cannot be; None
-    when both ends are shown."""
+    when both ends are shown and H ≤ (1 + 4·resolution)·L, or no load between them is cheap to
+    tighten them with (one read clearly saturated, or with a median ≤ R_sat/2)."""
     spec = g.spec
     level = spec.bound_confidence if spec.bound_confidence is not None else spec.confidence
     b = load_bounds(g.r_sat, spec.l_sat_ms, level, g.trials, spec.max_loads, spec.policy.distrust_repeats,
                     frozenset(load_key(s.load) for s in g.loads if s.latency_saturated))
-    if b.finite or spec.strawman:
+    if spec.strawman:
         return None
     cap = min(spec.max_trials_per_load, CERTIFY_MAX_TRIALS)
-    room = [s for s in g.loads if s.n < cap and load_key(s.load) not in g.unmeasurable]
+    inside = [s for s in g.loads if b.low < s.load < b.high and s.n < cap and load_key(s.load) not in g.unmeasurable]
+    ups = sorted((s for s in inside if _clearly_saturated(s, g.r_sat)), key=lambda s: s.load)
+    downs = sorted((s for s in inside if _median(s) <= g.r_sat / 2), key=lambda s: -s.load)
     if not math.isfinite(b.high):
-        clear = sorted((s for s in room if s.load > b.low and _clearly_saturated(s, g.r_sat)), key=lambda s: s.load)
         top = max(g.loads, key=lambda s: s.load)
-        step = _certify_step(g, room, clear, top, STEP_OUT * top.load, "certify upper end: no load shown saturated yet")
+        step = _certify_step(g, inside, ups, top, STEP_OUT * top.load, "certify upper end: no load shown saturated yet")
         return step or ("open", f"no load shown saturated; {STEP_OUT * top.load:g} ops/s cannot be measured")
-    clear = sorted((s for s in room if s.load < b.high and _median(s) <= g.r_sat / 2), key=lambda s: -s.load)
-    bottom = min(g.loads, key=lambda s: s.load)
-    step = _certify_step(g, room, clear, bottom, bottom.load / STEP_OUT, "certify lower end: no load shown unsaturated yet")
-    return step or ("open", f"no load shown unsaturated; {bottom.load / STEP_OUT:g} ops/s cannot be measured")
+    if b.low <= 0:
+        bottom = min(g.loads, key=lambda s: s.load)
+        step = _certify_step(g, inside, downs, bottom, bottom.load / STEP_OUT, "certify lower end: no load shown unsaturated yet")
+        return step or ("open", f"no load shown unsaturated; {bottom.load / STEP_OUT:g} ops/s cannot be measured")
+    if b.high <= (1 + 4 * spec.resolution) * b.low:
+        return None    # narrow enough: λ* ± about 2·resolution (quick: ± 10 %)
+    for s, upper in [(s, True) for s in ups] + [(s, False) for s in downs]:   # wider: tighten where cheap
+        if _would_show(g, s, cap, level, upper):
+            end = f"upper end {b.high:g}" if upper else f"lower end {b.low:g}"
+            return guard(g, s.load, f"certify: tighten the {end} ops/s at {s.load:g}", None)
+    return None
+
+
+def _would_show(g: Goal, s: LoadSummary, cap: int, level: float, upper: bool) -> bool:
+    """Would load s be shown saturated (upper) or unsaturated if its remaining trials, up to `cap`,
+    read its median? A look-ahead that keeps tightening to loads where it can pay off."""
+    ts = [t for t in g.trials if load_key(t.load_ops_s) == load_key(s.load) and t.valid]
+    if not ts:
+        return False
+    typical = min(ts, key=lambda t: abs(t.mean_ms - _median(s)))
+    spec = g.spec
+    more = list(g.trials) + [typical] * (cap - s.n)
+    b = load_bounds(g.r_sat, spec.l_sat_ms, level, more, spec.max_loads, False,
+                    frozenset(load_key(x.load) for x in g.loads if x.latency_saturated))
+    return b.high <= s.load if upper else b.low >= s.load
 
 
 def decide_goal(spec: RatingSpec, r_sat: float, trials: Sequence[TrialResult],

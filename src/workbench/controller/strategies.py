@@ -227,6 +227,8 @@ def _median(s: LoadSummary) -> float:
 
 
 CERTIFY_MAX_TRIALS = 11    # certification trials stop at a load with this many (a look of stats.sequential)
+CERTIFY_MIN_TRIALS = 3     # ... and may take a load to this many whatever max_trials_per_load: on two
+                           # trials a one-sided bound is t on 1 df (t_0.99 = 31.8 standard errors)
 STEP_OUT = 1.25            # with no load clearly beyond λ*, certification tries one ×/÷ this further out
 
 
@@ -272,7 +274,7 @@ def _certify_next(g: Goal) -> Step | None:
                     frozenset(load_key(s.load) for s in g.loads if s.latency_saturated))
     if spec.strawman:
         return None
-    cap = min(spec.max_trials_per_load, CERTIFY_MAX_TRIALS)
+    cap = max(CERTIFY_MIN_TRIALS, min(spec.max_trials_per_load, CERTIFY_MAX_TRIALS))
     inside = [s for s in g.loads if b.low < s.load < b.high and s.n < cap and load_key(s.load) not in g.unmeasurable]
     ups = sorted((s for s in inside if _clearly_saturated(s, g.r_sat)), key=lambda s: s.load)
     downs = sorted((s for s in inside if _median(s) <= g.r_sat / 2), key=lambda s: -s.load)

@@ -68,7 +68,7 @@ def check_settings() -> None:
         raise LeaseConfigError("; ".join(_REFUSED))
 
 
-LEASE_STALE_S = _setting("WB_LEASE_STALE_S", 300, 10, 3600)    # heartbeat silence before a takeover
+LEASE_STALE_S = _setting("WB_LEASE_STALE_S", 300, 2, 3600)     # heartbeat silence before a takeover (tests: 5)
 HEARTBEAT_S = max(0.5, min(5.0, LEASE_STALE_S / 6))
 LEASE_WAIT_S = _setting("WB_LEASE_WAIT_S", 1800, 0, 86400)   # run_rating waits this long for a slot
 WAIT_POLL_S = 5.0

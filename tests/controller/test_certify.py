@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 from scipy import stats as st
 
-from workbench.controller.certify import SHARES, load_bounds
+from workbench.controller.certify import LOW_SHIFT, SHARES, load_bounds
 from workbench.controller.decide import find_peak
 from workbench.controller.spec import RatingSpec
 from workbench.controller.trial import TrialResult
 from workbench.measure.families import family_servers
+from workbench.stats.sequential import upper_mean
 
 
 def T(mean, load, achieved=None, r=60.0, p95=None):
@@ -28,6 +30,23 @@ def test_lower_end_needs_the_spent_upper_bound_below_r_sat():
     # far below R_sat, two trials suffice: 5 and 5.2 ms
     b = load_bounds(40.0, 2000.0, 0.95, [T(5, 400), T(5.2, 400), T(30, 800), T(34, 800)])
     assert b.low == 400 and b.high == math.inf and not b.finite
+
+
+def test_sub_millisecond_noise_does_not_hide_a_lower_end():
+    # a real smoke rating's 100 ops/s (tenant test, R_sat 40 ms): 0.24, 1.35, 3.45 ms. Cox's bound at
+    # look 2 (n = 3, α = 0.3·0.2/2/6 = 0.005; s² of log x = 1.83, t_{0.995;2} = 9.92) ≈ 3.9e5 ms
+    means, alpha = [0.24, 1.35, 3.45], SHARES[0] * 0.2 / 2 / 6
+    assert upper_mean(means, alpha) > 1e5
+    # on x + 4 ms (LOW_SHIFT·R_sat), less 4: Cox by hand, exp(ȳ + s²/2 + t·√(s²/n + s⁴/(2(n − 1)))) − 4
+    y = np.log(np.array(means) + LOW_SHIFT * 40.0)
+    s2, q = y.var(ddof=1), st.t.ppf(1 - alpha, 2)
+    cox = math.exp(y.mean() + s2 / 2 + q * math.sqrt(s2 / 3 + s2 * s2 / 4)) - 4.0
+    assert cox == pytest.approx(upper_mean(list(np.array(means) + 4.0), alpha) - 4.0) and cox < 40
+    b = load_bounds(40.0, 2000.0, 0.8, [T(m, 100) for m in means])
+    assert b.low == 100 and f"upper bound {cox:.4g} ms on 3 trials" in b.low_by, b
+    # two of them are not enough (t_{1 − α/2; 1} = 127), and a large reading still counts in full
+    assert load_bounds(40.0, 2000.0, 0.8, [T(m, 100) for m in means[:2]]).low == 0.0
+    assert load_bounds(40.0, 2000.0, 0.8, [T(m, 100) for m in (0.24, 1.35, 300.0)]).low == 0.0
 
 
 def test_upper_end_by_counts_on_one_trial_and_by_the_log_mean():
@@ -122,15 +141,36 @@ def test_a_wide_interval_is_tightened_where_one_more_trial_shows_an_end():
     """The real rating of issue 30 ([800, 12800] after its bracket [3800, 4000] resolved): the ends
     are shown but 16× apart, and 4000 ops/s read 244 ms once: one more trial like it would show it
     saturated, so it is taken; a load whose typical trial would not show it is not."""
-    from workbench.controller.decide import NextTrial, decide
+    from workbench.controller.decide import Done, NextTrial, decide
     from workbench.config.profiles import PROFILES
     spec = RatingSpec(**PROFILES["quick"]["spec"])
     log = [T(m, x, r=10.0) for x, m in ((200, 0.18), (200, 0.16), (800, 0.1), (800, 0.11), (3200, 0.09),
                                         (3200, 0.12))]
     log += [T(6805.3, 12800, achieved=3894, r=10.0), T(3930.3, 6400, r=10.0), T(1478.3, 4800, r=10.0),
-            T(244.3, 4000, r=10.0), T(0.08, 3600, r=10.0), T(0.72, 3600, r=10.0), T(0.18, 3800, r=10.0),
-            T(0.48, 3800, r=10.0)]
+            T(244.3, 4000, r=10.0), T(0.08, 3600, r=10.0), T(0.72, 3600, r=10.0)]
+    # the real 3800 ops/s read 0.18 and 0.48 ms: on x + LOW_SHIFT·R_sat they show the lower end at
+    # once, and one more trial at 4000 ends the rating certified [3800, 4000]
+    real = log + [T(0.18, 3800, r=10.0), T(0.48, 3800, r=10.0)]
+    d = decide(spec, real + [T(251.0, 4000, r=10.0)])
+    assert isinstance(d, Done) and d.result.converged and d.result.peak_rate_ci == (3800, 4000), d
+    log += [T(10.0, 3800, r=10.0), T(14.0, 3800, r=10.0)]      # 10 and 14 ms do not, on two trials
     d = decide(spec, log)
     assert isinstance(d, NextTrial) and d.load_ops_s == 4000 and "tighten the upper end" in d.reason, d
     d = decide(spec, log + [T(251.0, 4000, r=10.0)])
     assert isinstance(d, NextTrial) and "tighten the lower end" in d.reason, d
+
+
+def test_certification_goes_where_an_end_shows_soonest():
+    """A real smoke rating (slot1, faults test, 2026-11-26): bracket [1000, 1100] resolved on 14 trials,
+    no load yet shown saturated. 1187.6 ops/s (37 and 524 ms) is the lowest load read clearly
+    saturated, but two more trials like its median would not show it; 1600 ops/s (1969 ms) would on
+    one more: certification goes there (before: to 1187.6, 1200 and 1600 in turn, max_trials spent)."""
+    from workbench.config.profiles import PROFILES
+    from workbench.controller.decide import NextTrial, decide
+    spec = RatingSpec(**PROFILES["smoke"]["spec"])
+    rows = [(400, .12, .16), (400, .11, .16), (1600, 1969, 2660), (800, 1.85, .64), (800, .12, .18),
+            (1200, 63.2, 280), (1200, 137, 334), (1000, 2.31, 17.8), (1000, 5.66, 52.9), (1187.6, 37.4, 218),
+            (1187.6, 524, 703), (1100, 41.6, 170), (1100, 12.4, 92.5), (1100, 158, 346)]
+    log = [T(m, x, r=2.0, p95=p) for x, m, p in rows]
+    d = decide(spec, log)
+    assert isinstance(d, NextTrial) and d.load_ops_s == 1600 and "certify upper end" in d.reason, d

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import signal
 import socket
 import subprocess
 import time
@@ -305,17 +306,29 @@ def test_send_lag_only_reads_the_reason():
     assert not send_lag_only({"valid": False, "reason": "harness: load2: Run fstress failed"})
 
 
-def _kill_once_running(pattern: str, wait_s: float = 60.0) -> None:
-    """SIGKILL the process matching `pattern` one second after it appears (bounded wait): the
-    playbook's start-up before fstress runs takes seconds on a busy box."""
+def _pids(pattern: str) -> set[int]:
+    out = subprocess.run(["pgrep", "-f", pattern], capture_output=True, text=True).stdout
+    return {int(p) for p in out.split()}
+
+
+def _kill_once_running(pattern: str, wait_s: float = 60.0, before: frozenset[int] = frozenset()) -> list[int]:
+    """SIGKILL the processes matching `pattern` that were not running `before`, one second after they
+    appear (bounded wait): the playbook's start-up before fstress runs takes seconds on a busy box, and
+    a generator an earlier trial left behind is not this trial's. The pids killed."""
     deadline = time.monotonic() + wait_s
     while time.monotonic() < deadline:
-        if subprocess.run(["pgrep", "-f", pattern], capture_output=True).returncode == 0:
+        if _pids(pattern) - before:
             time.sleep(1.0)
-            subprocess.run(["pkill", "-KILL", "-f", pattern], check=True)
-            return
+            victims = sorted(_pids(pattern) - before)
+            for pid in victims:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:       # it ended between the look and the kill
+                    pass
+            if victims:
+                return victims
         time.sleep(0.1)
-    raise AssertionError(f"no process matching {pattern!r} within {wait_s:g} s")
+    raise AssertionError(f"no new process matching {pattern!r} within {wait_s:g} s")
 
 
 def _measure_past_stalls(h: AnsibleHarness, load_ops_s: float, runlength_s: float):
@@ -422,7 +435,10 @@ def test_a_rating_on_two_load_hosts_of_a_bridge_slot(tmp_path):
         plan = plan.with_slot(INTEGRATION_SLOT)
         h = harness_for(plan)
         with ThreadPoolExecutor(1) as pool:
-            killed = pool.submit(_kill_once_running, r"fstress run .*--client-id 1 --seed")
+            # this slot's second load host only: tenant B of the tenants test (beside this one)
+            # runs `fstress run ... --client-id 1` too
+            pattern = rf"/{hosts[1]}/bin/fstress run .*--client-id 1 --seed"
+            killed = pool.submit(_kill_once_running, pattern, before=frozenset(_pids(pattern)))
             t = h.measure(300, 8, trial_id=90, check_server=True)
             killed.result()                          # raises if it never found the process
         assert not t.valid and hosts[1] in t.reason, t.reason

@@ -33,6 +33,7 @@ from workbench.stats.sequential import count_deficit, look_sizes, lower_log_mean
 SHARES = (0.3, 0.3, 0.4)     # of 1 − c: the lower end, the upper end, the local fit
 MIN_SHORTFALL = 0.01         # the count test also needs ≥ 1 % fewer completions than offered
 FIT_MIN_LOADS = 3            # the fit's interval is intersected only with trials at ≥ 3 loads
+LOW_SHIFT = 0.1              # the lower end bounds the mean of x + this share of R_sat (L_sat), less it
 
 
 @dataclass(frozen=True)
@@ -106,6 +107,36 @@ def _distinct(ts: list[TrialResult]) -> list[TrialResult]:
     return ts
 
 
+def _upper_shifted(x: list[float], sat: float, alpha: float, rls: list[float]) -> tuple[float, int]:
+    """The running upper bound of E[X + f] less f, f = LOW_SHIFT·sat: exact for the mean (E[X] =
+    E[X + f] − f); the t part is shift-invariant, Cox's part now models a shifted lognormal, so a
+    sub-millisecond reading's relative noise (0.24 vs 3.45 ms, far below R_sat = 40 ms) no longer
+    inflates its s² of log x, and with it the bound, past R_sat."""
+    f = LOW_SHIFT * sat
+    ub, n = running(upper_mean, [float(v) + f for v in x], alpha, rls)
+    return ub - f, n
+
+
+def _unsaturated_by(ts: list[TrialResult], r_sat: float, l_sat: float, alpha: float) -> str:
+    """Why the trials of one load show it unsaturated (error ≤ alpha over every look), or ''."""
+    rls = [float(t.runlength_s) for t in ts]
+    a = alpha / (2 if math.isfinite(l_sat) else 1)
+    ub, n = _upper_shifted([t.mean_ms for t in ts], r_sat, a, rls)
+    if ub < r_sat and (not math.isfinite(l_sat) or _upper_shifted([t.p95_ms for t in ts], l_sat, a, rls)[0] < l_sat):
+        return f"mean < {r_sat:g} ms (upper bound {ub:.4g} ms on {n} trials)"
+    return ""
+
+
+def load_shown(ts: list[TrialResult], r_sat: float, l_sat: float, confidence: float, max_loads: int,
+               saturated: bool) -> bool:
+    """One load's valid trials show it saturated (or unsaturated) at level c: load_bounds' test of
+    one load, for a look-ahead (no repeats distrusted: it repeats a trial on purpose)."""
+    alpha = 1.0 - confidence
+    if saturated:
+        return bool(_saturated_by(ts, r_sat, l_sat, SHARES[1] * alpha, max_loads))
+    return bool(_unsaturated_by(ts, r_sat, l_sat, SHARES[0] * alpha))
+
+
 def load_bounds(r_sat: float, l_sat: float, confidence: float, trials: Sequence[TrialResult],
                 max_loads: int = 60, distrust_repeats: bool = True,
                 latency_broken: frozenset[float] = frozenset()) -> LoadBounds:
@@ -124,12 +155,9 @@ def load_bounds(r_sat: float, l_sat: float, confidence: float, trials: Sequence[
             continue
         if key in latency_broken:
             continue             # its percentile rule reads broken: no lower bound, whatever its mean
-        ts = _distinct(ts) if distrust_repeats else ts
-        rls = [float(t.runlength_s) for t in ts]
-        a = SHARES[0] * alpha / (2 if math.isfinite(l_sat) else 1)
-        ub, n = running(upper_mean, [t.mean_ms for t in ts], a, rls)
-        if ub < r_sat and (not math.isfinite(l_sat) or running(upper_mean, [t.p95_ms for t in ts], a, rls)[0] < l_sat):
-            lows.append((load, f"mean < {r_sat:g} ms (upper bound {ub:.4g} ms on {n} trials)"))
+        why = _unsaturated_by(_distinct(ts) if distrust_repeats else ts, r_sat, l_sat, SHARES[0] * alpha)
+        if why:
+            lows.append((load, why))
     hi = min(highs) if highs else (math.inf, "")
     lo = max((x for x in lows if x[0] < hi[0]), default=(0.0, ""))
     return LoadBounds(lo[0], hi[0], lo[1], hi[1])

@@ -16,14 +16,14 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
-from workbench.controller.certify import load_bounds
+from workbench.controller.certify import load_bounds, load_shown
 from workbench.controller.fit import FIT_STOP_MIN_TRIALS, LocalFit, fit_peak, local_fit
 from workbench.controller.spec import RatingSpec
 from workbench.controller.state import LoadStatus, LoadSummary, SearchState, load_key
 from workbench.controller.summary import search_state, summarize
 from workbench.controller.trial import TrialResult
 from workbench.stats.intervals import accuracy as _accuracy
-from workbench.stats.sequential import mean_ci_positive
+from workbench.stats.sequential import look_sizes, mean_ci_positive
 
 Step = tuple[str, Any]
 
@@ -253,8 +253,9 @@ def _certify_step(g: Goal, room: list[LoadSummary], clear: list[LoadSummary], ed
 def certify_ends(g: Goal, done: Step) -> Step:
     """A goal the chain found converged (`done`) needs a finite certified λ* interval (certify.py):
     while an end is not shown, one more trial where it is cheapest to show (`_certify_step`): above,
-    the load read clearly saturated with the highest median, else ×STEP_OUT the highest tested load;
-    below, the highest load with a median ≤ R_sat/2, else ÷STEP_OUT the lowest. A load with
+    of the loads read clearly saturated the one a look-ahead shows with the fewest more trials
+    (`_trials_to_show`), else ×STEP_OUT the highest tested load; below, the same among the loads with
+    a median ≤ R_sat/2, else ÷STEP_OUT the lowest. A load with
     CERTIFY_MAX_TRIALS trials is passed over; the budget, max_trials and max_loads bound the rest.
     `done` as it is once both ends are shown; not converged when the load to try cannot be measured."""
     step = _certify_next(g)
@@ -276,8 +277,14 @@ def _certify_next(g: Goal) -> Step | None:
         return None
     cap = max(CERTIFY_MIN_TRIALS, min(spec.max_trials_per_load, CERTIFY_MAX_TRIALS))
     inside = [s for s in g.loads if b.low < s.load < b.high and s.n < cap and load_key(s.load) not in g.unmeasurable]
-    ups = sorted((s for s in inside if _clearly_saturated(s, g.r_sat)), key=lambda s: s.load)
-    downs = sorted((s for s in inside if _median(s) <= g.r_sat / 2), key=lambda s: -s.load)
+    ups = [s for s in inside if _clearly_saturated(s, g.r_sat)]
+    downs = [s for s in inside if _median(s) <= g.r_sat / 2]
+    need = {(s.load, up): _trials_to_show(g, s, cap, level, up)
+            for up, ss in ((True, ups), (False, downs)) for s in ss}
+    # cheapest to show first (fewest more trials like its typical one), then the tighter end; loads
+    # no look-ahead shows, the clearest first
+    ups.sort(key=lambda s: (need[s.load, True], s.load if need[s.load, True] < math.inf else -_median(s)))
+    downs.sort(key=lambda s: (need[s.load, False], -s.load if need[s.load, False] < math.inf else _median(s)))
     if not math.isfinite(b.high):
         top = max(g.loads, key=lambda s: s.load)
         step = _certify_step(g, inside, ups, top, STEP_OUT * top.load, "certify upper end: no load shown saturated yet")
@@ -288,25 +295,29 @@ def _certify_next(g: Goal) -> Step | None:
         return step or ("open", f"no load shown unsaturated; {bottom.load / STEP_OUT:g} ops/s cannot be measured")
     if b.high <= (1 + 4 * spec.resolution) * b.low:
         return None    # narrow enough: λ* ± about 2·resolution (quick: ± 10 %)
-    for s, upper in [(s, True) for s in ups] + [(s, False) for s in downs]:   # wider: tighten where cheap
-        if _would_show(g, s, cap, level, upper):
-            end = f"upper end {b.high:g}" if upper else f"lower end {b.low:g}"
+    ways = sorted([(need[s.load, True], 0, s) for s in ups] + [(need[s.load, False], 1, s) for s in downs],
+                  key=lambda w: w[:2])
+    for n_more, down, s in ways:           # wider: tighten where a look-ahead says it pays off
+        if n_more < math.inf:
+            end = f"lower end {b.low:g}" if down else f"upper end {b.high:g}"
             return guard(g, s.load, f"certify: tighten the {end} ops/s at {s.load:g}", None)
     return None
 
 
-def _would_show(g: Goal, s: LoadSummary, cap: int, level: float, upper: bool) -> bool:
-    """Would load s be shown saturated (upper) or unsaturated if its remaining trials, up to `cap`,
-    read its median? A look-ahead that keeps tightening to loads where it can pay off."""
-    ts = [t for t in g.trials if load_key(t.load_ops_s) == load_key(s.load) and t.valid]
-    if not ts:
-        return False
+def _trials_to_show(g: Goal, s: LoadSummary, cap: int, level: float, upper: bool) -> float:
+    """How many more trials like its typical one (the median's) would show load s saturated (upper)
+    or unsaturated, up to `cap` in all: a look-ahead that sends certification where it is cheapest.
+    inf when none would; the bounds only move at the looks' sample sizes (stats.sequential). s lies
+    strictly between the current ends, so showing it moves an end: one load's test suffices."""
+    ts = [t for t in g.trials if load_key(t.load_ops_s) == load_key(s.load) and t.valid and not t.harness_failure]
+    if not ts or (not upper and s.latency_saturated):
+        return math.inf
     typical = min(ts, key=lambda t: abs(t.mean_ms - _median(s)))
-    spec = g.spec
-    more = list(g.trials) + [typical] * (cap - s.n)
-    b = load_bounds(g.r_sat, spec.l_sat_ms, level, more, spec.max_loads, False,
-                    frozenset(load_key(x.load) for x in g.loads if x.latency_saturated))
-    return b.high <= s.load if upper else b.low >= s.load
+    for n in sorted({*look_sizes(cap, 1), *look_sizes(cap, 2)}):
+        if n > len(ts) and load_shown(ts + [typical] * (n - len(ts)), g.r_sat, g.spec.l_sat_ms, level,
+                                      g.spec.max_loads, upper):
+            return float(n - len(ts))
+    return math.inf
 
 
 def decide_goal(spec: RatingSpec, r_sat: float, trials: Sequence[TrialResult],

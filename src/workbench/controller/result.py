@@ -73,9 +73,11 @@ class PeakResult:
 
 
 def interpolate_peak(lo: LoadSummary, hi: LoadSummary, r_sat: float, form: str) -> float:
-    """λ where the response curve through the bracket ends crosses R_sat (1/R linear)."""
+    """λ where the response curve through the bracket ends crosses R_sat (1/R linear), kept inside the
+    bracket (a crossing beyond an end: that end; e.g. lo's mean above R_sat, classified below on its
+    median), the bracket's midpoint when the curve does not cross."""
     p = two_point_fit((lo.load, lo.mean), (hi.load, hi.mean), r_sat, form)
-    return p if math.isfinite(p) and lo.load <= p <= hi.load else (lo.load + hi.load) / 2.0
+    return min(max(p, lo.load), hi.load) if math.isfinite(p) else (lo.load + hi.load) / 2.0
 
 
 def _model_ci(loads: Sequence[LoadSummary], r_sat: float, spec: RatingSpec) -> tuple[float, float]:

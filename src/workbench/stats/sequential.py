@@ -20,6 +20,8 @@ the error is spread over O(log n) looks. One-sided tests at a look on n trials:
   and E[log X] ≤ log E[X] (Jensen), so it bounds the arithmetic mean from below as well;
 * `count_deficit`: z = (Σ a_i·r_i − Σ λ·r_i)/√(Σ λ·r_i) < −z_{1−α_k}: the server completed fewer
   operations than offered, beyond Poisson noise, so the load exceeds its capacity.
+`mean_exceeds` needs no looks at all: a betting e-process (a nonnegative supermartingale under the
+null) may be read after every trial, by Ville's inequality.
 `mean_ci_positive` is Cox's interval for the mean of a lognormal sample (Zhou & Gao, "Confidence
 intervals for the log-normal mean", Stat. Med. 16 (1997) 783–790): never below zero.
 """
@@ -32,7 +34,10 @@ from typing import Sequence
 import numpy as np
 from scipy import stats as _st
 
-__all__ = ["spend", "look_sizes", "upper_mean", "lower_log_mean", "count_deficit", "running", "mean_ci_positive"]
+__all__ = ["spend", "look_sizes", "upper_mean", "lower_log_mean", "count_deficit", "running", "mean_exceeds",
+           "mean_ci_positive"]
+
+BETS = (0.25, 0.5, 1.0)     # the fractions of capital `mean_exceeds` bets, mixed with equal weight
 
 
 def spend(alpha: float, k: int) -> float:
@@ -90,6 +95,27 @@ def count_deficit(offered_ops_s: float, achieved: Sequence[float], runlengths: S
     offered = float(offered_ops_s) * float(np.sum(runlengths))
     done = float(np.sum(np.asarray(achieved, float) * np.asarray(runlengths, float)))
     return (done - offered) / math.sqrt(offered) if offered > 0 else 0.0
+
+
+def mean_exceeds(x: Sequence[float], mu0: float, alpha: float) -> int:
+    """The first n at which nonnegative trials x show E[X] > mu0 at error α however often one looks,
+    0 if none: the wealth of betting against H0: E[X | past] ≤ mu0,
+        K_n = mean over λ ∈ BETS of Π_{i≤n} (1 + λ·(x_i/mu0 − 1)),
+    a nonnegative supermartingale under H0 for each λ ∈ [0, 1] (x ≥ 0), and so is their mean, hence
+    P(∃n: K_n ≥ 1/α) ≤ α (Ville 1939; Waudby-Smith & Ramdas, "Estimating means of bounded random
+    variables by betting", JRSS-B 86 (2024) §3). Distribution-free: a skewed trial past a wall
+    (195, 719, 806 ms over R_sat 40 ms) shows it in three trials where a t bound on log x needs more."""
+    if not (mu0 > 0 and 0 < alpha < 1):
+        raise ValueError(f"need mu0 > 0 and 0 < alpha < 1, got {mu0!r}, {alpha!r}")
+    wealth = np.ones(len(BETS))
+    bets = np.asarray(BETS)
+    for n, v in enumerate(x, start=1):
+        if v < 0:
+            raise ValueError(f"mean_exceeds needs nonnegative values, got {v!r}")
+        wealth *= 1.0 + bets * (float(v) / mu0 - 1.0)
+        if float(wealth.mean()) >= 1.0 / alpha:
+            return n
+    return 0
 
 
 def look_sizes(n_max: int, first: int = 2) -> list[int]:

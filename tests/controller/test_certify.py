@@ -104,9 +104,10 @@ def test_reason_lines_print_no_latency_bound_below_zero():
     from workbench.controller.decide import NextTrial, decide
     log = [T(5.0, 50.0), T(5.1, 50.0), T(10.0, 100.0), T(70.0, 100.0)]   # t interval [−341, 421] ms
     d = decide(RatingSpec(policy="binsearch"), log)
-    assert isinstance(d, NextTrial) and d.load_ops_s == 100.0 and "CI (lognormal) [" in d.reason
-    lo = float(d.reason.split("[")[1].split(",")[0])
-    assert lo > 0 and "accuracy -" not in d.reason
+    assert isinstance(d, NextTrial) and d.load_ops_s == 100.0 and "CI [0, " in d.reason
+    lo, hi = (float(v) for v in d.reason.split("CI [")[1].split("]")[0].split(","))
+    assert lo == 0 and hi == pytest.approx(40.0 + st.t.ppf(0.975, 1) * 30.0, abs=0.05)   # x̄ + t·s/√2, s = 42.4
+    assert "accuracy 0.000" in d.reason and "accuracy -" not in d.reason
 
 
 def test_certification_steps_out_past_loads_near_the_peak():

@@ -1,5 +1,5 @@
-"""stats/sequential.py: the α-spending bounds (hand-computed cases and coverage under optional
-stopping) and Cox's positive interval of a lognormal mean."""
+"""stats/sequential.py: the α-spending bounds and the betting e-process (hand-computed cases and
+coverage under optional stopping)."""
 from __future__ import annotations
 
 import math
@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 from scipy import stats as st
 
-from workbench.stats.sequential import (count_deficit, look_sizes, lower_log_mean, mean_ci_positive, mean_exceeds,
-                                        running, spend, upper_mean)
+from workbench.stats.sequential import (count_deficit, look_sizes, lower_log_mean, mean_exceeds, running, spend,
+                                        upper_mean)
 
 
 def test_spend_sums_to_alpha():
@@ -56,17 +56,6 @@ def test_lower_log_mean_bounds_the_geometric_mean():
 def test_count_deficit():
     assert count_deficit(1000.0, [990.0], [100.0]) == pytest.approx(-1000.0 / math.sqrt(100000.0))
     assert count_deficit(0.0, [0.0], [10.0]) == 0.0
-
-
-def test_cox_interval_positive_and_hand_computed():
-    x = [1.0, 2.0, 4.0]      # y = 0, ln2, 2ln2: ȳ = ln2, s² = (ln2)²
-    lo, hi = mean_ci_positive(x, 0.95)
-    s2 = math.log(2) ** 2
-    h = st.t.ppf(0.975, 2) * math.sqrt(s2 / 3 + s2 ** 2 / 4)
-    assert (lo, hi) == (pytest.approx(math.exp(math.log(2) + s2 / 2 - h)), pytest.approx(math.exp(math.log(2) + s2 / 2 + h)))
-    lo, hi = mean_ci_positive([0.5, 200.0, 3.0], 0.95)       # the t interval would go below zero
-    assert 0 < lo < hi
-    assert all(math.isnan(v) for v in mean_ci_positive([3.0], 0.95))
 
 
 @pytest.mark.parametrize("dist", ["normal", "lognormal"])

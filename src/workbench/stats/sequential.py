@@ -22,8 +22,6 @@ the error is spread over O(log n) looks. One-sided tests at a look on n trials:
   operations than offered, beyond Poisson noise, so the load exceeds its capacity.
 `mean_exceeds` needs no looks at all: a betting e-process (a nonnegative supermartingale under the
 null) may be read after every trial, by Ville's inequality.
-`mean_ci_positive` is Cox's interval for the mean of a lognormal sample (Zhou & Gao, "Confidence
-intervals for the log-normal mean", Stat. Med. 16 (1997) 783–790): never below zero.
 """
 from __future__ import annotations
 
@@ -34,8 +32,7 @@ from typing import Sequence
 import numpy as np
 from scipy import stats as _st
 
-__all__ = ["spend", "look_sizes", "upper_mean", "lower_log_mean", "count_deficit", "running", "mean_exceeds",
-           "mean_ci_positive"]
+__all__ = ["spend", "look_sizes", "upper_mean", "lower_log_mean", "count_deficit", "running", "mean_exceeds"]
 
 BETS = (0.25, 0.5, 1.0)     # the fractions of capital `mean_exceeds` bets, mixed with equal weight
 
@@ -146,17 +143,3 @@ def running(bound, x: Sequence[float], alpha: float, weights: Sequence[float] | 
         if (b < best) if upper else (b > best):
             best, at = b, n
     return best, at
-
-
-def mean_ci_positive(x: Sequence[float], confidence: float) -> tuple[float, float]:
-    """Cox's CI of a lognormal mean (Zhou & Gao 1997, Eq. 6): with y = log x, ȳ, s² (n − 1):
-    exp(ȳ + s²/2 ± t_{(1+c)/2; n−1}·√(s²/n + s⁴/(2(n − 1)))); positive by construction.
-    (nan, nan) for n < 2 or a non-positive value."""
-    a = np.asarray(x, float)
-    if a.size < 2 or np.any(a <= 0):
-        return (math.nan, math.nan)
-    y = np.log(a)
-    m, s2, n = float(y.mean()), float(y.var(ddof=1)), a.size
-    h = float(_st.t.ppf((1.0 + confidence) / 2.0, n - 1)) * math.sqrt(s2 / n + s2 * s2 / (2.0 * (n - 1)))
-    c = m + s2 / 2.0
-    return (math.exp(c - h), math.exp(min(c + h, 700.0)))

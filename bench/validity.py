@@ -62,6 +62,7 @@ CANDIDATES = {  # issue 16 candidates and ablations (not defaults): label -> spe
     "local-cut": {"policy": {"name": "local", "capacity_cut": 0.05}},    # issue 30 (d) on (not the default)
     "local-stopc": {"policy": {"name": "local", "fit_stop_share": 1.0, "fit_ci_share": 1.0}},
     "local-stopc-report": {"policy": {"name": "local", "fit_stop_share": 1.0}},
+    "local-hw10": {"interval_halfwidth": 0.10},      # certification adds new loads to a half-width of 10 % (quick)
 }
 FRONTIER = ((0.95, 0.80), (0.90, 0.80), (0.90, 0.70))   # (c, a) of the frontier rows (0.95, 0.90: the main table)
 PROCESSES = 2              # at most 2 worker processes (a shared 2-core box)

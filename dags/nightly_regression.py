@@ -41,7 +41,8 @@ with DAG(
     max_active_runs=1,
     params={
         "config_path": Param("config/nightly.yml", type="string",
-                             description="baseline list (relative to the repository)"),
+                             description="baseline list (relative to the repository; inside config/ or "
+                                         "a directory of WB_NIGHTLY_CONFIG_DIRS)"),
         "only": Param(None, type=["null", "array"], description="rate only these baseline names"),
     },
     tags=["workbench"],
@@ -52,8 +53,8 @@ with DAG(
     @task
     def load_config(params=None, dag_run=None):
         try:
-            return nightly.start_night(open_store(), params["config_path"], params.get("only"),
-                                       night_of(dag_run))
+            return nightly.start_night(open_store(), nightly.confined_config(params["config_path"]),
+                                       params.get("only"), night_of(dag_run))
         except ParamError as e:
             raise AirflowFailException(str(e)) from None
 

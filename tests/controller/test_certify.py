@@ -2,6 +2,8 @@
 and the result fields that carry it."""
 from __future__ import annotations
 
+import dataclasses
+
 import math
 
 import numpy as np
@@ -102,9 +104,10 @@ def test_reason_lines_print_no_latency_bound_below_zero():
     from workbench.controller.decide import NextTrial, decide
     log = [T(5.0, 50.0), T(5.1, 50.0), T(10.0, 100.0), T(70.0, 100.0)]   # t interval [−341, 421] ms
     d = decide(RatingSpec(policy="binsearch"), log)
-    assert isinstance(d, NextTrial) and d.load_ops_s == 100.0 and "CI (lognormal) [" in d.reason
-    lo = float(d.reason.split("[")[1].split(",")[0])
-    assert lo > 0 and "accuracy -" not in d.reason
+    assert isinstance(d, NextTrial) and d.load_ops_s == 100.0 and "CI [0, " in d.reason
+    lo, hi = (float(v) for v in d.reason.split("CI [")[1].split("]")[0].split(","))
+    assert lo == 0 and hi == pytest.approx(40.0 + st.t.ppf(0.975, 1) * 30.0, abs=0.05)   # x̄ + t·s/√2, s = 42.4
+    assert "accuracy 0.000" in d.reason and "accuracy -" not in d.reason
 
 
 def test_certification_steps_out_past_loads_near_the_peak():
@@ -121,6 +124,23 @@ def test_certification_steps_out_past_loads_near_the_peak():
     log += [T(m, 608) for m in (5.0, 5.2)]
     d = decide(spec, log)
     assert d.result.converged and d.result.peak_rate_ci == (608.0, 1000.0)
+
+
+def test_a_wide_interval_is_narrowed_at_a_new_load_when_affordable():
+    """interval_halfwidth 0.10 (the quick profile's): [608, 1000] is 608 ± 196, no tested load between
+    can narrow it, so a new load halves the wider gap next to an end (800 → 1000: 900); a trial the
+    goal may do without, so with none left the rating ends converged on [608, 1000]."""
+    from workbench.controller.decide import NextTrial, decide
+    spec = RatingSpec(policy="binsearch", stop_rule="overlap", interval_halfwidth=0.10)
+    log = ([T(m, 800) for m in (39.5, 40.5, 40.0, 40.2)] + [T(m, 760) for m in (30.0, 31.0)]
+           + [T(400.0, 1000, achieved=880)] + [T(m, 608) for m in (5.0, 5.2)])
+    d = decide(spec, log)
+    assert isinstance(d, NextTrial) and d.load_ops_s == 900 and "tighten the upper end 1000" in d.reason
+    d = decide(dataclasses.replace(spec, max_trials=len(log)), log)
+    assert d.result.converged and d.result.peak_rate_ci == (608.0, 1000.0)
+    log += [T(m, 900) for m in (300.0, 420.0, 380.0, 380.0)]   # 900 shown saturated: [608, 900], 146 > 10 % of 608
+    d = decide(spec, log)                                  # ... and the wider gap is now 608 → 760
+    assert isinstance(d, NextTrial) and d.load_ops_s == 684 and "tighten the lower end 608" in d.reason
 
 
 def test_an_upper_end_that_cannot_be_shown_leaves_the_rating_not_converged():
@@ -174,3 +194,15 @@ def test_certification_goes_where_an_end_shows_soonest():
     log = [T(m, x, r=2.0, p95=p) for x, m, p in rows]
     d = decide(spec, log)
     assert isinstance(d, NextTrial) and d.load_ops_s == 1600 and "certify upper end" in d.reason, d
+
+
+def test_a_wall_past_its_edge_is_shown_saturated_by_betting():
+    """A real quick rating's 4200 ops/s (282, 386, 148, 445 ms; R_sat 40, c 0.90): the log-t bound on 3
+    df at its share of α_H does not clear 40 ms, the betting e-process (mean over bets ¼, ½, 1 of
+    Π(1 + λ(x/40 − 1)): 105 after three trials, 1052 after four ≥ 1/(0.1·0.3·0.1) = 333) does: H = 4200,
+    not the 4800 above it."""
+    trials = [T(m, 4200) for m in (282.38, 386.07, 147.88, 445.06)] + [T(m, 4800) for m in (1263.0, 1770.6, 1457.8)]
+    trials += [T(m, 4000) for m in (101.2, 75.2, 12.4, 6.6)] + [T(m, 3200) for m in (0.09, 0.11)]
+    b = load_bounds(40.0, math.inf, 0.90, trials)
+    assert (b.low, b.high) == (3200.0, 4200.0) and "betting e-process" in b.high_by and "4 trials" in b.high_by
+    assert load_bounds(40.0, math.inf, 0.90, trials[:3] + trials[4:]).high == 4800.0    # three: not yet

@@ -179,7 +179,8 @@ def test_find_peak_contract_fields():
     assert lo < 950 < hi and r.peak_rate_ci[0] <= 950 <= r.peak_rate_ci[1]
     assert r.n_trials == len(r.trials) and r.cost_s == 180 * r.n_trials
     assert all(t.load_ops_s is not None and t.runlength_s == 180 for t in r.trials)
-    assert r.trace[-1][0] == r.cost_s and r.trace[-1][1] == pytest.approx(1.0)
+    assert r.trace[-1][0] == r.cost_s and r.trace[-1][1] == pytest.approx(r.trials[-1].load_ops_s / 950)
+    assert any(y == pytest.approx(1.0) for _, y in r.trace)          # the trials at λ* itself
     assert r.mean_ms_at_peak == pytest.approx(40) and r.accuracy == pytest.approx(1.0)
     # the mean at λ* is the mean of the valid trials at one named tested load
     at = [t.mean_ms for t in r.trials if t.valid and t.load_ops_s == r.mean_load_ops_s]

@@ -242,7 +242,7 @@ def test_rate_peak_bad_params_fail_at_validate_before_provisioning(airflow_env, 
 @pytest.mark.integration
 @pytest.mark.xdist_group("slot2")
 @pytest.mark.timeout(900)
-def test_nightly_flags_a_worse_configuration(airflow_env, tmp_path, notify_receivers):
+def test_nightly_flags_a_worse_configuration(airflow_env, tmp_path, notify_receivers, monkeypatch):
     """One real night (read_iops 50: λ* about half) against two recorded nights of read_iops 100:
     seeded at the history's reference load, suspected, re-rated (the confirming branch), flagged naming
     the night and read_iops, the run red, the report linking the night's rating report, an e-mail and a
@@ -253,6 +253,7 @@ def test_nightly_flags_a_worse_configuration(airflow_env, tmp_path, notify_recei
     load_recorded_nights(store, "2026-11-01", "2026-11-02")
     history = nightly.nightly_history(store, "web", "2026-11-03")
     cfg = tmp_path / "nightly.yml"
+    monkeypatch.setenv(nightly.CONFIG_DIRS_ENV, str(tmp_path))     # the UI's config_path: operator-listed dirs only
     worse = {"workload": "web_server", "profile": "smoke", "read_iops": 50, "slot": "slot2"}
     cfg.write_text("tolerance: 0.25\nconfidence: 0.95\nbaselines:\n"
                    f"  - name: web\n    params: {json.dumps(worse)}\n")

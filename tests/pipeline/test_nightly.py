@@ -91,3 +91,23 @@ def test_a_baseline_of_two_goals_is_compared_per_goal_with_the_nights_that_rated
     assert low["current_peak"] == low["baseline_peak"] == 990.0 and low["rel_change"] == 0.0
     assert nightly.failures(verdicts).startswith("regression: web at R_sat 40 ms: ")
     assert "R_sat 400 ms" not in nightly.failures(verdicts)
+
+
+def test_a_ui_config_path_must_lie_in_a_configuration_directory(tmp_path, monkeypatch):
+    """The DAG's config_path Param (a root task): config/ of the repository, or a directory the
+    operator listed in WB_NIGHTLY_CONFIG_DIRS; anything else, a symlink out included, is refused
+    naming the field, before the file is read."""
+    from workbench.config.paths import REPO
+    monkeypatch.delenv(nightly.CONFIG_DIRS_ENV, raising=False)
+    assert nightly.confined_config("config/nightly.yml") == str((REPO / "config" / "nightly.yml").resolve())
+    for bad in ("/etc/shadow", "config/../README.md", str(tmp_path / "n.yml"), "", "config/\0x"):
+        with pytest.raises(ParamError, match="config_path: "):
+            nightly.confined_config(bad)
+    escape = tmp_path / "ok"
+    escape.mkdir()
+    (escape / "n.yml").write_text("baselines: []\n")
+    (escape / "out.yml").symlink_to("/etc/passwd")
+    monkeypatch.setenv(nightly.CONFIG_DIRS_ENV, str(escape))
+    assert nightly.confined_config(str(escape / "n.yml")) == str((escape / "n.yml").resolve())
+    with pytest.raises(ParamError, match="outside the configuration directories"):
+        nightly.confined_config(str(escape / "out.yml"))

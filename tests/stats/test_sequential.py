@@ -1,5 +1,5 @@
-"""stats/sequential.py: the α-spending bounds (hand-computed cases and coverage under optional
-stopping) and Cox's positive interval of a lognormal mean."""
+"""stats/sequential.py: the α-spending bounds and the betting e-process (hand-computed cases and
+coverage under optional stopping)."""
 from __future__ import annotations
 
 import math
@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 from scipy import stats as st
 
-from workbench.stats.sequential import (count_deficit, look_sizes, lower_log_mean, mean_ci_positive, running,
-                                        spend, upper_mean)
+from workbench.stats.sequential import (count_deficit, look_sizes, lower_log_mean, mean_exceeds, running, spend,
+                                        upper_mean)
 
 
 def test_spend_sums_to_alpha():
@@ -58,17 +58,6 @@ def test_count_deficit():
     assert count_deficit(0.0, [0.0], [10.0]) == 0.0
 
 
-def test_cox_interval_positive_and_hand_computed():
-    x = [1.0, 2.0, 4.0]      # y = 0, ln2, 2ln2: ȳ = ln2, s² = (ln2)²
-    lo, hi = mean_ci_positive(x, 0.95)
-    s2 = math.log(2) ** 2
-    h = st.t.ppf(0.975, 2) * math.sqrt(s2 / 3 + s2 ** 2 / 4)
-    assert (lo, hi) == (pytest.approx(math.exp(math.log(2) + s2 / 2 - h)), pytest.approx(math.exp(math.log(2) + s2 / 2 + h)))
-    lo, hi = mean_ci_positive([0.5, 200.0, 3.0], 0.95)       # the t interval would go below zero
-    assert 0 < lo < hi
-    assert all(math.isnan(v) for v in mean_ci_positive([3.0], 0.95))
-
-
 @pytest.mark.parametrize("dist", ["normal", "lognormal"])
 def test_coverage_under_optional_stopping(dist):
     """An adversary who looks after every trial and stops as soon as the upper bound falls below the
@@ -98,3 +87,35 @@ def test_lower_log_mean_under_optional_stopping():
     fooled = sum(running(lower_log_mean, mu * np.exp(rng.normal(-s * s / 2, s, 30)), alpha, upper=False)[0] > mu
                  for _ in range(1000))
     assert fooled / 1000 <= alpha
+
+
+def test_mean_exceeds_by_hand():
+    """The betting wealth on a real wall's trials (4400 ops/s, R_sat 40 ms), worked out by hand:
+    after 2 trials (λ = 1/4, 1/2, 1) 1.96875·5.24375, 2.9375·9.4875, 4.875·17.975 → mean 41.94;
+    after 3 ×(5.7875, 10.575, 20.15) → mean 706.7: ≥ 1/α = 133.3 (α = 0.0075) first at n = 3."""
+    x = [195.0, 719.0, 806.0]
+    w2 = (1.96875 * 5.24375 + 2.9375 * 9.4875 + 4.875 * 17.975) / 3
+    w3 = (1.96875 * 5.24375 * 5.7875 + 2.9375 * 9.4875 * 10.575 + 4.875 * 17.975 * 20.15) / 3
+    assert w2 == pytest.approx(41.94, abs=0.01) and w3 == pytest.approx(706.73, abs=0.01)
+    assert mean_exceeds(x, 40.0, 0.0075) == 3
+    assert mean_exceeds(x, 40.0, 1 / 41.9) == 2 and mean_exceeds(x, 40.0, 1 / 42.0) == 3
+    assert mean_exceeds([39.0] * 50, 40.0, 0.05) == 0           # below mu0: the wealth only falls
+    with pytest.raises(ValueError):
+        mean_exceeds([-1.0], 40.0, 0.05)
+
+
+@pytest.mark.parametrize("draw", ["lognormal", "exponential", "two-point"])
+def test_mean_exceeds_under_optional_stopping(draw):
+    """At E[X] = mu0 exactly (the worst case of H0), reading the wealth after every one of 60 trials
+    and stopping at the first crossing is fooled ≤ α of the time (Ville), for skewed and
+    heavy-tailed trials alike."""
+    rng = np.random.default_rng(5)
+    alpha, mu, reps, n = 0.1, 40.0, 4000, 60
+    if draw == "lognormal":
+        x = mu * np.exp(rng.normal(-0.5, 1.0, (reps, n)))
+    elif draw == "exponential":
+        x = rng.exponential(mu, (reps, n))
+    else:                                    # 0 or 10·mu: the all-in bet doubles its wealth ×10 per hit
+        x = np.where(rng.random((reps, n)) < 0.1, 10 * mu, 0.0)
+    fooled = sum(mean_exceeds(row, mu, alpha) > 0 for row in x)
+    assert fooled / reps <= alpha + 0.01              # binomial SE at 4000 reps ≈ 0.005

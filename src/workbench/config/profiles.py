@@ -31,7 +31,7 @@ PROFILES: dict[str, dict[str, Any]] = {
         "spec": dict(r_sat_ms=40.0, width=0.25, confidence=0.90, accuracy=0.80, policy=LOCAL_SHORT_TRIALS,
                      first_load=200.0, runlength_s=10.0, runlength_policy="fixed", max_trials=40,
                      budget_s=450.0, trial_overhead_s=5.0, resolution=0.05, max_loads=20,
-                     max_trials_per_load=4),
+                     max_trials_per_load=4, interval_halfwidth=0.10),
         "warmup_s": 2.0,
         "warmup_trial_s": 10.0,          # one discarded trial after deploy, at the first load
         "fileset_rate": 8000.0,
@@ -44,7 +44,8 @@ PROFILES: dict[str, dict[str, Any]] = {
     "standard": {
         "spec": dict(r_sat_ms=40.0, width=0.10, confidence=0.95, accuracy=0.90,
                      first_load=100.0, runlength_s=60.0, runlength_policy="adaptive",
-                     runlength_min_s=30.0, runlength_max_s=300.0, trial_overhead_s=10.0),
+                     runlength_min_s=30.0, runlength_max_s=300.0, trial_overhead_s=10.0,
+                     interval_halfwidth=0.10),
         "warmup_s": 10.0,
         "warmup_trial_s": 60.0,
         "fileset_rate": 4000.0,
@@ -56,12 +57,14 @@ PROFILES: dict[str, dict[str, Any]] = {
 # smoke: a real but short rating (≈ 1½ min) for the pipeline tests: quick's server at 100 read
 # IOPS and quick's file set (λ* I/O-bound near 950 ops/s; a file set that fits the 128 MiB cache
 # makes the box CPU-bound past 30k ops/s instead), 2 s trials, at most 2 per load (then classified by their median), a
-# wide region (s = 0.5) and a coarse bracket (15 %). λ* is coarse; the mechanics are the same.
+# wide region (s = 0.5) and a coarse bracket (15 %), no new loads to narrow the λ* interval. λ* is
+# coarse; the mechanics are the same.
 PROFILES["smoke"] = {
     **PROFILES["quick"], "warmup_s": 1.0, "warmup_trial_s": 6.0, "factors": SMOKE_FACTORS,
     "spec": {**PROFILES["quick"]["spec"], **dict(
         width=0.5, confidence=0.80, accuracy=0.60, first_load=400.0, runlength_s=2.0, max_trials=20,
-        budget_s=120.0, trial_overhead_s=4.0, resolution=0.15, max_loads=10, max_trials_per_load=2)},
+        budget_s=120.0, trial_overhead_s=4.0, resolution=0.15, max_loads=10, max_trials_per_load=2,
+        interval_halfwidth=None)},
 }
 
 

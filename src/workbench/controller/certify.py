@@ -5,9 +5,10 @@ R(λ) is monotone, so a load shown unsaturated is a lower bound of λ* and one s
 upper bound. The error 1 − c is split by the union bound (`SHARES`) into
 * α_L for the lower end L = the highest load whose mean is shown below R_sat: running one-sided
   upper bound of the runlength-weighted mean < R_sat (`stats.sequential.upper_mean`);
-* α_H for the upper end H = the lowest load shown saturated by any of (α_H split evenly among the
-  tests in use): the lower bound of the log-scale mean > R_sat (Jensen: it bounds the mean too,
-  `lower_log_mean`), the same on the p95 > L_sat (when L_sat is finite), or the operations
+* α_H for the upper end H = the lowest load shown saturated by any of (`BET_SHARE` of α_H to the
+  e-process, the rest split evenly among the other tests in use): the lower bound of the log-scale
+  mean > R_sat (Jensen: it bounds the mean too, `lower_log_mean`), a betting e-process against
+  E[X] ≤ R_sat (`mean_exceeds`), the same on the p95 > L_sat (when L_sat is finite), or the operations
   completed falling short of those offered beyond Poisson noise (`count_deficit`: past capacity,
   hence past λ*) by at least `MIN_SHORTFALL`;
 * α_F for the local fit's Fieller interval (`fit.local_fit`), intersected with [L, H] when its
@@ -28,11 +29,14 @@ from scipy import stats as _st
 from workbench.controller.fit import LOCAL_MIN_TRIALS, local_fit
 from workbench.controller.state import LoadSummary, load_key
 from workbench.controller.trial import TrialResult
-from workbench.stats.sequential import count_deficit, look_sizes, lower_log_mean, running, spend, upper_mean
+from workbench.stats.sequential import (count_deficit, look_sizes, lower_log_mean, mean_exceeds, running, spend,
+                                        upper_mean)
 
 SHARES = (0.3, 0.3, 0.4)     # of 1 − c: the lower end, the upper end, the local fit
 MIN_SHORTFALL = 0.01         # the count test also needs ≥ 1 % fewer completions than offered
 FIT_MIN_LOADS = 3            # the fit's interval is intersected only with trials at ≥ 3 loads
+BET_SHARE = 0.1             # of α_H, the betting e-process's: far past a wall its wealth grows ×5–20 a trial,
+                            # so a smaller α costs it little, while the log-t test keeps 0.9 of its share
 LOW_SHIFT = 0.1              # the lower end bounds the mean of x + this share of R_sat (L_sat), less it
 
 
@@ -77,11 +81,15 @@ def _saturated_by(ts: list[TrialResult], r_sat: float, l_sat: float, alpha: floa
     offered, exactly like one just below), so it is also split over the max_loads loads a rating may
     test (Bonferroni); the latency tests' error does fall with it."""
     rls = [float(t.runlength_s) for t in ts]
+    a_e = BET_SHARE * alpha
     m = 3 if math.isfinite(l_sat) else 2
-    a = alpha / m
+    a = (alpha - a_e) / m
     lb, n = running(lower_log_mean, [t.mean_ms for t in ts], a, rls, upper=False)
     if lb > r_sat:
         return f"mean > {r_sat:g} ms (lower bound {lb:.4g} ms on {n} trials)"
+    n = mean_exceeds([t.mean_ms for t in ts], r_sat, a_e)
+    if n:
+        return f"mean > {r_sat:g} ms (betting e-process ≥ {1 / a_e:.4g} on {n} trials)"
     if m == 3:
         lb, n = running(lower_log_mean, [t.p95_ms for t in ts], a, rls, upper=False)
         if lb > l_sat:

@@ -147,33 +147,47 @@ def decide(spec: RatingSpec, trials: Sequence[TrialResult]) -> NextTrial | Done:
         last_is_not_steady = max(i for i, t in enumerate(trials) if not t.harness_failure) in not_steady
         nxt, rl, stop_reason = _rerun_invalid(spec, server, last_is_not_steady)
     open_search = nxt is None and stop_reason is None
+    optional: list[tuple[float, tuple]] = []
     if open_search or len(goals) > 1:   # several goals: each is judged, so a stop reports every met one
         for g in goals:
             kind, payload = decide_goal(spec.at_goal(g), g, server, unmeasurable)
-            if kind == "done":
+            if kind == "tighten":          # converged, its interval finite: a tightening trial is optional
+                done[g] = payload[2]
+                optional.append((g, payload[:2]))
+            elif kind == "done":
                 done[g] = payload
-                continue
-            if not open_search or nxt is not None:      # the lowest open goal places the next trial
-                continue
-            load, why = payload
-            nxt = (load, why if len(goals) == 1 else f"goal {g:g} ms: {why}")
-            valid = [t for t in server if t.valid and load_key(t.load_ops_s) == load_key(load)]
-            rl = next_runlength(spec, [t.mean_ms for t in valid],
-                                [float(t.runlength_s) for t in valid]).runlength_s
-            probe_s = _probe(spec.at_goal(g), g, valid, why)
-            if probe_s is not None:
-                rl = float(probe_s)
+            elif open_search and nxt is None:       # the lowest open goal places the next trial
+                nxt, rl = _placed(spec, g, server, *payload)
+        if open_search and nxt is None and optional:   # every goal converged: then tighten, if affordable
+            nxt, rl = _placed(spec, optional[0][0], server, *optional[0][1])
+            if _unaffordable(spec, trials, cost, rl):
+                nxt = None
     if nxt is not None and trials and trials[-1].harness_failure:
         nxt = (nxt[0], f"re-run after a harness failure ({trials[-1].reason or 'no reason given'}): {nxt[1]}")
     if nxt is not None and stop_reason is None:
-        if len(trials) >= spec.max_trials:
-            stop_reason = f"max_trials ({spec.max_trials}) exhausted"
-        elif cost + rl + spec.trial_overhead_s > spec.budget_s * (1 + 1e-12):
-            stop_reason = (f"budget exhausted: {cost:g} s spent, next trial needs "
-                           f"{rl + spec.trial_overhead_s:g} s of {spec.budget_s:g} s")
-        else:
+        stop_reason = _unaffordable(spec, trials, cost, rl)
+        if not stop_reason:
             return NextTrial(float(nxt[0]), float(rl), nxt[1])
     return Done(result_of(spec, trials, done, stop_reason, not_steady))
+
+
+def _placed(spec: RatingSpec, g: float, server: Sequence[TrialResult], load: float, why: str
+            ) -> tuple[tuple[float, str], float]:
+    """Goal g's next trial: ((load, reason), runlength s)."""
+    valid = [t for t in server if t.valid and load_key(t.load_ops_s) == load_key(load)]
+    rl = next_runlength(spec, [t.mean_ms for t in valid], [float(t.runlength_s) for t in valid]).runlength_s
+    probe_s = _probe(spec.at_goal(g), g, valid, why)
+    return (load, why if len(spec.goals) == 1 else f"goal {g:g} ms: {why}"), float(rl if probe_s is None else probe_s)
+
+
+def _unaffordable(spec: RatingSpec, trials: Sequence[TrialResult], cost: float, rl: float) -> str:
+    """Why max_trials or the budget cannot pay for one more trial of rl seconds, or ''."""
+    if len(trials) >= spec.max_trials:
+        return f"max_trials ({spec.max_trials}) exhausted"
+    if cost + rl + spec.trial_overhead_s > spec.budget_s * (1 + 1e-12):
+        return (f"budget exhausted: {cost:g} s spent, next trial needs "
+                f"{rl + spec.trial_overhead_s:g} s of {spec.budget_s:g} s")
+    return ""
 
 
 def find_peak(spec: RatingSpec, measure: Callable[[float, float], TrialResult],

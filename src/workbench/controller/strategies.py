@@ -16,14 +16,14 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
-from workbench.controller.certify import load_bounds, load_shown
+from workbench.controller.certify import certified, load_bounds, load_shown
 from workbench.controller.fit import FIT_STOP_MIN_TRIALS, LocalFit, fit_peak, local_fit
 from workbench.controller.spec import RatingSpec
 from workbench.controller.state import LoadStatus, LoadSummary, SearchState, load_key
 from workbench.controller.summary import search_state, summarize
 from workbench.controller.trial import TrialResult
 from workbench.stats.intervals import accuracy as _accuracy
-from workbench.stats.sequential import look_sizes, mean_ci_positive
+from workbench.stats.sequential import look_sizes
 
 Step = tuple[str, Any]
 
@@ -174,12 +174,10 @@ def keep_sampling(g: Goal) -> Step | None:
 
 
 def _ci_text(s: LoadSummary) -> str:
-    """A load's CI for a reason line: [CC] Eq. 1's while its lower end is > 0, else Cox's lognormal
-    interval (stats.sequential.mean_ci_positive), so no latency bound below zero is printed."""
-    if s.ci.low > 0 and math.isfinite(s.ci.high):
-        return f"CI [{s.ci.low:.4g}, {s.ci.high:.4g}] ms, accuracy {s.ci.accuracy:.3f}"
-    lo, hi = mean_ci_positive(s.means, 0.95)
-    return f"CI (lognormal) [{lo:.4g}, {hi:.4g}] ms, accuracy {_accuracy(lo, hi):.3f}"
+    """A load's CI for a reason line: [CC] Eq. 1's, its lower end clipped at 0 (a mean response time
+    is ≥ 0, so the clipped interval covers it whenever Eq. 1's does): no latency bound below zero."""
+    lo = max(0.0, s.ci.low)
+    return f"CI [{lo:.4g}, {s.ci.high:.4g}] ms, accuracy {_accuracy(lo, s.ci.high):.3f}"
 
 
 def strawman_end(g: Goal) -> Step | None:
@@ -257,8 +255,12 @@ def certify_ends(g: Goal, done: Step) -> Step:
     (`_trials_to_show`), else ×STEP_OUT the highest tested load; below, the same among the loads with
     a median ≤ R_sat/2, else ÷STEP_OUT the lowest. A load with
     CERTIFY_MAX_TRIALS trials is passed over; the budget, max_trials and max_loads bound the rest.
-    `done` as it is once both ends are shown; not converged when the load to try cannot be measured."""
+    `done` as it is once both ends are shown; not converged when the load to try cannot be measured.
+    Both ends shown but H > (1 + 4·resolution)·L: ("tighten", (load, why, done's payload)), a trial
+    the goal may do without (decide.py)."""
     step = _certify_next(g)
+    if step is not None and step[0] == "tighten":
+        return "tighten", (*step[1], done[1])
     if step is None or step[0] != "open":
         return step or done
     conv, reason, *rest = done[1]
@@ -300,7 +302,43 @@ def _certify_next(g: Goal) -> Step | None:
     for n_more, down, s in ways:           # wider: tighten where a look-ahead says it pays off
         if n_more < math.inf:
             end = f"lower end {b.low:g}" if down else f"upper end {b.high:g}"
-            return guard(g, s.load, f"certify: tighten the {end} ops/s at {s.load:g}", None)
+            return _tighten(guard(g, s.load, f"certify: tighten the {end} ops/s at {s.load:g}", None))
+    return _tighten(_new_load_inside(g, b.low, b.high)) if _too_wide(g, b.low, b.high, level) else None
+
+
+def _too_wide(g: Goal, low: float, high: float, level: float) -> bool:
+    """The λ* interval as reported ([L, H], ∩ the local fit's: certify.certified) has a half-width
+    above spec.interval_halfwidth of its low end (so of any λ* inside it)."""
+    hw = g.spec.interval_halfwidth
+    if hw is None or high - low <= 2 * hw * low:
+        return False
+    spec = g.spec
+    lo, hi = certified(g.r_sat, spec.l_sat_ms, spec.width, level, g.trials, g.loads, spec.max_loads,
+                       spec.policy.distrust_repeats, use_fit=spec.policy.name == "local").interval
+    return hi - lo > 2 * hw * lo
+
+
+def _tighten(step: Step | None) -> Step | None:
+    """A tightening trial is optional: ("tighten", (load, why)), which decide drops for the goal's
+    result when the budget or max_trials cannot pay for it."""
+    return None if step is None else ("tighten", step[1])
+
+
+def _new_load_inside(g: Goal, low: float, high: float) -> Step | None:
+    """No tested load can tighten [L, H], whose half-width is above spec.interval_halfwidth: a new
+    load halfway across the wider of the gaps next to an end, (L, the lowest load tested above L) or
+    (the highest tested below H, H), when wider than interval_halfwidth of it (so a rating adds a few
+    at most). On a wall a load a step past the knee (or before it) is shown in a trial or three: the
+    real 4000 ops/s, neither side at 0.5–117 ms, left [3800, 4800] where a new 4400 shows H."""
+    tested = sorted(s.load for s in g.loads)
+    gaps = [(min(x for x in tested if x > low) - low, low, "lower"),
+            (high - max(x for x in tested if x < high), high, "upper")]
+    for gap, end, name in sorted(gaps, reverse=True):
+        load = end + gap / 2.0 if name == "lower" else end - gap / 2.0
+        if gap > g.spec.interval_halfwidth * load:
+            step = guard(g, load, f"certify: tighten the {name} end {end:g} ops/s at a new load", None)
+            if step is not None:
+                return step
     return None
 
 
@@ -322,8 +360,9 @@ def _trials_to_show(g: Goal, s: LoadSummary, cap: int, level: float, upper: bool
 
 def decide_goal(spec: RatingSpec, r_sat: float, trials: Sequence[TrialResult],
                 unmeasurable: Mapping[float, TrialResult] | None = None) -> Step:
-    """("next", (load, reason)) or ("done", (converged, reason, peak_summary|None, loads[, fit])):
-    the first strategy of CHAIN that has something to say."""
+    """("next", (load, reason)), ("done", (converged, reason, peak_summary|None, loads[, fit])) or
+    ("tighten", (load, reason, done's payload)): the first strategy of CHAIN that has something to
+    say, and a converged goal's certification (certify_ends)."""
     g = Goal(spec, r_sat, trials, unmeasurable or {})
     for strategy in CHAIN:
         step = strategy(g)

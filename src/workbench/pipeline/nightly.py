@@ -10,6 +10,7 @@ pipeline.nightly_confirm (with the canary of config `canary`, a fixed configurat
 """
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 from typing import Any, Mapping, Sequence
@@ -37,6 +38,24 @@ NIGHTLY_KEYS = ("tolerance", "confidence", "seed_trials", "canary", "baselines")
 MAX_CONFIG_BYTES = 1 << 20
 MAX_BASELINES = 64
 MAX_NAME = 64
+
+
+CONFIG_DIRS_ENV = "WB_NIGHTLY_CONFIG_DIRS"   # more directories a UI run may read, set by the operator (os.pathsep)
+
+
+def confined_config(path: str) -> str:
+    """A config_path typed in the UI (the DAG runs as root): relative to the repository, and once
+    resolved (symlinks followed) inside its config/ directory or one the operator listed in
+    WB_NIGHTLY_CONFIG_DIRS — a Param must not make the night read any file of the host."""
+    dirs = [REPO / "config"] + [Path(d) for d in os.environ.get(CONFIG_DIRS_ENV, "").split(os.pathsep) if d]
+    if not isinstance(path, str) or not path or "\0" in path:
+        raise ParamError(f"config_path: {path!r} is not a path")
+    p = Path(path) if Path(path).is_absolute() else REPO / path
+    real = p.resolve()
+    if not any(real.is_relative_to(d.resolve()) for d in dirs):
+        raise ParamError(f"config_path: {path} is outside the configuration directories "
+                         f"({', '.join(str(d) for d in dirs)}; more in {CONFIG_DIRS_ENV})")
+    return str(real)
 
 
 def _read_config(p: Path) -> dict[str, Any]:

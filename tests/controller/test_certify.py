@@ -3,7 +3,6 @@ and the result fields that carry it."""
 from __future__ import annotations
 
 import dataclasses
-
 import math
 
 import numpy as np

@@ -35,8 +35,8 @@ from workbench.stats.sequential import (count_deficit, look_sizes, lower_log_mea
 SHARES = (0.3, 0.3, 0.4)     # of 1 − c: the lower end, the upper end, the local fit
 MIN_SHORTFALL = 0.01         # the count test also needs ≥ 1 % fewer completions than offered
 FIT_MIN_LOADS = 3            # the fit's interval is intersected only with trials at ≥ 3 loads
-BET_SHARE = 0.1             # of α_H, the betting e-process's: far past a wall its wealth grows ×5–20 a trial,
-                            # so a smaller α costs it little, while the log-t test keeps 0.9 of its share
+BET_SHARE = 0.1              # of α_H, the betting e-process's: far past a wall its wealth grows ×5–20 a
+                             # trial, so a smaller α costs it little; the log-t test keeps 0.9 of its share
 LOW_SHIFT = 0.1              # the lower end bounds the mean of x + this share of R_sat (L_sat), less it
 
 
@@ -188,13 +188,14 @@ def fit_interval(loads: Sequence[LoadSummary], r_sat: float, width: float, confi
 
 def certified(r_sat: float, l_sat: float, width: float, confidence: float, trials: Sequence[TrialResult],
               loads: Sequence[LoadSummary], max_loads: int = 60, distrust_repeats: bool = True,
-              use_fit: bool = True) -> Certified:
+              use_fit: bool = True, bounds: LoadBounds | None = None) -> Certified:
     """[L, H] ∩ the fit's interval (use_fit: the local policy, whose placement keeps the fit's loads
     near λ̂*; when significant and not in conflict with [L, H]). Elsewhere a log-linear line through
     loads far apart carries the curve's bend as a bias no interval of its own shows (a noise-free
-    Linear rating's fit excluded the true λ*)."""
+    Linear rating's fit excluded the true λ*). bounds: load_bounds' [L, H] of these very arguments,
+    when the caller has it already."""
     broken = frozenset(load_key(s.load) for s in loads if s.latency_saturated)
-    b = load_bounds(r_sat, l_sat, confidence, trials, max_loads, distrust_repeats, broken)
+    b = bounds or load_bounds(r_sat, l_sat, confidence, trials, max_loads, distrust_repeats, broken)
     f = fit_interval(loads, r_sat, width, confidence) if use_fit else (math.nan, math.nan)
     lo, hi = b.low, b.high
     used = False

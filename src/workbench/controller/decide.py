@@ -147,19 +147,19 @@ def decide(spec: RatingSpec, trials: Sequence[TrialResult]) -> NextTrial | Done:
         last_is_not_steady = max(i for i, t in enumerate(trials) if not t.harness_failure) in not_steady
         nxt, rl, stop_reason = _rerun_invalid(spec, server, last_is_not_steady)
     open_search = nxt is None and stop_reason is None
-    optional: list[tuple[float, tuple]] = []
+    optional: tuple[float, tuple] | None = None     # the lowest goal that may narrow its interval
     if open_search or len(goals) > 1:   # several goals: each is judged, so a stop reports every met one
         for g in goals:
             kind, payload = decide_goal(spec.at_goal(g), g, server, unmeasurable)
             if kind == "tighten":          # converged, its interval finite: a tightening trial is optional
                 done[g] = payload[2]
-                optional.append((g, payload[:2]))
+                optional = optional or (g, payload[:2])
             elif kind == "done":
                 done[g] = payload
             elif open_search and nxt is None:       # the lowest open goal places the next trial
                 nxt, rl = _placed(spec, g, server, *payload)
         if open_search and nxt is None and optional:   # every goal converged: then tighten, if affordable
-            nxt, rl = _placed(spec, optional[0][0], server, *optional[0][1])
+            nxt, rl = _placed(spec, optional[0], server, *optional[1])
             if _unaffordable(spec, trials, cost, rl):
                 nxt = None
     if nxt is not None and trials and trials[-1].harness_failure:

@@ -16,7 +16,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
-from workbench.controller.certify import certified, load_bounds, load_shown
+from workbench.controller.certify import LoadBounds, certified, load_bounds, load_shown
 from workbench.controller.fit import FIT_STOP_MIN_TRIALS, LocalFit, fit_peak, local_fit
 from workbench.controller.spec import RatingSpec
 from workbench.controller.state import LoadStatus, LoadSummary, SearchState, load_key
@@ -303,18 +303,17 @@ def _certify_next(g: Goal) -> Step | None:
         if n_more < math.inf:
             end = f"lower end {b.low:g}" if down else f"upper end {b.high:g}"
             return _tighten(guard(g, s.load, f"certify: tighten the {end} ops/s at {s.load:g}", None))
-    return _tighten(_new_load_inside(g, b.low, b.high)) if _too_wide(g, b.low, b.high, level) else None
+    return _tighten(_new_load_inside(g, b.low, b.high)) if _too_wide(g, b, level) else None
 
 
-def _too_wide(g: Goal, low: float, high: float, level: float) -> bool:
-    """The λ* interval as reported ([L, H], ∩ the local fit's: certify.certified) has a half-width
+def _too_wide(g: Goal, b: LoadBounds, level: float) -> bool:
+    """The λ* interval as reported ([L, H] = b, ∩ the local fit's: certify.certified) has a half-width
     above spec.interval_halfwidth of its low end (so of any λ* inside it)."""
-    hw = g.spec.interval_halfwidth
-    if hw is None or high - low <= 2 * hw * low:
+    spec, hw = g.spec, g.spec.interval_halfwidth
+    if hw is None or b.high - b.low <= 2 * hw * b.low:       # [L, H] holds the reported interval
         return False
-    spec = g.spec
     lo, hi = certified(g.r_sat, spec.l_sat_ms, spec.width, level, g.trials, g.loads, spec.max_loads,
-                       spec.policy.distrust_repeats, use_fit=spec.policy.name == "local").interval
+                       spec.policy.distrust_repeats, use_fit=spec.policy.name == "local", bounds=b).interval
     return hi - lo > 2 * hw * lo
 
 

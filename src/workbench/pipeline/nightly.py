@@ -43,6 +43,12 @@ MAX_NAME = 64
 CONFIG_DIRS_ENV = "WB_NIGHTLY_CONFIG_DIRS"   # more directories a UI run may read, set by the operator (os.pathsep)
 
 
+def _in_repo(path: str | Path) -> Path:
+    """A configuration path as the user gave it: absolute, or relative to the repository."""
+    p = Path(path)
+    return p if p.is_absolute() else REPO / p
+
+
 def confined_config(path: str) -> str:
     """A config_path typed in the UI (the DAG runs as root): relative to the repository, and once
     resolved (symlinks followed) inside its config/ directory or one the operator listed in
@@ -50,8 +56,7 @@ def confined_config(path: str) -> str:
     dirs = [REPO / "config"] + [Path(d) for d in os.environ.get(CONFIG_DIRS_ENV, "").split(os.pathsep) if d]
     if not isinstance(path, str) or not path or "\0" in path:
         raise ParamError(f"config_path: {path!r} is not a path")
-    p = Path(path) if Path(path).is_absolute() else REPO / path
-    real = p.resolve()
+    real = _in_repo(path).resolve()
     if not any(real.is_relative_to(d.resolve()) for d in dirs):
         raise ParamError(f"config_path: {path} is outside the configuration directories "
                          f"({', '.join(str(d) for d in dirs)}; more in {CONFIG_DIRS_ENV})")
@@ -106,9 +111,7 @@ def _fraction(name: str, v: Any, lo: float, hi: float) -> float:
 
 def load_nightly_config(path: str | Path) -> dict[str, Any]:
     """config/nightly.yml: tolerance, confidence and the baselines (name + rate_peak params)."""
-    p = Path(path)
-    if not p.is_absolute():
-        p = REPO / p
+    p = _in_repo(path)
     cfg = _read_config(p)
     base = cfg.get("baselines")
     if not isinstance(base, list) or not base or len(base) > MAX_BASELINES:

@@ -71,8 +71,8 @@ class Safeguarded:
                     ratio is None or hi.load <= ratio * lo.load * (1 + 1e-9)):
                 widths = [hi.load - lo.load]
                 for k in range(j + 1, len(loads) + 1):
-                    a, b = bracket_of(loads[:k])
-                    widths.append(b.load - a.load)
+                    a, b = bracket_of(loads[:k])   # None when a later load contradicts an end: no progress
+                    widths.append(b.load - a.load if a is not None and b is not None else widths[-1])
                 return lo, hi, loads[j:], widths
         raise AssertionError("no bracket")
 

@@ -211,3 +211,28 @@ def test_safeguarded_never_leaves_the_bracket_on_a_hostile_curve():
     assert r.converged and 36 <= 5 + (r.peak_rate - 700) * 0.5 <= 44
     b = find_peak(RatingSpec(policy="binsearch"), measure)
     assert r.n_loads <= b.n_loads + 2
+
+
+def _summary(load: float, order: int, mean_ms: float, side: int):
+    from workbench.controller.state import LoadStatus, LoadSummary
+    from workbench.stats.intervals import MeanCI
+    ci = MeanCI(mean_ms, 0.9 * mean_ms, 1.1 * mean_ms, 3, 0.1 * mean_ms, 0.1 * mean_ms)
+    return LoadSummary(load=load, order=order, n=3, mean=mean_ms, ci=ci, lat=mean_ms,
+                       status=LoadStatus.BELOW if side < 0 else LoadStatus.ABOVE, side=side, confident=True)
+
+
+def test_safeguarded_survives_a_later_load_that_contradicts_the_first_bracket():
+    """Noise made 800 ops/s saturated after the bracket (1000, 2000): the prefix ending at 800 has
+    no bracket. That prefix is no progress (its width repeats), so the picker bisects the final
+    bracket (400, 800) instead of raising (the nightly DAG's crash in ee1570d's parent)."""
+    from workbench.controller.safeguarded import Safeguarded
+    from workbench.controller.state import SearchState
+    loads = (_summary(1000, 0, 5.0, -1), _summary(2000, 1, 300.0, +1), _summary(800, 2, 60.0, +1),
+             _summary(400, 3, 2.0, -1))
+    st = SearchState(r_sat_ms=40.0, loads=loads, lo=loads[3], hi=loads[2], start=1000, seeded=True)
+    picker = Safeguarded()
+    lo0, hi0, after, widths = picker._bracket_phase(st)
+    assert (lo0.load, hi0.load, [s.load for s in after]) == (1000, 2000, [800, 400])
+    assert widths == [1000, 1000, 400]
+    load, why = picker.next_load(st)
+    assert 400 < load < 800, (load, why)

@@ -22,6 +22,7 @@ task instance that was running is detected as dead ≈ 17 s after the kill and r
 from __future__ import annotations
 
 import atexit
+import importlib.util
 import json
 import os
 import secrets
@@ -36,8 +37,6 @@ import urllib.parse
 import urllib.request
 from pathlib import Path
 from typing import Any
-
-import importlib.util
 
 import psutil  # an Airflow dependency
 
@@ -135,7 +134,11 @@ class RestApi:
     def token(self, user: str = "admin", fresh: bool = False) -> str:
         """A JWT for `user` (POST /auth/token with its password from `passwords_file`), cached."""
         if fresh or user not in self._tokens:
-            self._tokens[user] = airflow_auth.token(self.base_url, self.passwords_file, user)
+            try:
+                self._tokens[user] = airflow_auth.token(self.base_url, self.passwords_file, user)
+            except urllib.error.HTTPError as e:
+                raise AirflowError(f"POST /auth/token as {user} -> {e.code}: {e.read()[:500]!r}",
+                                   status=e.code) from e
         return self._tokens[user]
 
     def api(self, method: str, path: str, body: Any = None, timeout_s: float = 30,

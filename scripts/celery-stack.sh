@@ -11,10 +11,12 @@
 #
 # D (default /tmp/workbench/celery, mode 0700) holds `env` (generated at first start, mode 600:
 # database and broker passwords, Airflow's JWT secret, Fernet key and API secret; reused later),
+# passwords.json (mode 600, generated once: the UI/API users `admin` and read-only `viewer`),
 # redis/ (config, append-only file), airflow/ (AIRFLOW_HOME: logs) and a pid file and a log per
 # process. Postgres refuses to run as root, so its data directory belongs to the `postgres` user in
 # /var/lib/postgresql/workbench/ (named in `env`). Everything listens on 127.0.0.1 only; the UI is
-# http://127.0.0.1:P (default 8090), every user admin as in `make ui`. The workers run the tasks with
+# http://127.0.0.1:P (default 8090): log in as admin with the password in D/passwords.json, as in
+# `make ui` (scripts/airflow_auth.py). The workers run the tasks with
 # this checkout's venv and slots (WB_SLOTS, WB_INVENTORY); the results store is WB_S3_* of the
 # environment, else the local MinIO (scripts/minio.sh). The slot leases are in the stack's Postgres
 # (database `workbench`; `env` prints its WB_LEASE_STORE for the CLI): a host-local lease store
@@ -72,6 +74,8 @@ running_pid() {    # name: its pid if that process still runs, else nothing
 
 # ------------------------------------------------------------------ credentials and ports (first start)
 make_env() {
+  # the UI/API users' passwords (kept; a stack set up before them gets them now): never printed
+  "$VENV_BIN/python" "$REPO/scripts/airflow_auth.py" passwords "$dir/passwords.json"
   [ -s "$envfile" ] && return 0
   local tmp
   tmp=$(mktemp "$dir/.env.XXXXXX")
@@ -106,7 +110,7 @@ AIRFLOW__CELERY__WORKER_PREFETCH_MULTIPLIER=1
 AIRFLOW__CORE__DAGS_FOLDER=$REPO/dags
 AIRFLOW__CORE__LOAD_EXAMPLES=False
 AIRFLOW__CORE__DAGS_ARE_PAUSED_AT_CREATION=True
-AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_ALL_ADMINS=True
+$("$VENV_BIN/python" "$REPO/scripts/airflow_auth.py" env "$dir/passwords.json")
 AIRFLOW__API__HOST=127.0.0.1
 AIRFLOW__API__PORT=$port
 AIRFLOW__API__BASE_URL=http://127.0.0.1:$port
@@ -248,14 +252,17 @@ sys.exit(0 if all((h.get(k) or {}).get("status")=="healthy" for k in ("metadatab
 }
 
 # rate_peak, map_surface and compare_ratings run when triggered (as with `make ui`); nightly_regression
-# stays paused. Through the REST API once the dag-processor has parsed them (bounded: 120 s).
+# stays paused. Through the REST API as admin (a JWT from /auth/token; the header from a pipe, not
+# argv) once the dag-processor has parsed them (bounded: 120 s).
 unpause_on_demand() {
-  local port d i
+  local port d i token
   port=$(env_value WB_API_PORT)
+  token=$("$VENV_BIN/python" "$REPO/scripts/airflow_auth.py" token "http://127.0.0.1:$port" "$dir/passwords.json") ||
+    { say "warning: no admin token from http://127.0.0.1:$port/auth/token; unpause the DAGs in the UI"; return 0; }
   for d in rate_peak map_surface compare_ratings; do
     for i in $(seq 1 120); do
       curl -sf -m 5 -o /dev/null -X PATCH -H 'Content-Type: application/json' -d '{"is_paused": false}' \
-        "http://127.0.0.1:$port/api/v2/dags/$d" && continue 2
+        -H @<(printf 'Authorization: Bearer %s\n' "$token") "http://127.0.0.1:$port/api/v2/dags/$d" && continue 2
       sleep 1
     done
     say "warning: $d not parsed within 120 s; unpause it in the UI (see $dir/dag-processor.log)"
@@ -282,7 +289,7 @@ up() {
   for name in $(components "$workers"); do start_component "$name"; done
   wait_ready
   unpause_on_demand
-  say "up: http://127.0.0.1:$(env_value WB_API_PORT) ($workers Celery workers; Postgres 127.0.0.1:$(env_value WB_PG_PORT), Redis 127.0.0.1:$(env_value WB_REDIS_PORT)); logs in $dir"
+  say "up: http://127.0.0.1:$(env_value WB_API_PORT) (user admin, password in $dir/passwords.json; $workers Celery workers; Postgres 127.0.0.1:$(env_value WB_PG_PORT), Redis 127.0.0.1:$(env_value WB_REDIS_PORT)); logs in $dir"
 }
 
 down() {

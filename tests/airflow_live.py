@@ -1,10 +1,13 @@
 """A real, throw-away Airflow 3.3 deployment for integration tests (no mocks).
 
-`LiveAirflow` configures an AIRFLOW_HOME (SQLite + LocalExecutor, SimpleAuthManager with
-everyone admin, so neither the UI nor the REST API needs a login), migrates the database, creates
+`LiveAirflow` configures an AIRFLOW_HOME (SQLite + LocalExecutor, SimpleAuthManager with the
+users of scripts/airflow_auth.py, as ui.sh and celery-stack.sh: `admin` and a read-only `viewer`,
+generated passwords in AIRFLOW_HOME/passwords.json, mode 0600), migrates the database, creates
 the `workbench_sut` pool and starts scheduler, dag-processor, triggerer and api-server as separate
 processes, each in its own process group with its log in AIRFLOW_HOME/<name>.log.  Leaving the
-`with` block (or interpreter exit) stops all of them, also when the test failed.
+`with` block (or interpreter exit) stops all of them, also when the test failed.  The REST API
+calls log in as admin (a JWT from POST /auth/token); `api(..., user="viewer")` calls as the viewer,
+`user=None` without a token.
 
     with LiveAirflow(tmp_path / "airflow", dags_folder, extra_env={"WB_S3_ENDPOINT": ...}) as af:
         af.wait_ready("rate_peak")
@@ -19,6 +22,7 @@ task instance that was running is detected as dead ≈ 17 s after the kill and r
 from __future__ import annotations
 
 import atexit
+import importlib.util
 import json
 import os
 import secrets
@@ -37,6 +41,11 @@ from typing import Any
 import psutil  # an Airflow dependency
 
 REPO = Path(__file__).resolve().parent.parent
+# scripts/airflow_auth.py: the users, their passwords file and the token (shared with the scripts)
+_spec = importlib.util.spec_from_file_location("airflow_auth", REPO / "scripts" / "airflow_auth.py")
+airflow_auth = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(airflow_auth)
+PASSWORDS_FILE = "passwords.json"      # in AIRFLOW_HOME (LiveAirflow) and in the stack's --dir
 VENV_BIN = Path(sys.executable).parent
 POOL = "workbench_sut"
 POOL_SLOTS = 2
@@ -76,7 +85,12 @@ FAST_RECOVERY = {
 
 
 class AirflowError(RuntimeError):
-    """A live Airflow did not do what a test needed (message names the component and its log)."""
+    """A live Airflow did not do what a test needed (message names the component and its log).
+    `status` is the HTTP status of a refused REST API call, else None."""
+
+    def __init__(self, message: str, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
 
 
 def free_port() -> int:
@@ -98,9 +112,12 @@ def _alive(pid: int) -> bool:
 
 class RestApi:
     """Airflow's public REST API (/api/v2) at `base_url`, for a deployment that knows whether its
-    processes live (`check_alive`) and where their logs are (`log_path`)."""
+    processes live (`check_alive`), where their logs are (`log_path`) and where the passwords of
+    its users are (`passwords_file`)."""
 
     base_url: str
+    passwords_file: Path
+    _tokens: dict[str, str]
 
     def check_alive(self) -> None:
         raise NotImplementedError
@@ -114,20 +131,36 @@ class RestApi:
         except FileNotFoundError:
             return "(no log)"
 
-    def api(self, method: str, path: str, body: Any = None, timeout_s: float = 30) -> Any:
-        """Call the public REST API.  With `simple_auth_manager_all_admins` the api-server's
-        middleware adds an admin JWT to every request, so no token is fetched here."""
+    def token(self, user: str = "admin", fresh: bool = False) -> str:
+        """A JWT for `user` (POST /auth/token with its password from `passwords_file`), cached."""
+        if fresh or user not in self._tokens:
+            try:
+                self._tokens[user] = airflow_auth.token(self.base_url, self.passwords_file, user)
+            except urllib.error.HTTPError as e:
+                raise AirflowError(f"POST /auth/token as {user} -> {e.code}: {e.read()[:500]!r}",
+                                   status=e.code) from e
+        return self._tokens[user]
+
+    def api(self, method: str, path: str, body: Any = None, timeout_s: float = 30,
+            user: str | None = "admin") -> Any:
+        """Call the public REST API as `user` (`Authorization: Bearer` its JWT; None: no token).
+        A 401 with a cached token (expired: 24 h) is tried once more with a fresh one."""
         data = None if body is None else json.dumps(body).encode()
-        req = urllib.request.Request(
-            f"{self.base_url}/api/v2{path}", data=data, method=method,
-            headers={"Content-Type": "application/json", "Accept": "application/json"},
-        )
-        try:
-            with urllib.request.urlopen(req, timeout=timeout_s) as resp:
-                raw = resp.read()
-        except urllib.error.HTTPError as e:
-            raise AirflowError(f"{method} /api/v2{path} -> {e.code}: {e.read()[:2000]!r}") from e
-        return json.loads(raw) if raw else None
+        for fresh in (False, True):
+            headers = {"Content-Type": "application/json", "Accept": "application/json"}
+            if user is not None:
+                headers["Authorization"] = f"Bearer {self.token(user, fresh)}"
+            req = urllib.request.Request(f"{self.base_url}/api/v2{path}", data=data, method=method,
+                                         headers=headers)
+            try:
+                with urllib.request.urlopen(req, timeout=timeout_s) as resp:
+                    raw = resp.read()
+                return json.loads(raw) if raw else None
+            except urllib.error.HTTPError as e:
+                if e.code == 401 and user is not None and not fresh:
+                    continue
+                raise AirflowError(f"{method} /api/v2{path} -> {e.code}: {e.read()[:2000]!r}",
+                                   status=e.code) from e
 
     def wait_ready(self, dag_id: str | None = None, timeout_s: float = 180) -> None:
         """Wait for the api-server, a healthy scheduler and triggerer, and (if given) the DAG
@@ -138,7 +171,7 @@ class RestApi:
         while time.monotonic() < deadline:
             self.check_alive()
             try:
-                health = self.api("GET", "/monitor/health", timeout_s=5)
+                health = self.api("GET", "/monitor/health", timeout_s=5, user=None)   # public
                 states = {k: (v or {}).get("status") for k, v in health.items()}
                 if all(states.get(k) == "healthy" for k in ("metadatabase", "scheduler", "triggerer")):
                     if dag_id is None:
@@ -227,6 +260,8 @@ class LiveAirflow(RestApi):
         self.dags_folder = Path(dags_folder).resolve()
         self.port = port or free_port()
         self.base_url = f"http://127.0.0.1:{self.port}"
+        self.passwords_file = self.home / PASSWORDS_FILE
+        self._tokens = {}
         self.procs: dict[str, subprocess.Popen] = {}
         self.timings_s: dict[str, float] = {}
         self.env = self._make_env(extra_env or {}, parallelism)
@@ -251,7 +286,6 @@ class LiveAirflow(RestApi):
             "CORE__DAGS_ARE_PAUSED_AT_CREATION": "True",
             "CORE__PARALLELISM": str(parallelism),
             "CORE__DAGBAG_IMPORT_TIMEOUT": "120",
-            "CORE__SIMPLE_AUTH_MANAGER_ALL_ADMINS": "True",
             "DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{self.home / 'airflow.db'}",
             # One secret for every component: the scheduler signs the tasks' execution-API tokens,
             # the api-server checks them.
@@ -273,6 +307,7 @@ class LiveAirflow(RestApi):
             "DAG_PROCESSOR__DAG_FILE_PROCESSOR_TIMEOUT": "180",
         }
         env.update({f"AIRFLOW__{k}": v for k, v in {**cfg, **FAST_RECOVERY}.items()})
+        env.update(airflow_auth.env(self.passwords_file))     # admin + viewer, no all-admins
         env.update(extra)
         return env
 
@@ -300,6 +335,7 @@ class LiveAirflow(RestApi):
 
     def start(self) -> None:
         self.home.mkdir(parents=True, exist_ok=True)
+        airflow_auth.ensure_passwords(self.passwords_file)   # before the api-server: it never prints one
         if not self._atexit_registered:
             atexit.register(self.stop)
             self._atexit_registered = True
@@ -403,6 +439,8 @@ class CeleryStack(RestApi):
     """scripts/celery-stack.sh around a test: Postgres, Redis, Airflow with the CeleryExecutor and
     `workers` Celery workers, in `home` (the script's --dir), with `extra_env` (WB_S3_*, WB_SLOTS …)
     and FAST_RECOVERY in every process's environment.  Leaving the `with` block runs `down --purge`.
+    Its REST API calls log in as the script does: the admin password from `home`/passwords.json
+    (generated by `up`), a JWT from POST /auth/token.
 
         with CeleryStack(tmp_dir, {"WB_S3_ENDPOINT": ...}) as stack:
             stack.wait_ready("map_surface")
@@ -416,6 +454,8 @@ class CeleryStack(RestApi):
         self.workers = workers
         self.port = free_port()
         self.base_url = f"http://127.0.0.1:{self.port}"
+        self.passwords_file = self.home / PASSWORDS_FILE
+        self._tokens = {}
         env = {k: v for k, v in os.environ.items() if not k.startswith("AIRFLOW")}
         self.env = {**env, **{f"AIRFLOW__{k}": v for k, v in {**FAST_RECOVERY, **PARSE_ONCE}.items()}, **extra_env}
         self.killed: set[str] = set()

@@ -1,5 +1,10 @@
-"""The Airflow UI in a real browser: headless Chromium (Debian's package) fills rate_peak's Params
+"""The Airflow UI in a real browser: headless Chromium (Debian's package) logs in as admin (the
+simple auth manager's login page, the password from the passwords file), fills rate_peak's Params
 form, presses Trigger, and the run appears with those values (checked through the REST API).
+
+The same Airflow then checks its access rules (as ui.sh and celery-stack.sh set them up): the
+read-only `viewer` lists the DAGs but is refused (403) a trigger and a pause, a request without a
+token is refused (401), and neither password is in any file of AIRFLOW_HOME but the passwords file.
 
 The run is real (scheduler, LocalExecutor, MinIO) but never touches a workbench slot: right after
 the trigger the test marks the run's `lease_slot` task failed through the API (it waits for
@@ -16,11 +21,13 @@ import io
 import os
 import tempfile
 import time
+import urllib.error
 import urllib.parse
+import urllib.request
 from pathlib import Path
 
 import pytest
-from airflow_live import REPO, LiveAirflow
+from airflow_live import REPO, AirflowError, LiveAirflow, airflow_auth
 
 pytestmark = [
     pytest.mark.integration,
@@ -209,6 +216,7 @@ def test_trigger_rate_peak_from_the_params_form(airflow, browser, tmp_path):
     before = {r["dag_run_id"] for r in af.dag_runs(DAG_ID)}
     form = TriggerForm(browser)
     t0 = time.monotonic()
+    airflow_auth.ui_login(browser, af.base_url, af.passwords_file, "admin", WAIT_S)
     form.open(af.base_url)
     assert form.value("workload") == "web_server" and form.value("profile") == "quick"   # Param defaults
     form.set_enum("profile", FORM["profile"])
@@ -250,3 +258,37 @@ def test_trigger_rate_peak_from_the_params_form(airflow, browser, tmp_path):
     finally:
         _cleanup(af, run_id, conf)
     assert SCREENSHOT.stat().st_size < 400_000
+
+
+def _refused(af: LiveAirflow, method: str, path: str, body=None, user: str | None = "viewer") -> int:
+    try:
+        af.api(method, path, body, user=user)
+    except AirflowError as e:
+        return e.status
+    raise AssertionError(f"{method} {path} as {user} was accepted")
+
+
+@pytest.mark.timeout(120)
+def test_only_the_admin_may_act_the_viewer_reads_and_no_password_is_logged(airflow):
+    af = airflow
+    runs_before = af.dag_runs(DAG_ID)
+    paused = af.api("GET", f"/dags/{DAG_ID}")["is_paused"]
+    assert DAG_ID in {d["dag_id"] for d in af.api("GET", "/dags?limit=100", user="viewer")["dags"]}
+    assert _refused(af, "POST", f"/dags/{DAG_ID}/dagRuns", {"logical_date": None, "conf": {}}) == 403
+    assert _refused(af, "PATCH", f"/dags/{DAG_ID}", {"is_paused": not paused}) == 403
+    assert _refused(af, "GET", "/dags", user=None) == 401
+    assert _refused(af, "POST", f"/dags/{DAG_ID}/dagRuns", {"logical_date": None, "conf": {}}, user=None) == 401
+    assert af.dag_runs(DAG_ID) == runs_before and af.api("GET", f"/dags/{DAG_ID}")["is_paused"] == paused
+    # a wrong password gets no token
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        req = urllib.request.Request(f"{af.base_url}/auth/token", method="POST",
+                                     data=b'{"username": "admin", "password": "admin"}',
+                                     headers={"Content-Type": "application/json"})
+        urllib.request.urlopen(req, timeout=10)
+    assert refused.value.code == 401
+
+    assert oct(af.passwords_file.stat().st_mode & 0o777) == "0o600"
+    secrets = [airflow_auth.password(af.passwords_file, u).encode() for u in ("admin", "viewer")]
+    leaked = [str(f) for f in af.home.rglob("*") if f.is_file() and f != af.passwords_file
+              and any(pw in f.read_bytes() for pw in secrets)]
+    assert not leaked, f"a password is in {leaked}"

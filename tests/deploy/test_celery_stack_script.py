@@ -3,6 +3,7 @@ prints no line for a missing pid file, the slot leases are the stack's Postgres 
 store is refused for several workers."""
 from __future__ import annotations
 
+import json
 import subprocess
 from pathlib import Path
 
@@ -48,3 +49,11 @@ def test_the_leases_are_in_the_stack_s_postgres_and_a_local_store_is_refused_for
                                      f"{stack_env['WB_PG_PORT']}/workbench")
     assert env["AIRFLOW__SCHEDULER__TASK_INSTANCE_HEARTBEAT_TIMEOUT"] == "30"
     assert int(env["AIRFLOW__SCHEDULER__TASK_INSTANCE_HEARTBEAT_TIMEOUT_DETECTION_INTERVAL"]) <= 10
+    # the UI/API login: admin and viewer, passwords generated into D/passwords.json (0600), none printed
+    assert env["AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_ALL_ADMINS"] == "False"
+    assert env["AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS"] == "admin:admin,viewer:viewer"
+    assert env["AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE"] == str(d / "passwords.json")
+    assert (d / "passwords.json").stat().st_mode & 0o777 == 0o600
+    passwords = json.loads((d / "passwords.json").read_text())
+    assert sorted(passwords) == ["admin", "viewer"] and all(len(p) >= 20 for p in passwords.values())
+    assert not any(p in refused.stdout + refused.stderr for p in passwords.values())

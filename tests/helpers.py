@@ -123,14 +123,34 @@ def renumbered_inventory(dst: Path, new_numbers: dict[int, int], source: str = "
 
 
 NIGHTLY_STORE = Path(__file__).resolve().parent / "data" / "nightly_store"
+RECORDED_BASELINE = "web"           # the recorded nights' baseline (scripts/record-nightly-sample.py)
 
 
-def load_recorded_nights(store, *nights: str) -> None:
-    """Put the recorded nights (tests/data/nightly_store, scripts/record-nightly-sample.py) into `store`."""
+def load_recorded_nights(store, *nights: str, as_name: str | None = None) -> None:
+    """Put the recorded nights (tests/data/nightly_store, scripts/record-nightly-sample.py) into `store`;
+    with `as_name`, their baseline's records and ratings under that name instead (a second baseline with
+    the same history, e.g. a canary), the nights' config.json left out."""
     for path in sorted(NIGHTLY_STORE.rglob("*.json")):
         key = path.relative_to(NIGHTLY_STORE).as_posix()
-        if any(f"/{n}/" in key or f"__{n}__" in key for n in nights):
+        if not any(f"/{n}/" in key or f"__{n}__" in key for n in nights):
+            continue
+        if as_name is None:
             store.put_bytes(key, path.read_bytes(), "application/json")
+        elif not key.endswith("/config.json"):
+            new_key = key.replace(f"/{RECORDED_BASELINE}.json", f"/{as_name}.json").replace(
+                f"__{RECORDED_BASELINE}/", f"__{as_name}/")
+            store.put_json(new_key, _renamed(json.loads(path.read_text()), as_name))
+
+
+def _renamed(obj, name: str):
+    """A recorded object with its baseline's name and rating ids (nightly__<night>__<name>) renamed."""
+    if isinstance(obj, dict):
+        return {k: name if k == "name" and v == RECORDED_BASELINE else _renamed(v, name) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [_renamed(v, name) for v in obj]
+    if isinstance(obj, str):
+        return re.sub(rf"^(nightly__\d{{4}}-\d\d-\d\d__){RECORDED_BASELINE}\b", rf"\g<1>{name}", obj)
+    return obj
 
 
 def mm1(capacity=1000.0, base=2.0):

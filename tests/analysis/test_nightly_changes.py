@@ -68,3 +68,11 @@ def test_settings_diff_names_each_changed_setting_by_its_path():
                    {"setting": "params.read_iops", "before": 100, "after": 40},
                    {"setting": "sysinfo.pkgs.ganesha", "before": "4.3", "after": "4.4"}]
     assert nc.settings_diff(before, before) == []
+
+
+def test_what_differs_by_run_alone_is_not_a_changed_setting():
+    """The rating id, the lease's fencing token and the like differ on every night: never "changed"."""
+    from workbench.pipeline.nightly_confirm import VOLATILE
+    before = {"plan": {"rating_id": "nightly__a__web", "lease_token": 1, "slot": "slot1"}}
+    after = {"plan": {"rating_id": "nightly__b__web", "lease_token": 7, "slot": "slot1"}}
+    assert nc.settings_diff(before, after, ignore=VOLATILE) == []

@@ -10,7 +10,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from helpers import load_recorded_nights
+from helpers import load_recorded_nights, renumbered_inventory
 
 from workbench.analysis.regression import reference_load
 from workbench.config import paths
@@ -275,6 +275,54 @@ def test_nightly_flags_a_worse_configuration(airflow_env, tmp_path, notify_recei
     assert store.rating_key(rid, "report.html") in store.list_keys(f"ratings/{rid}/")
     _assert_notified(notify_receivers, "regression", "2026-11-03", store.url("nightly/2026-11-03/report.html"))
     assert notify_receivers[1].posts[0][2]["baselines"][0]["rating_id"] == rid
+
+
+@pytest.mark.integration
+@pytest.mark.acceptance
+@pytest.mark.xdist_group("slot3")
+@pytest.mark.timeout(2400)
+def test_nightly_reports_a_lab_change_when_the_canary_slowed_too(airflow_env, tmp_path, notify_receivers,
+                                                                monkeypatch):
+    """A real night on which the whole lab got slower: the baseline `web` and the canary (the same
+    server, rated every night; both with the recorded two nights at read_iops 100) run at read_iops 50.
+    Each is suspected, re-rated and confirmed, and reported as a LAB CHANGE, not a regression: web
+    because the canary moved at the same night, the canary because it is the canary. The run is red
+    and the e-mail and the webhook say "lab_change". Slot3 (slot1 of a renumbered local inventory);
+    two seed trials and at most 12 trials a rating. With two nights of history the canary's SPRT
+    (analysis.changepoints.canary_verdict, each night's log-likelihood ratio clipped) needs three
+    nights on the new level: tonight's rating and two re-runs, so five ratings (~17 min). Not in
+    `make test` (its budget): `make test-acceptance`."""
+    from workbench.config import vocabulary
+    _root()
+    store = airflow_env
+    night = "2026-11-03"
+    load_recorded_nights(store, "2026-11-01", "2026-11-02")
+    load_recorded_nights(store, "2026-11-01", "2026-11-02", as_name="canary")
+    monkeypatch.setenv("WB_INVENTORY", str(renumbered_inventory(tmp_path / "hosts.yml", {1: 3})))
+    monkeypatch.setattr(vocabulary, "SLOTS", ("slot3",))         # "auto": as with WB_SLOTS=slot3
+    monkeypatch.setenv(nightly.CONFIG_DIRS_ENV, str(tmp_path))
+    slower = {"workload": "web_server", "profile": "smoke", "read_iops": 50, "max_trials": 12}
+    cfg = tmp_path / "nightly.yml"
+    cfg.write_text("tolerance: 0.25\nconfidence: 0.95\nseed_trials: 2\ncanary: canary\nbaselines:\n"
+                   f"  - name: web\n    params: {json.dumps(slower)}\n"
+                   f"  - name: canary\n    params: {json.dumps(slower)}\n")
+    dr = _dag("nightly_regression").test(
+        run_conf={"config_path": str(cfg)}, logical_date=dt.datetime(2026, 11, 3, 3, tzinfo=dt.timezone.utc))
+    verdicts = {v["name"]: v for v in store.get_json(f"nightly/{night}/verdicts.json")}
+    print({n: (v.get("peak_rate"), (v.get("rerun") or {}).get("peak_rate"), v.get("canary"), v["reason"])
+           for n, v in verdicts.items()})
+    assert str(dr.state).endswith("failed") and _states(dr)["rerun"].endswith("success"), _states(dr)
+    for name, said in (("web", "moved"), ("canary", "is the canary")):
+        v = verdicts[name]
+        assert v["confirmed"] and v["lab_change"] and not v["regression"], v
+        assert v["canary"] == said and v["change_point"]["first_night"] == night, v
+        assert {"setting": "params.read_iops", "before": 100, "after": 50} in v["changed"], v
+    assert "the lab changed" in verdicts["web"]["reason"]
+    assert store.exists(f"nightly/{night}/rerun/canary.1.json") and not store.exists(f"nightly/{night}/rerun/web.1.json")
+    page = store.get_bytes(f"nightly/{night}/report.html").decode()
+    assert "LAB CHANGE" in page and "REGRESSION" not in page
+    payload = _assert_notified(notify_receivers, "lab_change", night, store.url(f"nightly/{night}/report.html"))
+    assert {b["name"] for b in payload["baselines"]} == {"web", "canary"}, payload
 
 
 def _assert_notified(receivers, event: str, subject_id: str, report: str) -> dict:

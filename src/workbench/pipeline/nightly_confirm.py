@@ -20,7 +20,7 @@ from workbench.analysis import nightly_changes as nc
 from workbench.controller.result import goal_results
 from workbench.store.base import Store
 
-VOLATILE = frozenset({"rating_id", "seed_load", "seed_source", "urls", "finished_unix", "night", "workdir",
+VOLATILE = frozenset({"rating_id", "lease_token", "seed_load", "seed_source", "urls", "finished_unix", "night", "workdir",
                       "timestamp", "time", "date", "started", "finished", "uptime_s"})
 
 

@@ -9,6 +9,8 @@ export AIRFLOW__CORE__EXECUTOR="${AIRFLOW__CORE__EXECUTOR:-LocalExecutor}"
 # new DAGs start paused: nightly_regression would otherwise rate its baselines at once
 export AIRFLOW__CORE__DAGS_ARE_PAUSED_AT_CREATION=True
 mkdir -p "$AIRFLOW_HOME"
+# the default home holds the database, the JWT secret and the UI passwords: private to its owner
+[ "$AIRFLOW_HOME" != "$REPO/.airflow" ] || chmod 700 "$AIRFLOW_HOME"
 # MinIO: start it (idempotent) and take its endpoint and generated credentials
 eval "$("$REPO/scripts/minio.sh" up | sed 's/^/export /')"
 airflow_db_ready() {

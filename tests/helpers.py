@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import subprocess
 from pathlib import Path
 from typing import Callable
 
@@ -120,6 +121,21 @@ def renumbered_inventory(dst: Path, new_numbers: dict[int, int], source: str = "
         text = text.replace(f"{net}.{old}.", f"{net}.{k}.")
     dst.write_text(text)
     return dst
+
+
+def slot_leftovers(slot: str) -> list[str]:
+    """What a local slot leaves on this host while it is provisioned: its network namespaces, its
+    Ganesha, its export's mount and its loop devices (their paths under /tmp/workbench/hosts/sut<N>/)."""
+    n = slot.removeprefix("slot")
+    host_dir = f"/hosts/sut{n}/"
+    netns = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, timeout=30).stdout.split()
+    loops = subprocess.run(["losetup", "-a"], capture_output=True, text=True, timeout=30).stdout.splitlines()
+    mounts = Path("/proc/mounts").read_text().splitlines()
+    ganesha = subprocess.run(["pgrep", "-af", "ganesha.nfsd"], capture_output=True, text=True, timeout=30).stdout
+    return ([f"netns {ns}" for ns in netns if ns in (f"wb-sut{n}", f"wb-load{n}")]
+            + [f"loop {ln}" for ln in loops if host_dir in ln]
+            + [f"mount {ln}" for ln in mounts if host_dir in ln]
+            + [f"ganesha {ln}" for ln in ganesha.splitlines() if host_dir in ln])
 
 
 NIGHTLY_STORE = Path(__file__).resolve().parent / "data" / "nightly_store"

@@ -31,6 +31,7 @@ from helpers import (
     load_host,
     rating_files,
     renumbered_inventory,
+    slot_leftovers,
     result_bad_fields,
     send_lag_only,
 )
@@ -79,6 +80,17 @@ def test_rate_killed_after_two_trials_resumes_with_every_trial_once(tmp_path):
     assert {"00000.json", "00001.json"} <= set(before), sorted(before)
     assert not (results / "ratings" / results.name / "result.json").exists()
     time.sleep(5)                                    # an orphaned fstress ends with its trial (2 s)
+    left = slot_leftovers(INTEGRATION_SLOT)
+    assert any(x.startswith("ganesha") for x in left) and any(x.startswith("netns") for x in left), left
+    # any start reaps a slot whose holder is gone: here the reaper alone, as the next CLI/DAG start runs it
+    reaper = subprocess.run([sys.executable, "-c", "from workbench.pipeline import reap_slots; reap_slots()"],
+                            cwd=REPO, capture_output=True, text=True, timeout=300,
+                            env={**os.environ, "WB_SLOTS": INTEGRATION_SLOT})
+    assert reaper.returncode == 0 and f"reaper: {INTEGRATION_SLOT}: the holder of rating" in reaper.stdout, (
+        reaper.stdout[-2000:], reaper.stderr[-2000:])
+    assert slot_leftovers(INTEGRATION_SLOT) == [], reaper.stdout[-2000:]
+    from workbench.lease import leases
+    assert leases.read_lease(INTEGRATION_SLOT) is None          # released: the slot is free
 
     again = subprocess.run(_rate(results), cwd=REPO, capture_output=True, text=True, timeout=480)
     assert again.returncode in (0, 1), again.stderr[-3000:]          # 1: finished, not converged

@@ -189,6 +189,7 @@ def test_samples_run_at_once_on_two_workers_and_a_killed_one_s_resumes_each_tria
         retry, retry_s = _retry_running(st, run_id, victim, ti["try_number"], t_kill)
         print(f"{worker} restarted {restart_s:.1f} s after the kill (pid {old_pid} → {new_pid}); kill → try "
               f"{retry['try_number']} of sample {victim} running on {retry['hostname']}: {retry_s:.1f} s")
+        print("supervisor.log:\n" + st.tail("supervisor", 1000))
         assert retry_s <= RETRY_S, (retry_s, retry)
         assert retry["hostname"] in _workers(), retry
         # a new try on a live worker process: the task process descends from that worker's current process

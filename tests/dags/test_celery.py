@@ -204,6 +204,9 @@ def test_samples_run_at_once_on_two_workers_and_a_killed_one_s_resumes_each_tria
     assert state == "success", st.task_states(DAG_ID, run_id)
     tries = _tries(st, run_id, victim)
     print("tries of the victim: " + "; ".join(f"{t['try_number']} {t['hostname']} {t['state']}" for t in tries))
+    for i in sorted(tis):           # where the run's time went: each sample's tries, start → end
+        print(f"sample {i}: " + "; ".join(f"try {t['try_number']} {t['hostname']} {t['start_date']} → {t['end_date']}"
+                                          for t in _tries(st, run_id, i)))
     assert tries[0]["hostname"] == ti["hostname"] and tries[0]["state"] == "failed", tries
     assert tries[-1]["state"] == "success" and tries[-1]["try_number"] == retry["try_number"], tries
     assert tries[-1]["hostname"] == retry["hostname"], tries
@@ -220,6 +223,7 @@ def test_samples_run_at_once_on_two_workers_and_a_killed_one_s_resumes_each_tria
     assert len(rows) == 2 and all(r["converged"] and r["peak_rate"] > 0 for r in rows), rows
     for r in rows:
         res = store.get_json(store.rating_key(r["rating_id"], "result.json"))
+        print(f"sample {r['sample']}: {res['n_trials']} trials")
         assert res["peak_rate"] == r["peak_rate"]
         # each sample ran its own Zipf α: the rendered workload, stored with its rating
         alpha = r["sample"]["zipf_alpha"]

@@ -98,7 +98,8 @@ ui: setup-run
 	@scripts/ui.sh
 
 # The distributed stack: Postgres, Redis, Airflow with the CeleryExecutor and two Celery workers as
-# separate processes, UI on http://127.0.0.1:8090 (docs/guide-distributed.md).
+# separate processes, a supervisor restarting a dead one, UI on http://127.0.0.1:8090
+# (docs/guide-distributed.md).
 # Stop it with `scripts/celery-stack.sh down` (`--purge` also deletes its database).
 celery: setup-run system-celery
 	@scripts/celery-stack.sh up

@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # Distributed Airflow on this machine, without containers: Postgres (metadata database and Celery
-# result backend) and Redis (Celery broker) from Debian's packages, and Airflow with the
-# CeleryExecutor as separate processes: api-server, scheduler, dag-processor, triggerer and N Celery
-# workers (one task at a time each, so a free worker takes the next task).
+# result backend) and Redis (Celery broker) from Debian's packages, and Airflow with the CeleryExecutor
+# as separate processes: api-server, scheduler, dag-processor, triggerer and N Celery workers (one task
+# at a time each, so a free worker takes the next task), watched by a supervisor.
 #
-#   celery-stack.sh up     [--dir D] [--api-port P] [--workers N]   start (idempotent)
-#   celery-stack.sh down   [--dir D] [--purge]                      stop all; --purge deletes D and the database
+#   celery-stack.sh up     [--dir D] [--api-port P] [--workers N]   start (idempotent), then the supervisor
+#   celery-stack.sh down   [--dir D] [--purge]                      stop all (the supervisor first); --purge
+#                                                                   deletes D and the database
 #   celery-stack.sh status [--dir D]                                one line per process; exit 1 if one is down
 #   celery-stack.sh env    [--dir D]                                the AIRFLOW__* lines (and WB_LEASE_STORE) for CLI calls
+#   celery-stack.sh supervise [--dir D] [--workers N]               the supervisor's loop (`up` starts it)
 #
 # D (default /tmp/workbench/celery, mode 0700) holds `env` (generated at first start, mode 600:
 # database and broker passwords, Airflow's JWT secret, Fernet key and API secret; reused later),
@@ -20,10 +22,18 @@
 # this checkout's venv and slots (WB_SLOTS, WB_INVENTORY); the results store is WB_S3_* of the
 # environment, else the local MinIO (scripts/minio.sh). The slot leases are in the stack's Postgres
 # (database `workbench`; `env` prints its WB_LEASE_STORE for the CLI): a host-local lease store
-# (WB_LEASE_STORE=file) is refused for more than one worker. A task whose worker died is failed
-# after 30 s without a heartbeat and retried on another worker (within 60 s: the DAGs' retry delays
-# are 5-10 s); AIRFLOW__SCHEDULER__TASK_INSTANCE_HEARTBEAT_TIMEOUT[_DETECTION_INTERVAL] in the
-# caller's environment override these two defaults; its other AIRFLOW__* keys pass through.
+# (WB_LEASE_STORE=file) is refused for more than one worker.
+# The supervisor (pid file supervisor.pid, log supervisor.log) looks every 5 s at the Airflow
+# processes (not Postgres, not Redis) and restarts a dead one (its leftover processes killed first; a
+# worker under its old Celery name), at most 5 times per process in 10 minutes; then it logs that it
+# gives up on that one (`status` shows it DOWN) until the next `up`, which starts a new supervisor.
+# It ends when its pid file or D's `env` goes. WB_SUPERVISE_INTERVAL_S, WB_SUPERVISE_MAX_RESTARTS and
+# WB_SUPERVISE_WINDOW_S override 5 s, 5 and 600 s.
+# A task whose worker died is failed after 30 s without a heartbeat and retried after the DAG's retry
+# delay (5-10 s) on a free worker, the restarted one included: running again within 60 s of the
+# death. AIRFLOW__SCHEDULER__TASK_INSTANCE_HEARTBEAT_TIMEOUT[_DETECTION_INTERVAL] in the caller's
+# environment override these two defaults (30 s, checked every 5 s); its other AIRFLOW__* keys pass
+# through.
 set -euo pipefail
 
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -32,10 +42,10 @@ die() { echo "celery-stack.sh: $*" >&2; exit 1; }
 say() { echo "celery-stack.sh: $*" >&2; }
 
 usage() { sed -n '2,/^[^#]/s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"; }     # the header above
-[ $# -ge 1 ] || { usage >&2; die "an action is needed (up|down|status|env; --help)"; }
+[ $# -ge 1 ] || { usage >&2; die "an action is needed (up|down|status|env|supervise; --help)"; }
 [ "$1" != help ] || { usage; exit 0; }
 for arg in "$@"; do case $arg in -h|--help) usage; exit 0 ;; esac; done     # before any state is made
-case $1 in up|down|status|env) ;; *) die "unknown action '$1' (up|down|status|env; --help)" ;; esac
+case $1 in up|down|status|env|supervise) ;; *) die "unknown action '$1' (up|down|status|env|supervise; --help)" ;; esac
 action=$1; shift
 dir=/tmp/workbench/celery api_port='' workers=2 purge=''
 while [ $# -gt 0 ]; do
@@ -65,11 +75,15 @@ free_port() { "$VENV_BIN/python" -c 'import socket; s=socket.socket(); s.bind(("
 # A pid file holds "PID START" (start time in clock ticks since boot, /proc/PID/stat field 22): Celery
 # renames its processes, so the start time, not the command line, tells a reused pid apart.
 start_time() { sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | cut -d' ' -f20; }
-write_pid() { echo "$2 $(start_time "$2")" >"$dir/$1.pid"; }
-running_pid() {    # name: its pid if that process still runs, else nothing
+proc_state() { sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | cut -d' ' -f1; }
+alive() { [ -n "$2" ] && [ "$(start_time "$1")" = "$2" ] && [ "$(proc_state "$1")" != Z ]; }    # pid start
+write_pid() {      # name pid (atomically: the supervisor reads it while `up` writes it)
+  echo "$2 $(start_time "$2")" >"$dir/.$1.pid.$$" && mv -f "$dir/.$1.pid.$$" "$dir/$1.pid"
+}
+running_pid() {    # name: its pid if that process still runs (a zombie does not), else nothing
   local pid start
   [ -r "$dir/$1.pid" ] && read -r pid start <"$dir/$1.pid" || return 0
-  [[ $pid =~ ^[0-9]+$ ]] && [ -n "$start" ] && [ "$(start_time "$pid")" = "$start" ] && echo "$pid" || true
+  [[ $pid =~ ^[0-9]+$ ]] && alive "$pid" "$start" && echo "$pid" || true
 }
 
 # ------------------------------------------------------------------ credentials and ports (first start)
@@ -222,12 +236,13 @@ start_component() {    # name
   write_pid "$name" $!
 }
 stop_component() {     # name: SIGTERM to its session, 30 s, then SIGKILL (a worker ends its tasks first)
-  local name=$1 pid i
+  local name=$1 pid start i
   pid=$(running_pid "$name")
   [ -n "$pid" ] || { rm -f "$dir/$name.pid"; return 0; }
+  start=$(start_time "$pid")
   kill -TERM -- "-$pid" 2>/dev/null || true
   for i in $(seq 1 150); do
-    kill -0 "$pid" 2>/dev/null || break
+    alive "$pid" "$start" || break          # a zombie has ended (its reaper may be slow)
     sleep 0.2
   done
   kill -KILL -- "-$pid" 2>/dev/null || true
@@ -249,6 +264,79 @@ sys.exit(0 if all((h.get(k) or {}).get("status")=="healthy" for k in ("metadatab
     sleep 1
   done
   die "the stack was not ready within 180 s (health: ${health:-no answer}); logs in $dir"
+}
+
+# ------------------------------------------------------------------ supervisor
+# `supervise` (started by `up` under setsid like the components, its own pid file and log) restarts
+# a dead Airflow process with start_component, at most WB_SUPERVISE_MAX_RESTARTS times per process in
+# WB_SUPERVISE_WINDOW_S; `down` stops it first, so it never restarts what `down` stops.
+kill_leftovers() {     # name: SIGKILL what a dead component left in its process group (setsid made it the leader)
+  local pid start
+  [ -r "$dir/$1.pid" ] && read -r pid start <"$dir/$1.pid" || return 0
+  [[ $pid =~ ^[0-9]+$ ]] || return 0
+  # Linux reuses no pid that still names a process group: with no process of that pid, or the dead
+  # leader itself (a zombie), group -pid is the old one; a new process of that pid: the group is gone
+  if ! kill -0 "$pid" 2>/dev/null || [ "$(start_time "$pid")" = "$start" ]; then
+    kill -KILL -- "-$pid" 2>/dev/null || true
+  fi
+}
+slog() { echo "$(date -u +%FT%TZ) $*"; }
+supervise() {
+  local interval=${WB_SUPERVISE_INTERVAL_S:-5} max=${WB_SUPERVISE_MAX_RESTARTS:-5} window=${WB_SUPERVISE_WINDOW_S:-600}
+  local v name now t kept pid stopping=''
+  for v in "$interval" "$max" "$window"; do
+    [[ $v =~ ^[0-9]+$ ]] && [ "$v" -ge 1 ] && [ "$v" -le 86400 ] || die "WB_SUPERVISE_*: 1..86400 expected, got '$v'"
+  done
+  [ -s "$envfile" ] || die "nothing set up in $dir: run 'celery-stack.sh up' first"
+  pid=$(running_pid supervisor)
+  [ -z "$pid" ] || [ "$pid" = $$ ] || die "a supervisor of $dir runs already (pid $pid)"
+  write_pid supervisor $$
+  export_airflow_env
+  declare -A restarts=() given_up=()
+  trap 'stopping=1' TERM INT          # ends after the step it is in: no component half started
+  slog "supervising $(components "$workers" | tr '\n' ' ')every $interval s (at most $max restarts each in $window s)"
+  while [ -z "$stopping" ]; do
+    [ "$(running_pid supervisor)" = $$ ] || { slog "my pid file is gone or names another process: done"; break; }
+    [ -s "$envfile" ] || { slog "$envfile is gone: done"; break; }
+    for name in $(components "$workers"); do
+      [ -z "$stopping" ] || break
+      [ -z "$(running_pid "$name")" ] && [ -z "${given_up[$name]:-}" ] || continue
+      now=$(date +%s) kept=''
+      for t in ${restarts[$name]:-}; do [ $((now - t)) -ge "$window" ] || kept+="$t "; done
+      if [ "$(wc -w <<<"$kept")" -ge "$max" ]; then
+        given_up[$name]=1
+        slog "$name: down again after $max restarts in $window s: giving up on it (log $dir/$name.log; 'up' starts it and a new supervisor)"
+        continue
+      fi
+      restarts[$name]="$kept$now"
+      kill_leftovers "$name"
+      if start_component "$name"; then
+        slog "$name: down; restarted, pid $(running_pid "$name" | grep . || echo "- (exited at once)") (restart $(wc -w <<<"${restarts[$name]}") of at most $max in $window s)"
+      else
+        slog "$name: down; its restart failed"
+      fi
+    done
+    [ -z "$stopping" ] || break
+    sleep "$interval" &
+    wait $! 2>/dev/null || kill $! 2>/dev/null || true      # a TERM ends the wait at once
+  done
+  [ "$(running_pid supervisor)" != $$ ] || rm -f "$dir/supervisor.pid"
+  slog "stopped"
+}
+start_supervisor() {
+  setsid nohup "$REPO/scripts/celery-stack.sh" supervise --dir "$dir" --workers "$workers" \
+    >>"$dir/supervisor.log" 2>&1 </dev/null &
+  write_pid supervisor $!
+}
+stop_supervisor() {    # TERM, 30 s to end its step, then SIGKILL to its process group
+  local pid start i
+  [ -r "$dir/supervisor.pid" ] && read -r pid start <"$dir/supervisor.pid" || return 0
+  if [[ $pid =~ ^[0-9]+$ ]] && alive "$pid" "$start"; then
+    kill -TERM "$pid" 2>/dev/null || true
+    for i in $(seq 1 150); do alive "$pid" "$start" || break; sleep 0.2; done
+    ! alive "$pid" "$start" || kill -KILL -- "-$pid" 2>/dev/null || true
+  fi
+  rm -f "$dir/supervisor.pid"
 }
 
 # rate_peak, map_surface and compare_ratings run when triggered (as with `make ui`); nightly_regression
@@ -286,15 +374,18 @@ up() {
   # slots whose holder is gone (a killed CLI, an ended run) are torn down before a worker leases one
   timeout 1200 "$VENV_BIN/python" -c 'from workbench.pipeline import reap_slots; reap_slots()' \
     >>"$dir/reaper.log" 2>&1 || say "warning: the reaper failed; see $dir/reaper.log"
+  stop_supervisor               # a running one would start what is started below a second time
   for name in $(components "$workers"); do start_component "$name"; done
   wait_ready
+  start_supervisor              # a new one: its restart counts start at 0
   unpause_on_demand
-  say "up: http://127.0.0.1:$(env_value WB_API_PORT) (user admin, password in $dir/passwords.json; $workers Celery workers; Postgres 127.0.0.1:$(env_value WB_PG_PORT), Redis 127.0.0.1:$(env_value WB_REDIS_PORT)); logs in $dir"
+  say "up: http://127.0.0.1:$(env_value WB_API_PORT) (user admin, password in $dir/passwords.json; $workers Celery workers, supervised; Postgres 127.0.0.1:$(env_value WB_PG_PORT), Redis 127.0.0.1:$(env_value WB_REDIS_PORT)); logs in $dir"
 }
 
 down() {
   local name f
   [ -s "$envfile" ] || { say "nothing set up in $dir"; return 0; }
+  stop_supervisor               # first: it would restart what is stopped below
   for f in "$dir"/*.pid; do
     [ -e "$f" ] || continue
     name=$(basename "$f" .pid)
@@ -339,5 +430,6 @@ case $action in
   down) down ;;
   status) status ;;
   env) [ -s "$envfile" ] || die "nothing set up in $dir: run 'celery-stack.sh up' first"; airflow_env ;;
-  *) die "unknown action '$action' (up|down|status|env)" ;;
+  supervise) supervise ;;
+  *) die "unknown action '$action' (up|down|status|env|supervise)" ;;
 esac

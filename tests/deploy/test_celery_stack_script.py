@@ -1,6 +1,6 @@
 """scripts/celery-stack.sh without starting the stack: --help makes no state, `status` after `down`
 prints no line for a missing pid file, the slot leases are the stack's Postgres and a host-local lease
-store is refused for several workers."""
+store is refused for several workers; the supervisor, on stub processes, restarts a killed one."""
 from __future__ import annotations
 
 import json
@@ -57,3 +57,89 @@ def test_the_leases_are_in_the_stack_s_postgres_and_a_local_store_is_refused_for
     passwords = json.loads((d / "passwords.json").read_text())
     assert sorted(passwords) == ["admin", "viewer"] and all(len(p) >= 20 for p in passwords.values())
     assert not any(p in refused.stdout + refused.stderr for p in passwords.values())
+
+
+def test_the_supervisor_restarts_a_killed_worker_gives_up_on_a_crashing_process_and_stops_first(tmp_path):
+    """`supervise` on a copy of the script whose `airflow` is a stub (a sleep; the triggerer exits at
+    once): the processes without a pid file are started, a SIGKILLed worker is restarted under a new
+    pid, the crashing triggerer is given up after the bounded restarts; `status` shows the supervisor;
+    `down` stops the supervisor first, then every stub, and nothing is started again."""
+    import os
+    import shutil
+    import signal
+    import sys
+    import time
+
+    import psutil
+
+    repo = tmp_path / "repo"
+    (repo / "scripts").mkdir(parents=True)
+    for name in ("celery-stack.sh", "private-dir.sh", "airflow_auth.py"):
+        shutil.copy2(REPO / "scripts" / name, repo / "scripts" / name)
+    venv_bin = repo / ".venv" / "bin"
+    venv_bin.mkdir(parents=True)
+    (venv_bin / "python").symlink_to(sys.executable)
+    (venv_bin / "airflow").write_text('#!/bin/sh\ncase $1 in triggerer) echo "stub triggerer fails"; exit 3 ;; esac\n'
+                                      'exec sleep 300\n')
+    (venv_bin / "airflow").chmod(0o755)
+    d = tmp_path / "stack"
+    d.mkdir(mode=0o700)
+    (d / "env").write_text("WB_PG_PORT=1\nWB_PG_PASSWORD=pw\nWB_PG_DATA=/nonexistent/wb\nWB_REDIS_PORT=1\n"
+                           "WB_REDIS_PASSWORD=pw\nWB_API_PORT=8090\nWB_TRIGGER_LOG_PORT=1\n")
+    script = str(repo / "scripts" / "celery-stack.sh")
+    env = {**{k: v for k, v in os.environ.items() if k != "WB_LEASE_STORE" and not k.startswith("AIRFLOW")},
+           "WB_SUPERVISE_INTERVAL_S": "1", "WB_SUPERVISE_MAX_RESTARTS": "2", "WB_SUPERVISE_WINDOW_S": "600"}
+    names = ("api-server", "scheduler", "dag-processor", "worker1")
+
+    def pid(name: str) -> int | None:
+        try:
+            p, start = (d / f"{name}.pid").read_text().split()
+        except (FileNotFoundError, ValueError):
+            return None
+        try:
+            proc = psutil.Process(int(p))
+            return int(p) if proc.status() != psutil.STATUS_ZOMBIE else None
+        except psutil.NoSuchProcess:
+            return None
+
+    def wait_for(cond, what: str, timeout_s: float = 20):
+        deadline = time.monotonic() + timeout_s
+        while not cond():
+            assert time.monotonic() < deadline, f"{what} within {timeout_s} s; log:\n{(d / 'supervisor.log').read_text()}"
+            time.sleep(0.2)
+
+    with open(d / "supervisor.log", "ab") as log:
+        sup = subprocess.Popen([script, "supervise", "--dir", str(d), "--workers", "1"], env=env, stdout=log,
+                               stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
+    started: list[int] = []
+    try:
+        wait_for(lambda: all(pid(n) for n in names), "every stub started")
+        started = [pid(n) for n in names]
+        wait_for(lambda: "triggerer: down again after 2 restarts in 600 s: giving up" in
+                 (d / "supervisor.log").read_text(), "the crashing triggerer given up")
+        victim = pid("worker1")
+        os.kill(victim, signal.SIGKILL)
+        wait_for(lambda: pid("worker1") not in (None, victim), "the killed worker restarted", timeout_s=10)
+        started.append(pid("worker1"))
+        assert [pid(n) for n in names[:3]] == started[:3]          # the live ones left alone
+        status = _stack("status", "--dir", str(d))
+        lines = status.stdout.splitlines()
+        assert status.returncode == 1 and f"supervisor: running, pid {sup.pid}" in lines, status.stdout
+        assert f"worker1: running, pid {started[-1]}" in lines and any(x.startswith("triggerer: DOWN") for x in lines)
+        log_text = (d / "supervisor.log").read_text()
+        assert log_text.count("triggerer: down; restarted") == 2 and "worker1: down; restarted" in log_text, log_text
+        down = subprocess.run([script, "down", "--dir", str(d)], env=env, capture_output=True, text=True, timeout=60)
+        assert down.returncode == 0, down.stderr
+        assert sup.wait(timeout=10) == 0
+        time.sleep(2)                                                # nothing restarted after down
+        assert not [p for p in started if psutil.pid_exists(p) and psutil.Process(p).status() != psutil.STATUS_ZOMBIE]
+        assert not list(d.glob("*.pid")), list(d.glob("*.pid"))
+        assert (d / "supervisor.log").read_text().rstrip().endswith("stopped")
+    finally:
+        if sup.poll() is None:
+            os.killpg(sup.pid, signal.SIGKILL)
+        for p in started:
+            try:
+                os.killpg(p, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass

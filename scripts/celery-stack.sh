@@ -228,8 +228,10 @@ start_component() {    # name
     *) argv=("$name") ;;
   esac
   if [[ $name == worker* ]]; then   # its task instances carry its Celery name as their hostname
+    # and it has a working directory of its own (WB_WORKDIR: local rating copies, pending trial
+    # records), as a worker on another host would: only the stack's Postgres leases are shared
     WB_WORKER_NAME=$name@$host AIRFLOW__CORE__HOSTNAME_CALLABLE=workbench.dagrun.worker_hostname \
-      setsid nohup "$VENV_BIN/airflow" "${argv[@]}" >>"$dir/$name.log" 2>&1 </dev/null &
+      WB_WORKDIR="$dir/$name" setsid nohup "$VENV_BIN/airflow" "${argv[@]}" >>"$dir/$name.log" 2>&1 </dev/null &
   else
     setsid nohup "$VENV_BIN/airflow" "${argv[@]}" >>"$dir/$name.log" 2>&1 </dev/null &
   fi

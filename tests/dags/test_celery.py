@@ -162,6 +162,26 @@ def _busy_sample(st, store, run_id: str) -> tuple[dict[int, dict], dict[int, str
         time.sleep(1)
 
 
+def _assert_one_rating_per_slot(st, store, ratings: dict[int, str]) -> None:
+    """The two running samples, on two workers each with its own working directory (two "hosts"),
+    hold two different slots, each leased to its own rating in the stack's shared Postgres store.
+    With host-local file leases each worker would see both slots free and lease slot6 to both."""
+    env = dict(line.split("=", 1) for line in st.script("env").splitlines() if "=" in line)
+    assert env["WB_LEASE_STORE"].startswith("postgresql://"), env["WB_LEASE_STORE"][:12]
+    slots = {i: store.get_json(store.rating_key(rid, "spec.json"))["slot"] for i, rid in ratings.items()}
+    assert sorted(slots.values()) == sorted(SLOTS), slots
+    from workbench.lease import leases
+    before = os.environ.get("WB_LEASE_STORE")
+    os.environ["WB_LEASE_STORE"] = env["WB_LEASE_STORE"]
+    try:
+        held = {slot: (leases.read_lease(slot) or {}).get("rating_id") for slot in SLOTS}
+    finally:
+        os.environ.pop("WB_LEASE_STORE") if before is None else os.environ.__setitem__("WB_LEASE_STORE", before)
+    assert held == {slot: ratings[i] for i, slot in slots.items()}, (held, slots)
+    workdirs = {d.name for d in st.home.glob("worker*") if d.is_dir()}
+    assert workdirs == {"worker1", "worker2"}, workdirs
+
+
 @pytest.mark.timeout(1500)
 def test_samples_run_at_once_on_two_workers_and_a_killed_one_s_resumes_each_trial_once(stack):
     """Both samples run at the same time, one on each worker; the worker of one with ≥ 2 stored
@@ -177,6 +197,7 @@ def test_samples_run_at_once_on_two_workers_and_a_killed_one_s_resumes_each_tria
     try:
         tis, ratings, victim = _busy_sample(st, store, run_id)
         assert {ti["hostname"] for ti in tis.values()} == _workers(), tis
+        _assert_one_rating_per_slot(st, store, ratings)
         ti = tis[victim]
         before = _trial_numbers(store, ratings[victim])
         worker = ti["hostname"].split("@")[0]

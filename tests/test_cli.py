@@ -425,3 +425,67 @@ def test_every_subcommand_has_help():
         out = subprocess.run([sys.executable, "-m", "workbench.cli", *argv, "--help"], capture_output=True,
                              text=True, timeout=60)
         assert out.returncode == 0 and "usage:" in out.stdout and not out.stderr, (argv, out.stderr[-500:])
+
+
+def _generators_in(netns: str) -> list[int]:
+    """The pids of `fstress run` processes in a network namespace."""
+    out = subprocess.run(["ip", "netns", "pids", netns], capture_output=True, text=True, timeout=30).stdout
+    pids = []
+    for pid in out.split():
+        try:
+            argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if any(a.endswith(b"fstress") for a in argv) and b"run" in argv:
+            pids.append(int(pid))
+    return pids
+
+
+@pytest.mark.integration
+@pytest.mark.xdist_group("slot5")
+@pytest.mark.timeout(600)
+def test_a_lease_lost_mid_trial_stops_the_real_trial_within_10_s(tmp_path):
+    """A real rating (CLI, slot5 = slot2 of a renumbered local inventory, 20 s trials) whose lease is
+    taken over while fstress runs: its next heartbeat (≤ 5 s) stops the trial — the generator is gone
+    and the CLI has ended within 10 s — and the interrupted trial is not recorded. Then the reaper
+    tears the slot down (the thief's lease names a dead holder)."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root (network namespaces, loop devices, cgroups)")
+    from workbench.lease.store import lease_store
+    inventory = renumbered_inventory(tmp_path / "hosts.yml", {2: 5})
+    results = tmp_path / "rating"
+    trials_dir = results / "ratings" / results.name / "trials"
+    cmd = [WORKBENCH, "rate", "--workload", "web_server", "--profile", "smoke", "--slot", "slot5",
+           "--inventory", str(inventory), "--runlength-s", "20", "--quiet", "--results", str(results)]
+    proc = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            start_new_session=True)
+    try:
+        deadline = time.monotonic() + 300
+        while not _generators_in("wb-load5"):
+            assert proc.poll() is None, proc.stdout.read()[-3000:]
+            assert time.monotonic() < deadline, "no fstress run in wb-load5 within 300 s"
+            time.sleep(0.1)
+        time.sleep(2.0)                                   # well inside the trial's 20 s
+        stored = sorted(f.name for f in trials_dir.glob("*.json"))
+        store = lease_store()
+        with store.locked("slot5"):                     # another rating takes the lease over
+            lease = store.read("slot5")
+            store.write("slot5", {**lease, "rating_id": "thief", "token": lease["token"] + 1,
+                                  "plan": {**lease["plan"], "rating_id": "thief"}})
+        stolen = time.monotonic()
+        while _generators_in("wb-load5") or proc.poll() is None:
+            assert time.monotonic() - stolen < 10, (_generators_in("wb-load5"), proc.poll())
+            time.sleep(0.1)
+        print(f"generator gone and CLI ended {time.monotonic() - stolen:.1f} s after the takeover")
+        text = proc.stdout.read()
+        assert proc.returncode != 0 and "lease" in text.lower(), text[-3000:]
+        assert sorted(f.name for f in trials_dir.glob("*.json")) == stored
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=30)
+        reaper = subprocess.run([sys.executable, "-c", "from workbench.pipeline import reap_slots; reap_slots()"],
+                                cwd=REPO, capture_output=True, text=True, timeout=300,
+                                env={**os.environ, "WB_SLOTS": "slot5", "WB_INVENTORY": str(inventory)})
+    assert "reaper: slot5: the holder of rating thief is gone" in reaper.stdout, reaper.stdout[-2000:]
+    assert slot_leftovers("slot5") == [], reaper.stdout[-2000:]

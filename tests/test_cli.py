@@ -444,9 +444,10 @@ def _generators_in(netns: str) -> list[int]:
 @pytest.mark.integration
 @pytest.mark.xdist_group("slot5")
 @pytest.mark.timeout(600)
-def test_a_lease_lost_mid_trial_stops_the_real_trial_within_10_s(tmp_path):
-    """A real rating (CLI, slot5 = slot2 of a renumbered local inventory, 20 s trials) whose lease is
-    taken over while fstress runs: its next heartbeat (≤ 5 s) stops the trial — the generator is gone
+def test_a_rating_started_twice_is_refused_and_a_lost_lease_stops_its_trial(tmp_path):
+    """A real rating (CLI, slot5 = slot2 of a renumbered local inventory, 20 s trials): the same command
+    started again while it runs is refused at once (a second live holder of the rating). Then its lease
+    is taken over while fstress runs: its next heartbeat (≤ 5 s) stops the trial — the generator is gone
     and the CLI has ended within 10 s — and the interrupted trial is not recorded. Then the reaper
     tears the slot down (the thief's lease names a dead holder)."""
     if os.geteuid() != 0:
@@ -465,7 +466,11 @@ def test_a_lease_lost_mid_trial_stops_the_real_trial_within_10_s(tmp_path):
             assert proc.poll() is None, proc.stdout.read()[-3000:]
             assert time.monotonic() < deadline, "no fstress run in wb-load5 within 300 s"
             time.sleep(0.1)
-        time.sleep(2.0)                                   # well inside the trial's 20 s
+        # the same rating started again while the first lives: refused at once, the slot untouched
+        twice = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=120)
+        assert twice.returncode != 0 and "held by rating rating itself, by a live holder" in twice.stderr, (
+            twice.returncode, twice.stderr[-2000:])
+        assert proc.poll() is None and _generators_in("wb-load5"), "the first rating was disturbed"
         stored = sorted(f.name for f in trials_dir.glob("*.json"))
         store = lease_store()
         with store.locked("slot5"):                     # another rating takes the lease over

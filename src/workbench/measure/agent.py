@@ -131,8 +131,12 @@ class Agent:
             raise AgentError(f"{self.host}: no reply from the agent within its bound") from None
         if msg is None:
             self._replies.put(None)          # stays ended
-            rc = self.proc.poll()
-            raise AgentError(f"{self.host}: the agent's output ended" + (f" (exit {rc})" if rc is not None else ""))
+            try:
+                rc: int | None = self.proc.wait(timeout=1.0)
+            except subprocess.TimeoutExpired:
+                rc = None
+            why = "" if rc is None else f" (killed by signal {-rc})" if rc < 0 else f" (exit {rc})"
+            raise AgentError(f"{self.host}: the agent's output ended{why}")
         return msg
 
     def wait_hello(self, timeout_s: float = HELLO_TIMEOUT_S) -> dict[str, Any]:

@@ -119,7 +119,7 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--no-teardown", action="store_true", help="leave the slot provisioned (and leased)")
     r.add_argument("--agent", choices=("on", "off"), default=None,
                    help="trials through a resident `fstress agent` per load host instead of an Ansible run "
-                        "per trial (default: WB_FSTRESS_AGENT=1/0, else off)")
+                        "per trial (default: WB_FSTRESS_AGENT=1/0, else on)")
     r.add_argument("--quiet", action="store_true", help="no per-trial progress")
     r.add_argument("--verbose", action="store_true",
                    help="each trial's reason and decision whole (the line is cut to 120 columns otherwise)")

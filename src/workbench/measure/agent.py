@@ -1,9 +1,8 @@
 """The resident fstress agents of a slot (issue 34): one `fstress agent` per load host, started after
 deploy, asked to run trial k over its stdin/stdout (loadgen/README.md, "Agent"), stopped at teardown.
 
-A trial through the agents costs its runlength and warm-up plus about a tenth of a second, where a
-``playbooks/run_trial.yml`` run costs 4-6 s of ansible-runner start-up, tasks, fetch and merge. The
-flags are the role's: deploy (``roles/fstress/tasks/main.yml``, "Write this host's agent spec") writes
+A trial costs its runlength, warm-up and start margin plus ~0.1 s (a run_trial.yml run: 2-6 s more).
+The flags are the role's: deploy (``roles/fstress/tasks/main.yml``, "Write this host's agent spec") writes
 each load host's command prefix (``ip netns exec``, ``taskset``, ``chrt``, the binary) and the
 trial-independent ``fstress run`` flags (``_fstress_run_args``, the same fact run.yml uses) to
 ``<results_dir>/agent/<host>.json``; this module adds the trial's own flags exactly as run_trial.yml
@@ -15,7 +14,7 @@ process (`workbench rate`, `pipeline.runner.run_rating`, so map_surface's and ni
 rating tasks) re-creates its harness per step but keeps the process, so the agents are kept in a
 registry keyed by inventory and slot (`fleet_for`) and the harness of each step finds them. The
 per-trial Airflow DAG (rate_peak: one task process per trial) stays on the playbook: its harness
-is created with ``agent=False`` unless the process opted in (`enable`).
+is created with the agents off unless the process opted in (`enable`) or WB_FSTRESS_AGENT=1.
 
 Faults: no reply (the agent's output ended: killed, host or connection gone), a reply with
 ``ok: false``, or no reply within the trial's bound → the trial is a harness failure (the controller
@@ -116,8 +115,7 @@ class Agent:
         self._replies.put(None)             # end of output: the agent is gone
 
     def _close_log(self) -> None:
-        if self._log is not subprocess.DEVNULL:
-            self._log.close()
+        getattr(self._log, "close", lambda: None)()
 
     @property
     def pid(self) -> int:
@@ -226,9 +224,7 @@ class Fleet:
             self.kill()
             raise
 
-    @property
-    def hosts(self) -> list[str]:
-        return [s["host"] for s in self.specs]
+    hosts = property(lambda self: [s["host"] for s in self.specs])
 
     def alive(self) -> bool:
         return all(a.proc.poll() is None for a in self.agents)
@@ -301,9 +297,10 @@ def run_trial(fleet: Fleet, trial_id: int | str, *, load_ops_s: float, runlength
 
 
 # ---------------------------------------------------------------- the process's fleets
-# Whether the in-process rating loop (pipeline.runner.run_rating) runs its trials through the agents
-# (WB_FSTRESS_AGENT=0/1 overrides either way).
-IN_PROCESS_DEFAULT = False
+# Whether the in-process rating loop (pipeline.runner.run_rating: `workbench rate`, map_surface's and
+# nightly_regression's rating tasks) runs its trials through the agents (WB_FSTRESS_AGENT=0/1 and
+# `workbench rate --agent off|on` override it).
+IN_PROCESS_DEFAULT = True
 _FLEETS: dict[tuple[str, str], Fleet] = {}
 _LOCK = threading.Lock()
 _ENABLED: bool | None = None

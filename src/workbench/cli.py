@@ -4,7 +4,7 @@
                    [--results DIR] [factor flags: --fs --disks --memory-mb --read-iops ...]
                    [workload factors: --zipf-alpha --files-per-ops --read-size-kb --mix-read-pct ...]
                    [--server-address A --server-export PATH [--server-description TEXT] ...]
-                   [--check] [--no-teardown] [--quiet | --verbose]
+                   [--agent on|off] [--check] [--no-teardown] [--quiet | --verbose]
     workbench plan [--workload web_server] [--profile quick] [--capacity OPS] [--reps N]
     workbench compare A B [--results DIR] [--tolerance 0.10] [--confidence 0.95] [--out FILE] [--publish]
                       (exit 1 on a regression, 2 on no verdict or bad input: a CI job can gate on it)
@@ -117,6 +117,9 @@ def _parser() -> argparse.ArgumentParser:
         ext.add_argument("--" + name.replace("_", "-"), type=int if name.endswith("_port") else str, help=text)
     r.add_argument("--check", action="store_true", help="check every input, touch no host, exit")
     r.add_argument("--no-teardown", action="store_true", help="leave the slot provisioned (and leased)")
+    r.add_argument("--agent", choices=("on", "off"), default=None,
+                   help="trials through a resident `fstress agent` per load host instead of an Ansible run "
+                        "per trial (default: WB_FSTRESS_AGENT=1/0, else on)")
     r.add_argument("--quiet", action="store_true", help="no per-trial progress")
     r.add_argument("--verbose", action="store_true",
                    help="each trial's reason and decision whole (the line is cut to 120 columns otherwise)")
@@ -250,7 +253,8 @@ def cmd_rate(args: argparse.Namespace, harness_factory=None) -> int:
     err.write(f"workbench rate: {plan.workload_name()} on {plan.slot}, profile {plan.profile}\n  results: {out}\n")
     t0 = time.monotonic()
     res = run_rating(plan, store, log=lambda s: err.write(s + "\n"), on_trial=prog.trial,
-                     teardown_after=not args.no_teardown, make=harness_factory or AnsibleHarness)
+                     teardown_after=not args.no_teardown, make=harness_factory or AnsibleHarness,
+                     agent=None if getattr(args, "agent", None) is None else args.agent == "on")
     where = store.url(store.rating_prefix(plan.rating_id))
     print(f"\n{plan.workload_name()} on {plan.slot} ({plan.profile}), stored in\n  {where}")
     print(result_block(res, time.monotonic() - t0))

@@ -21,6 +21,14 @@ statistical purpose, re-runs the same trial and stops only when the harness keep
 (TrialResult.harness_failure). Either way the harness keeps going (the next run_trial starts the
 server again if it died — nfs_server's ``start`` tasks).
 
+With the resident agents on (``agent=True``, or None and a process that opted in:
+measure/agent.py), deploy also starts one ``fstress agent`` per load host and a trial whose server
+needs no check (not the first, not after an invalid one), without a background tenant and with the
+cache policy ``keep`` runs through them instead of run_trial.yml: the same flags (the role writes
+them at deploy), the same per-host JSON under ``<trial_out>.d/``, the same ``fstress merge`` and the
+same judgement; a dead or silent agent is a harness failure and the agents are restarted for the
+next trial. The other trials take the playbook.
+
 The playbook runner is injectable (``runner=``) so the mapping and the validity rules are unit
 tested without Ansible; the default runs ansible-runner quietly and streams its events to
 ``<results_dir>/ansible.log``.
@@ -39,6 +47,7 @@ from workbench.config import tenants
 from workbench.config.external import ExternalServer, refuse_server_factors
 from workbench.config.factors import factor_vars
 from workbench.config.paths import DEFAULT_INVENTORY, PLAYBOOKS
+from workbench.measure import agent as agents
 from workbench.controller.trial import TrialResult
 from workbench.measure.inventory import slot_background_hosts, slot_load_hosts
 from workbench.measure.playbook import PlaybookRun, Runner, ansible_runner_run
@@ -120,6 +129,8 @@ class AnsibleHarness:
         provision, cache policy or server teardown; `provision` describes it from a load host.
     runner: ``runner(playbook, extravars, *, inventory, private_data_dir, log_path) -> PlaybookRun``
         (default: ansible-runner); tests inject a fake.
+    agent: run trials through resident fstress agents (measure/agent.py); None = whether this
+        process opted in (agents.enabled(): the in-process rating loop, or WB_FSTRESS_AGENT=1).
     """
 
     def __init__(self, slot: str = "slot1", inventory: str | Path | None = None,
@@ -130,7 +141,7 @@ class AnsibleHarness:
                  start_margin_s: float = 0.5, min_achieved: float = MIN_ACHIEVED_FRACTION,
                  overload_ms: float | None = None, keep_parts: bool = False,
                  external: Mapping[str, Any] | None = None, load_hosts: int = 0,
-                 background: Mapping[str, Any] | None = None) -> None:
+                 background: Mapping[str, Any] | None = None, agent: bool | None = None) -> None:
         if not isinstance(slot, str) or not slot or not slot.replace("_", "").replace("-", "").isalnum():
             raise ValueError(f"slot must be an inventory group name like slot1, got {slot!r}")
         if not isinstance(workload, str) or not workload:
@@ -181,6 +192,7 @@ class AnsibleHarness:
             self.extravars.update(background_vars(self.background, slot_background_hosts(
                 self.inventory, slot, self.background["load_hosts"]) if self.inventory.is_file() else []))
         (self.results_dir / "trials").mkdir(parents=True, exist_ok=True)
+        self.agent, self.last_path = agents.enabled() if agent is None else bool(agent), ""  # last: agent/playbook
 
     # ------------------------------------------------------------------ plumbing
     @property
@@ -223,12 +235,38 @@ class AnsibleHarness:
         dest.write_text(json.dumps(external_sysinfo(self.external, json.loads(probe.read_text())), indent=1))
         return run
 
+    @property
+    def agent_spec_dir(self) -> Path:
+        return self.results_dir / "agent"
+
     def deploy(self) -> PlaybookRun:
-        """deploy_loadgen.yml: fstress on the slot's load hosts and the sample's file set."""
-        return self._must("deploy_loadgen.yml")
+        """deploy_loadgen.yml: fstress on the slot's load hosts and the sample's file set; with the
+        agents on, then the agents of this deployment (a live one of an earlier deployment replaced)."""
+        if not self.agent:
+            return self._must("deploy_loadgen.yml")
+        agents.drop_fleet(self.inventory, self.slot, kill=False)
+        shutil.rmtree(self.agent_spec_dir, ignore_errors=True)
+        self.agent_spec_dir.mkdir(parents=True)
+        run = self._must("deploy_loadgen.yml", fstress_agent_spec_dir=str(self.agent_spec_dir))
+        missing = [h for h in self.load_hosts if not (self.agent_spec_dir / f"{h}.json").is_file()]
+        if missing:              # a deploy that wrote no spec (a test's runner): the playbook path
+            with open(self.log_path, "a", encoding="utf-8") as log:
+                log.write(f"=== no agent spec for {', '.join(missing)}: trials through run_trial.yml\n")
+            return run
+        try:
+            self._fleet()
+        except agents.AgentError as e:
+            raise HarnessError(f"deploy: the fstress agents did not start: {e}") from e
+        return run
+
+    def _fleet(self) -> agents.Fleet:
+        return agents.fleet_for(self.inventory, self.slot, self.agent_spec_dir, self.load_hosts,
+                                log_dir=self.results_dir)
 
     def teardown(self) -> PlaybookRun:
-        """teardown.yml: stop the server, release the slot's disks (never raises; returns the run)."""
+        """teardown.yml: stop the agents, the server, release the slot's disks (never raises; returns
+        the run)."""
+        agents.close_fleet(self.inventory, self.slot)
         return self._play("teardown.yml", timeout_s=TEARDOWN_TIMEOUT_S)
 
     def warm_up(self, load_ops_s: float, duration_s: float) -> TrialResult:
@@ -259,19 +297,24 @@ class AnsibleHarness:
             stale.unlink(missing_ok=True)
             shutil.rmtree(f"{stale}.d", ignore_errors=True)
         t0 = time.monotonic()
+        self.last_path = "agent" if self._agent_trial_ok() else "playbook"
         try:
-            run = self._play("run_trial.yml", timeout_s=self.trial_timeout_s(runlength_s), trial_id=n if isinstance(n, int) else 0,   # seeds fstress
-                             warmup_trial=not isinstance(n, int),
-                             load_ops_s=float(load_ops_s),
-                             runlength_s=float(runlength_s), warmup_s=self.warmup_s,
-                             trial_out=str(out), start_margin_s=self.start_margin_s,
-                             **({"background_out": str(background_out(out))} if self.background else {}),
-                             ensure_server=self._server_suspect and self.external is None)
+            if self.last_path == "agent":
+                run = self.last_run = self._agent_trial(n, load_ops_s, runlength_s, out)
+            else:
+                run = self._play("run_trial.yml", timeout_s=self.trial_timeout_s(runlength_s),
+                                 trial_id=n if isinstance(n, int) else 0,   # seeds fstress
+                                 warmup_trial=not isinstance(n, int),
+                                 load_ops_s=float(load_ops_s),
+                                 runlength_s=float(runlength_s), warmup_s=self.warmup_s,
+                                 trial_out=str(out), start_margin_s=self.start_margin_s,
+                                 **({"background_out": str(background_out(out))} if self.background else {}),
+                                 ensure_server=self._server_suspect and self.external is None)
         except Exception as e:  # the runner itself broke: this trial is lost, the rating goes on
             run = PlaybookRun(rc=-1, status="error", failures=[f"runner error: {type(e).__name__}: {e}"],
                               elapsed_s=time.monotonic() - t0)
         wall = time.monotonic() - t0
-        self.timings.append({"trial": n, "wall_s": wall, "playbook_s": run.elapsed_s,
+        self.timings.append({"trial": n, "path": self.last_path, "wall_s": wall, "playbook_s": run.elapsed_s,
                              "runlength_s": float(runlength_s), "warmup_s": self.warmup_s,
                              "overhead_s": wall - float(runlength_s) - self.warmup_s})
         result = self._judge(run, out, load_ops_s, runlength_s)
@@ -282,6 +325,30 @@ class AnsibleHarness:
         # run_trial first makes sure the server runs
         self._server_suspect = not result.valid
         return result
+
+    def _agent_trial_ok(self) -> bool:
+        """The agents can run this trial: on, the server needs no check (ensure_server is the
+        playbook's), no background tenant, the cache policy keep, and deploy wrote every spec."""
+        return (self.agent and not self._server_suspect and not self.background
+                and str(self._vars().get("nfs_server_cache_policy", "keep")) == "keep" and bool(self.load_hosts)
+                and all((self.agent_spec_dir / f"{h}.json").is_file() for h in self.load_hosts))
+
+    def _agent_trial(self, n: int | str, load_ops_s: float, runlength_s: float, out: Path) -> PlaybookRun:
+        """One trial through the agents (agents.run_trial); a failed agent → a failed run (a harness
+        failure) and the fleet killed: the next trial starts new agents."""
+        t0 = time.monotonic()
+        fleet = None
+        try:
+            fleet = self._fleet()
+            failures = agents.run_trial(fleet, n, load_ops_s=load_ops_s, runlength_s=runlength_s,
+                                        warmup_s=self.warmup_s, start_margin_s=self.start_margin_s,
+                                        timeout_s=self.trial_timeout_s(runlength_s), out=out)
+        except agents.AgentError as e:
+            if fleet is not None:
+                agents.drop_fleet(self.inventory, self.slot, fleet)
+            failures = [f"agent: {e}"]
+        return PlaybookRun(rc=1 if failures else 0, status="failed" if failures else "successful",
+                           failures=failures, elapsed_s=time.monotonic() - t0)
 
     def trial_timeout_s(self, runlength_s: float) -> float:
         """Wall-clock bound of one run_trial playbook: the generator's own limit (runlength + warm-up +

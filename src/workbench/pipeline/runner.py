@@ -12,6 +12,7 @@ from typing import Any, Callable, Mapping
 from workbench.config.vocabulary import MAX_TRIAL_TASKS
 from workbench.controller.decide import Done
 from workbench.lease.leases import LEASE_WAIT_S, holding, lease_slot
+from workbench.measure import agent as agents
 from workbench.measure.ansible import AnsibleHarness
 from workbench.measure.protocol import HarnessFactory
 from workbench.output.console import fmt_num, short, trial_line
@@ -29,10 +30,22 @@ RATING_TIMEOUT_S = 12 * 3600.0
 
 def run_rating(plan: RatingPlan, store: Store, log: Callable[[str], None] = print,
                on_trial: Callable[[Mapping[str, Any]], None] | None = None,
-               teardown_after: bool = True, make: HarnessFactory = AnsibleHarness) -> dict[str, Any]:
+               teardown_after: bool = True, make: HarnessFactory = AnsibleHarness,
+               agent: bool | None = None) -> dict[str, Any]:
     """reap → lease (waiting up to LEASE_WAIT_S for a busy slot) → provision → deploy → trials → validate →
     summarise → report → publish → teardown (always, unless `teardown_after` is False; after a kill,
-    by a detached process). A trial already in the store is not run again."""
+    by a detached process). A trial already in the store is not run again.
+
+    One process runs the whole rating, so its harnesses (one per step) may share resident fstress
+    agents (measure/agent.py): `agent`, or when None WB_FSTRESS_AGENT=0/1, else
+    agents.IN_PROCESS_DEFAULT. The agents end with the rating at the latest."""
+    with agents.enable(agents.in_process_default() if agent is None else agent):
+        return _run_rating(plan, store, log, on_trial, teardown_after, make)
+
+
+def _run_rating(plan: RatingPlan, store: Store, log: Callable[[str], None],
+                on_trial: Callable[[Mapping[str, Any]], None] | None,
+                teardown_after: bool, make: HarnessFactory) -> dict[str, Any]:
     reap_slots(make, log=log)                  # slots whose holder is gone: torn down first
     plan = lease_slot(plan, wait_s=LEASE_WAIT_S, log=log)
     log(f"rating {plan.rating_id}: {plan.workload_name()} on {plan.slot} (lease token {plan.lease_token})\n"

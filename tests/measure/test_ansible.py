@@ -186,6 +186,23 @@ def test_provision_deploy_teardown_order_and_vars(tmp_path):
     assert ev["sysinfo_dest"] == str(tmp_path / "sysinfo.json")
 
 
+def test_nfs_version_reaches_every_playbook_and_v41_probes_the_session(tmp_path):
+    """nfs_version is an extra-var of every playbook (the fstress role speaks it); over 4.1 provisioning
+    also probes the server from a load host and sysinfo.json keeps the session it granted."""
+    r = FakeRunner()
+    h = harness(tmp_path, r, factors={"nfs_version": "4.1"})
+    h.provision(); h.deploy(); h.measure(100, 2); h.teardown()
+    assert {c[0]: c[1]["nfs_server_nfs_version"] for c in r.calls} == {
+        "provision_sut.yml": "4.1", "deploy_loadgen.yml": "4.1", "run_trial.yml": "4.1", "teardown.yml": "4.1"}
+    assert r.calls[0][1]["probe_dest"] == str(tmp_path / "probe.json")
+    info = json.loads((tmp_path / "sysinfo.json").read_text())
+    assert info["host"] == "fake" and info["probe"]["nfs4"]["max_slots"] == 64
+    r3 = FakeRunner()
+    harness(tmp_path / "v3", r3, factors={"nfs_version": 3}).provision()      # coerced to "3": no probe
+    assert r3.calls[0][1]["nfs_server_nfs_version"] == "3" and "probe_dest" not in r3.calls[0][1]
+    assert "probe" not in json.loads((tmp_path / "v3" / "sysinfo.json").read_text())
+
+
 def test_provision_failure_raises(tmp_path):
     from workbench.measure.ansible import HarnessError
     h = harness(tmp_path, FakeRunner(fail="sut1: Validate failed: nfs_server_fs_type must be ..."))
@@ -200,6 +217,8 @@ def test_provision_failure_raises(tmp_path):
     ({"memory_mb": 16}, "memory_mb must be 0"),
     ({"threads": "many"}, "threads must be a whole number"),
     ({"colour": "red"}, "unknown factor"),
+    ({"nfs_version": "4.0"}, "nfs_version must be one of 3, 4.1"),
+    ({"nfs_version": 2}, "nfs_version must be one of 3, 4.1"),
 ])
 def test_bad_factors_fail_before_any_playbook(tmp_path, factors, match):
     r = FakeRunner()

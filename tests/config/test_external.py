@@ -180,6 +180,11 @@ def test_sweeps_and_nightly_baselines_take_the_external_words(tmp_path):
     cfg = tmp_path / "nightly.yml"
     cfg.write_text("baselines:\n  - name: filer\n    params: " + json.dumps({**FILER, "workload": "db_tp"}) + "\n")
     assert load_nightly_config(cfg)["baselines"][0]["params"]["server_address"] == "10.251.11.1"
+    cfg.write_text("baselines:\n  - name: filer41\n    params: " + json.dumps({**FILER, "nfs_version": "4.1"}) + "\n")
+    assert load_nightly_config(cfg)["baselines"][0]["params"]["nfs_version"] == "4.1"
+    cfg.write_text("baselines:\n  - name: filer41\n    params: " + json.dumps({**FILER, "nfs_version": "4.0"}) + "\n")
+    with pytest.raises(ParamError, match="nfs_version: '4.0' is not one of 3, 4.1"):
+        load_nightly_config(cfg)
     cfg.write_text("baselines:\n  - name: filer\n    params: " + json.dumps({**FILER, "threads": 8}) + "\n")
     with pytest.raises(ParamError, match="threads=8 cannot apply"):
         load_nightly_config(cfg)

@@ -322,13 +322,14 @@ def rating_report_html(spec: Mapping[str, Any], result: Mapping[str, Any],
 
 def surface_report_html(sweep: Mapping[str, Any], samples: Sequence[Mapping[str, Any]],
                         fit_summary: Mapping[str, Any] | None, plots: Mapping[str, bytes] | None = None) -> str:
-    """A response-surface sweep: design, the samples' λ*, the RSM fit quality and the plots."""
+    """A response-surface sweep: design, the samples' λ* with their intervals side by side, the RSM fit
+    quality and the plots."""
     factors = list(sweep.get("factors") or [])
     head = _kv([("sweep", sweep.get("sweep_id")), ("design", sweep.get("design")),
                 ("factors", ", ".join(map(str, factors))), ("levels", _fmt_dict(sweep.get("levels"))),
                 ("samples", len(samples))])
-    cols = factors + ["peak_rate", "n_trials", "seed_load", "rating_id"]
-    rows = [[_num(s.get(c)) if c in ("peak_rate", "seed_load") else
+    cols = factors + ["peak_rate", "peak_rate_ci", "converged", "n_trials", "seed_load", "rating_id"]
+    rows = [[_num(s.get(c)) if c in ("peak_rate", "seed_load") else _pair(s.get(c)) if c == "peak_rate_ci" else
              _link(s.get(c), s.get("report_href")) if c == "rating_id" else s.get(c) for c in cols] for s in samples]
     fit_html = '<p class="muted">no model fitted</p>'
     if fit_summary:

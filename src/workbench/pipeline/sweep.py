@@ -384,7 +384,8 @@ def finish_sweep(store: Store, sweep_id: str, rows: Sequence[Mapping[str, Any]] 
     for name, png in plots.items():
         store.put_bytes(store.surface_plot_key(sweep_id, name), png, "image/png")
     key = store.surface_report_key(sweep_id)
-    samples = [{**r["sample"], **{k: r[k] for k in ("peak_rate", "rating_id", "n_trials", "seed_load", "converged")},
+    samples = [{**r["sample"], **{k: r.get(k) for k in ("peak_rate", "peak_rate_ci", "rating_id", "n_trials",
+                                                        "seed_load", "converged")},
                 "report_href": store.link(key, store.rating_report_key(r["rating_id"]))} for r in rows]
     report = {k: v for k, v in summary.items() if k != "mape_by_samples"}
     html = surface_report_html({"sweep_id": sweep_id, "factors": plan["factors"], "design": plan["design"]},

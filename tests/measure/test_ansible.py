@@ -487,3 +487,45 @@ def test_an_unreachable_load_host_is_a_harness_failure_not_an_invalid_trial(tmp_
     assert t.harness_failure and not t.valid and t.outcome == "harness", t
     assert "load1" in t.reason and "unreachable" in t.reason.lower(), t.reason
     assert h.last_run is not None and h.last_run.stats.get("dark", {}).get("load1"), h.last_run.stats
+
+
+@pytest.mark.integration
+@pytest.mark.xdist_group("slot4")        # beside the v4.1 CLI rating (test_cli.py); filer4 / xload4 are its names
+@pytest.mark.timeout(300)
+def test_an_nfs41_only_filer_is_probed_and_a_v3_only_one_refused(tmp_path):
+    """An external Ganesha that speaks only NFSv4 (no portmapper, no MOUNT) is described over v4.1 from a
+    load host: no portmapper asked, port 2049, the session it grants in sysinfo. The same filer speaking
+    only v3 fails the v4.1 probe, naming the version mismatch, before any load."""
+    from conftest import start_slot, stop_slot
+    from workbench.measure.ansible import HarnessError
+    if os.geteuid() != 0:
+        pytest.skip("needs root (network namespaces, rpcbind, Ganesha)")
+    inv = tmp_path / "external.yml"
+    text = (REPO / "inventory" / "external" / "hosts.yml").read_text()
+    inv.write_text(text.replace("xload1", "xload4").replace("wb-filer\n", "wb-filer4\n")
+                   .replace("filer1:", "filer4:").replace("10.251.11.", "10.251.14."))
+    filer = {"address": "10.251.14.1", "export": "/export"}
+    stop_slot("filer4")
+    try:
+        start_slot("filer4", "--protocols", "4")
+        h = AnsibleHarness(slot="filer4", inventory=inv, results_dir=tmp_path / "v4", external=filer,
+                           factors={"nfs_version": "4.1"})
+        try:
+            h.provision()
+        finally:
+            h.teardown()
+        probe = json.loads((tmp_path / "v4" / "sysinfo.json").read_text())["probe"]
+        assert probe["nfs_version"] == "4.1" and probe["rpc_programs"] == [] and probe["mount_port_from"] == "none"
+        assert probe["nfs_port"] == 2049 and probe["nfs4"]["max_slots"] >= 1 and probe["nfs4"]["lease_time_s"] > 0
+        stop_slot("filer4")
+        start_slot("filer4", "--protocols", "3")
+        h = AnsibleHarness(slot="filer4", inventory=inv, results_dir=tmp_path / "v3", external=filer,
+                           factors={"nfs_version": "4.1"})
+        try:
+            with pytest.raises(HarnessError, match=r"fstress: probe: NFSv4 NULL .* program version mismatch"):
+                h.provision()
+        finally:
+            h.teardown()
+    finally:
+        stop_slot("filer4")
+    assert "wb-xload4" not in subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout

@@ -3,7 +3,7 @@
 #   WB_GANESHA_MODE=ansible (default in docker-compose.yml): sshd only; the nfs_server role
 #     provisions disks, file system, cgroups and starts Ganesha with its own config.
 #   WB_GANESHA_MODE=static: rpcbind + Ganesha in the foreground with /etc/ganesha/ganesha.conf
-#     (docker/ganesha/ganesha.conf: /export over NFSv3, TCP, ports 2049 / 20048).
+#     (docker/ganesha/ganesha.conf: /export over NFSv3 and NFSv4.1, TCP, ports 2049 / 20048).
 # Needs `privileged: true` (see docker-compose.yml). Build context: the repository root.
 # Base image: an argument (default upstream); `make test-compose` passes a local stand-in.
 ARG DEBIAN_BASE=debian:12.12-slim

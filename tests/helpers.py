@@ -28,6 +28,14 @@ def fstress_json(**over):
     return d
 
 
+# `fstress probe --nfs-version 4.1` of Ganesha 4.3 on a slot (the session part; loadgen/README.md, Probe)
+FAKE_PROBE_V41 = {"server": "10.251.1.1", "export": "/export", "nfs_port": 2049, "nfs_port_from": "given",
+                  "mount_port": 0, "mount_port_from": "none", "rpc_programs": [],
+                  "rpc_programs_error": "not asked: NFSv4.1 needs no portmapper", "nfs_version": "4.1",
+                  "nfs4": {"max_slots": 64, "max_request_size": 67108864, "max_response_size": 67108864,
+                           "max_response_size_cached": 0, "max_operations": 1024, "lease_time_s": 60}}
+
+
 class FakeRunner:
     """Stands in for ansible-runner: records calls; run_trial writes `result` (or fails)."""
 
@@ -43,6 +51,9 @@ class FakeRunner:
         self.timeouts_s[Path(playbook).name] = timeout_s
         if "sysinfo_dest" in extravars:            # provision_sut.yml fetches the SUT's sysinfo
             Path(extravars["sysinfo_dest"]).write_text(json.dumps({"host": "fake"}))
+        if "probe_dest" in extravars and Path(playbook).name == "provision_sut.yml":   # over NFSv4.1 a load
+            # host's probe of it
+            Path(extravars["probe_dest"]).write_text(json.dumps(FAKE_PROBE_V41))
         if Path(playbook).name == "run_trial.yml":
             res = self.result(extravars) if callable(self.result) else self.result
             if res is not None:

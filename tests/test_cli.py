@@ -114,6 +114,8 @@ def test_cli_bad_input_one_line_before_provisioning(tmp_path, capsys):
     for argv, match in ((["rate", "--fs", "zfs"], "--fs: 'zfs' is not one of ext4"),
                         (["rate", "--disks", "0"], "--disks: 0 is out of range (≥ 1"),
                         (["rate", "--memory-mb", "8"], "--memory-mb must be 0"),
+                        (["rate", "--nfs-version", "4.0"], "--nfs-version: '4.0' is not one of 3, 4.1"),
+                        (["rate", "--nfs-version", "2"], "--nfs-version: '2' is not one of 3, 4.1"),
                         (["rate", "--workload", "nope"], "workload: 'nope' is not one of web_server"),
                         (["rate", "--slot", "slot9"], "--slot: 'slot9' is not a slot of"),
                         (["rate", "--inventory", str(tmp_path / "none.yml")], "inventory"),
@@ -324,6 +326,41 @@ def test_smoke_rating_end_to_end_with_faults(tmp_path, capsys):
     # issue 30: no negative latency bound or accuracy, no open interval on a converged rating
     assert result_bad_fields(res) == [] and bad_figures(out.out + out.err) == []
     assert bad_figures((rating / "report.html").read_text()) == []
+
+
+@pytest.mark.integration
+@pytest.mark.xdist_group("slot4")        # this test's slot (a renumbered copy of the local inventory)
+@pytest.mark.timeout(400)
+def test_a_rating_over_nfs41_on_a_real_slot(tmp_path, capsys):
+    """`workbench rate --nfs-version 4.1` on a real Ganesha slot: the server exports v3 and v4.1, the
+    file set, the trials and their drain go over NFSv4.1 sessions, and sysinfo (and the report) keep
+    the session the server granted. Short: a small file set, two trials (converging is the hand-run
+    rating's job: docs/performance.md)."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root (network namespaces, loop devices, cgroups)")
+    inventory = renumbered_inventory(tmp_path / "hosts.yml", {1: 4})
+    t0 = time.monotonic()
+    rc = cli.main(["rate", "--inventory", str(inventory), "--slot", "slot4", "--profile", "smoke",
+                   "--nfs-version", "4.1", "--fileset-rate", "1000", "--max-trials", "2", "--quiet",
+                   "--results", str(tmp_path / "r")])
+    wall = time.monotonic() - t0
+    err = capsys.readouterr().err
+    print(err[-3000:], f"wall {wall:.0f} s", sep="\n")
+    assert rc in (0, 1), err[-3000:]                 # 1: two trials do not converge
+    res, trials, rating = rating_files(tmp_path / "r")
+    assert res["factors"]["nfs_version"] == "4.1" and len(trials) == 2, res
+    for t in trials:
+        raw = t["raw"]
+        assert raw["nfs_version"] == "4.1" and raw["ops_total"] > 0 and raw["errors"] == 0, raw
+        assert raw["nfs4"]["slots"] >= 1 and raw["nfs4"]["sessions_recreated"] == 0, raw["nfs4"]
+    info = json.loads((rating / "sysinfo.json").read_text())
+    assert info["server"]["settings"]["nfs_server_nfs_version"] == "4.1"
+    assert info["server"]["config"].count("Protocols = 3, 4;") == 2
+    assert info["probe"]["nfs_version"] == "4.1" and info["probe"]["mount_port_from"] == "none"
+    assert info["probe"]["nfs4"]["max_slots"] >= 1 and info["probe"]["nfs4"]["max_request_size"] > 0
+    assert "NFSv4.1 session the server granted" in (rating / "report.html").read_text()
+    ns = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, check=True).stdout
+    assert "wb-sut4" not in ns                        # torn down
 
 
 def test_a_dead_server_still_gets_a_result_and_a_report_saying_why(tmp_path, capsys, private_leases):

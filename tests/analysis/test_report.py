@@ -283,6 +283,9 @@ def test_surface_report_html():
     assert "fullfact" in page and "12.5" in page and "3.25" in page and "216.2" in page and "905" in page
     assert "&lt;img src=x&gt;" in page and "<img src=x>" not in page
     assert not _EXTERNAL.search(page)
+    samples[0]["peak_rate_ci"] = [3148.55, 3657.41]           # each λ* with its interval, side by side
+    page = report.surface_report_html({"sweep_id": "sw1", "factors": ["disks", "threads"]}, samples, None)
+    assert "<th>peak_rate_ci</th>" in page.replace(' class="l"', "") and "[3149, 3657]" in page
     samples[1]["report_href"] = "../../ratings/r1/report.html"
     samples[0]["report_href"] = '../../ratings/"x/report.html'
     page = report.surface_report_html({"sweep_id": "sw1", "factors": ["disks", "threads"]}, samples, None)

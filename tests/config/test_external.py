@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from workbench.analysis.report import rating_report_html
-from helpers import FakeRunner
+from helpers import FAKE_PROBE_V41, FakeRunner
 from workbench import cli
-from workbench.config.external import external_server, refuse_server_factors
+from workbench.config.external import external_factors, external_server, refuse_server_factors
 from workbench.measure.ansible import AnsibleHarness
 from workbench.params.plan import ParamError, plan_from_params
 
@@ -61,6 +61,21 @@ def test_an_external_plan_records_no_server_factors():
         plan_from_params({**FILER, "fs": "xfs"}, "r2")
 
 
+def test_nfs_version_is_the_one_factor_an_external_server_takes():
+    """The protocol the load hosts speak: over 4.1 no portmapper (port 0 = 2049) and no MOUNT."""
+    plan = plan_from_params({**FILER, "profile": "smoke", "nfs_version": "4.1"}, "r1")
+    assert plan.factors == {"nfs_version": "4.1"} and plan.external["nfs_port"] == 0
+    refuse_server_factors({"nfs_version": "4.1"})
+    with pytest.raises(ParamError, match=r"server factor\(s\) threads=8 cannot apply"):
+        plan_from_params({**FILER, "nfs_version": "4.1", "threads": 8}, "r2")
+    with pytest.raises(ParamError, match=r"server_mount_port: NFSv4.1 has no MOUNT protocol"):
+        plan_from_params({**FILER, "nfs_version": "4.1", "server_mount_port": 20048}, "r3")
+    assert external_factors(external_server({**FILER, "server_mount_port": 635}), {"nfs_version": "3"}) == \
+        {"nfs_version": "3"}
+    with pytest.raises(ParamError, match=r"nfs_version: '4\.0' is not one of 3, 4\.1"):
+        plan_from_params({**FILER, "nfs_version": "4.0"}, "r4")
+
+
 def test_cli_refuses_a_server_factor_on_an_external_server(capsys):
     argv = ["rate", "--server-address", "10.251.11.1", "--server-export", "/export", "--check"]
     assert cli.main(argv + ["--fs", "xfs"]) == 2
@@ -98,6 +113,28 @@ def test_harness_probes_instead_of_provisioning_and_never_touches_a_server(tmp_p
     assert info["server"]["endpoint"]["mount_port"] == 20048 and info["probe"]["fsinfo"]["rtmax"] == 1048576
 
 
+def test_harness_probes_an_external_server_over_nfs41(tmp_path):
+    """The factor reaches the probe (fstress_nfs_version defaults to it) and every later playbook;
+    sysinfo keeps the session the server granted, and the report shows it."""
+    runner = FakeRunner()
+
+    def run(playbook, extravars, **kw):
+        if Path(playbook).name == "probe_server.yml":
+            Path(extravars["probe_dest"]).write_text(json.dumps(FAKE_PROBE_V41))
+        return FakeRunner.__call__(runner, playbook, extravars, **kw)
+    plan = plan_from_params({**FILER, "profile": "smoke", "nfs_version": "4.1"}, "r1")
+    h = AnsibleHarness(slot="slot1", results_dir=tmp_path, runner=run, external=plan.external, factors=plan.factors)
+    h.provision()
+    h.deploy()
+    assert [c[0] for c in runner.calls] == ["probe_server.yml", "deploy_loadgen.yml"]
+    assert all(v["nfs_server_nfs_version"] == "4.1" for _, v in runner.calls)
+    info = json.loads((tmp_path / "sysinfo.json").read_text())
+    assert info["server"]["endpoint"]["nfs_port"] == 2049 and info["server"]["endpoint"]["mount_port"] == 0
+    html = rating_report_html(plan.to_dict(), {"peak_rate": 900.0, "converged": True, "reason": "ok"}, [],
+                              sysinfo=info)
+    assert "NFSv4.1 session the server granted" in html and "max_slots" in html and "67108864" in html
+
+
 def test_report_says_external_server_and_shows_what_the_client_learnt():
     plan = plan_from_params({**FILER, "profile": "smoke"}, "r1")
     info = {"mode": "external", "host": "10.251.11.1", "probe": PROBE,
@@ -124,6 +161,13 @@ def test_history_seeds_an_external_rating_only_from_the_same_filer(tmp_path):
         store.put_json(store.rating_key(plan.rating_id, "result.json"), {"peak_rate": peak, "converged": True})
     again = plan_from_params({**FILER, "profile": "smoke"}, "again")
     assert history_seed(store, again) == 700.0
+    v41 = plan_from_params({**FILER, "profile": "smoke", "nfs_version": "4.1"}, "v41")
+    assert history_seed(store, v41) is None                   # rated over v3 only so far
+    store.put_json(store.rating_key("v41", "spec.json"), v41.to_dict())
+    store.put_json(store.rating_key("v41", "result.json"), {"peak_rate": 650.0, "converged": True})
+    assert history_seed(store, plan_from_params({**FILER, "profile": "smoke", "nfs_version": "4.1"}, "x")) == 650.0
+    assert history_seed(store, plan_from_params({**FILER, "profile": "smoke"}, "y")) == 700.0   # unset = "3"
+    assert history_seed(store, plan_from_params({**FILER, "profile": "smoke", "nfs_version": "3"}, "z")) == 700.0
     assert history_seed(store, plan_from_params({"profile": "smoke"}, "own2")) == 900.0
 
 
@@ -136,6 +180,11 @@ def test_sweeps_and_nightly_baselines_take_the_external_words(tmp_path):
     cfg = tmp_path / "nightly.yml"
     cfg.write_text("baselines:\n  - name: filer\n    params: " + json.dumps({**FILER, "workload": "db_tp"}) + "\n")
     assert load_nightly_config(cfg)["baselines"][0]["params"]["server_address"] == "10.251.11.1"
+    cfg.write_text("baselines:\n  - name: filer41\n    params: " + json.dumps({**FILER, "nfs_version": "4.1"}) + "\n")
+    assert load_nightly_config(cfg)["baselines"][0]["params"]["nfs_version"] == "4.1"
+    cfg.write_text("baselines:\n  - name: filer41\n    params: " + json.dumps({**FILER, "nfs_version": "4.0"}) + "\n")
+    with pytest.raises(ParamError, match="nfs_version: '4.0' is not one of 3, 4.1"):
+        load_nightly_config(cfg)
     cfg.write_text("baselines:\n  - name: filer\n    params: " + json.dumps({**FILER, "threads": 8}) + "\n")
     with pytest.raises(ParamError, match="threads=8 cannot apply"):
         load_nightly_config(cfg)

@@ -104,6 +104,9 @@ BAD_FACTORS = [
     ({"read_iops": -1}, "read_iops"),
     ({"memory_mb": 50}, "memory_mb"),              # 0 or >= floor
     ({"disks": 2, "fs": "xfs"}, "disks"),          # a rule between factors
+    ({"nfs_version": "4.0"}, "nfs_version"),       # a version fstress does not speak
+    ({"nfs_version": 2}, "nfs_version"),
+    ({"nfs_version": "4"}, "nfs_version"),
 ]
 
 
@@ -112,6 +115,16 @@ BAD_FACTORS = [
 def test_factor_vars_refuses_bad_input_naming_the_factor(factors, named):
     with pytest.raises(ValueError, match=rf"\b{re.escape(named)}\b"):
         factor_vars(factors)
+
+
+def test_nfs_version_is_a_string_choice_numbers_coerced():
+    """3 and 4.1 (as a sweep file's YAML numbers) are the strings "3" and "4.1"; nothing else."""
+    assert factor_vars({"nfs_version": 4.1}) == {"nfs_server_nfs_version": "4.1"}
+    assert factor_vars({"nfs_version": 3}) == {"nfs_server_nfs_version": "3"}
+    assert BY_NAME["nfs_version"].sweep == "categorical" and BY_NAME["nfs_version"].choices == ("3", "4.1")
+    assert [f.name for f in FACTORS if f.external] == ["nfs_version"]     # the one an external server takes
+    with pytest.raises(ValueError, match=r"nfs_version must be one of 3, 4.1, got '4.0'"):
+        check_factor("nfs_version", 4.0)
 
 
 def test_memory_floor():
@@ -181,7 +194,7 @@ def parser() -> argparse.ArgumentParser:
 def test_cli_flags_exist(parser):
     flags = set(parser._option_string_actions)
     assert {"--memory-mb", "--read-iops", "--disk-size-mb", "--cache-policy", "--server-cpus",
-            "--sync", "--async"} <= flags
+            "--sync", "--async", "--nfs-version"} <= flags
     assert {f.flag for f in FACTORS} <= flags
 
 
@@ -190,6 +203,7 @@ def test_cli_flags_parse_to_the_factor_types(parser):
                             "--server-cpus", "0-1", "--threads", "8"])
     assert same(ns.memory_mb, 128) and same(ns.read_iops, 200) and same(ns.threads, 8)
     assert ns.sync is False and ns.fs == "xfs" and ns.server_cpus == "0-1"
+    assert parser.parse_args(["--nfs-version", "4.1"]).nfs_version == "4.1"
     assert parser.parse_args(["--sync"]).sync is True
     assert all(v is None for v in vars(parser.parse_args([])).values())      # None = the profile's value
 

@@ -389,10 +389,11 @@ def _netns_down(ns: str) -> None:
 
 
 @pytest.mark.integration
-def test_static_ganesha_conf_serves_nfsv3(tmp_path, fstress_bin):
+def test_static_ganesha_conf_serves_nfsv3_and_nfsv41(tmp_path, fstress_bin):
     """docker/ganesha/ganesha.conf run the way the static entrypoint runs it (rpcbind -w, then its
     `ganesha.nfsd` line), in a network namespace with a private /run as the container would have;
-    only the export and recovery paths move to a temp dir. fstress builds a file set and runs."""
+    only the export and recovery paths move to a temp dir. fstress builds a file set and runs, over
+    NFSv3 and then over NFSv4.1 (the pseudo path, no MOUNT)."""
     text = (REPO / "docker" / "ganesha" / "ganesha.conf").read_text()
     assert "  Path = /export;" in text and "RecoveryRoot = /var/lib/nfs/ganesha;" in text
     export, recovery = tmp_path / "export", tmp_path / "recovery"
@@ -438,6 +439,13 @@ def test_static_ganesha_conf_serves_nfsv3(tmp_path, fstress_bin):
         trial = json.loads(result.read_text())
         assert trial["ops_total"] >= 150 and trial["errors"] == 0 and trial["timeouts"] == 0
         assert any(export.iterdir()), "the file set is not in the exported directory"
+        run = subprocess.run(["ip", "netns", "exec", ns, str(fstress_bin), "run", "--server", "127.0.0.1:2049",
+                              "--export", "/export", "--nfs-version", "4.1", "--workload", "web_server",
+                              "--rate", "100", "--fileset-rate", "100", "--duration", "2", "--warmup", "0.5",
+                              "--json", str(result)], capture_output=True, text=True, timeout=120)
+        assert run.returncode in (0, 3), run.stderr
+        trial = json.loads(result.read_text())
+        assert trial["nfs_version"] == "4.1" and trial["ops_total"] >= 150 and trial["errors"] == 0, trial
         assert "NFS SERVER INITIALIZED" in out.read_text(), "Ganesha's log did not reach stdout (-L /dev/stdout)"
     finally:
         _netns_down(ns)

@@ -432,6 +432,7 @@ def test_knfsd_templates_render(sync):
     assert {"rw", "no_root_squash", "no_subtree_check"} <= set(opts)
     conf = _render("nfs.conf.j2", nfs_server_threads=32)
     assert "[nfsd]\nthreads=32\n" in conf and "[mountd]\nport=20048" in conf
+    assert "vers3=y" in conf and "vers4.1=y" in conf and "vers4.0=n" in conf    # nfs_version 3 and 4.1
 
 
 @pytest.mark.parametrize("sync", [True, False])
@@ -442,6 +443,8 @@ def test_ganesha_template_renders(sync):
     assert "Path = /srv/wb/export;" in conf and "Pseudo = /export;" in conf
     assert "Access_Type = None;" in conf and "Clients = 10.251.1.2, 10.251.1.3;" in conf
     assert conf.count("{") == conf.count("}")
+    # both versions of the factor nfs_version, one config: NFSv3 and NFSv4.1 at the pseudo path /export
+    assert conf.count("Protocols = 3, 4;") == 2 and "Minor_Versions = 1, 2;" in conf
 
 
 @pytest.mark.skipif(not PLAYBOOK.exists(), reason="needs the venv")

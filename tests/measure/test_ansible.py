@@ -186,6 +186,23 @@ def test_provision_deploy_teardown_order_and_vars(tmp_path):
     assert ev["sysinfo_dest"] == str(tmp_path / "sysinfo.json")
 
 
+def test_nfs_version_reaches_every_playbook_and_v41_probes_the_session(tmp_path):
+    """nfs_version is an extra-var of every playbook (the fstress role speaks it); over 4.1 provisioning
+    also probes the server from a load host and sysinfo.json keeps the session it granted."""
+    r = FakeRunner()
+    h = harness(tmp_path, r, factors={"nfs_version": "4.1"})
+    h.provision(); h.deploy(); h.measure(100, 2); h.teardown()
+    assert {c[0]: c[1]["nfs_server_nfs_version"] for c in r.calls} == {
+        "provision_sut.yml": "4.1", "deploy_loadgen.yml": "4.1", "run_trial.yml": "4.1", "teardown.yml": "4.1"}
+    assert r.calls[0][1]["probe_dest"] == str(tmp_path / "probe.json")
+    info = json.loads((tmp_path / "sysinfo.json").read_text())
+    assert info["host"] == "fake" and info["probe"]["nfs4"]["max_slots"] == 64
+    r3 = FakeRunner()
+    harness(tmp_path / "v3", r3, factors={"nfs_version": 3}).provision()      # coerced to "3": no probe
+    assert r3.calls[0][1]["nfs_server_nfs_version"] == "3" and "probe_dest" not in r3.calls[0][1]
+    assert "probe" not in json.loads((tmp_path / "v3" / "sysinfo.json").read_text())
+
+
 def test_provision_failure_raises(tmp_path):
     from workbench.measure.ansible import HarnessError
     h = harness(tmp_path, FakeRunner(fail="sut1: Validate failed: nfs_server_fs_type must be ..."))
@@ -200,6 +217,8 @@ def test_provision_failure_raises(tmp_path):
     ({"memory_mb": 16}, "memory_mb must be 0"),
     ({"threads": "many"}, "threads must be a whole number"),
     ({"colour": "red"}, "unknown factor"),
+    ({"nfs_version": "4.0"}, "nfs_version must be one of 3, 4.1"),
+    ({"nfs_version": 2}, "nfs_version must be one of 3, 4.1"),
 ])
 def test_bad_factors_fail_before_any_playbook(tmp_path, factors, match):
     r = FakeRunner()
@@ -468,3 +487,45 @@ def test_an_unreachable_load_host_is_a_harness_failure_not_an_invalid_trial(tmp_
     assert t.harness_failure and not t.valid and t.outcome == "harness", t
     assert "load1" in t.reason and "unreachable" in t.reason.lower(), t.reason
     assert h.last_run is not None and h.last_run.stats.get("dark", {}).get("load1"), h.last_run.stats
+
+
+@pytest.mark.integration
+@pytest.mark.xdist_group("slot4")        # beside the v4.1 CLI rating (test_cli.py); filer4 / xload4 are its names
+@pytest.mark.timeout(300)
+def test_an_nfs41_only_filer_is_probed_and_a_v3_only_one_refused(tmp_path):
+    """An external Ganesha that speaks only NFSv4 (no portmapper, no MOUNT) is described over v4.1 from a
+    load host: no portmapper asked, port 2049, the session it grants in sysinfo. The same filer speaking
+    only v3 fails the v4.1 probe, naming the version mismatch, before any load."""
+    from conftest import start_slot, stop_slot
+    from workbench.measure.ansible import HarnessError
+    if os.geteuid() != 0:
+        pytest.skip("needs root (network namespaces, rpcbind, Ganesha)")
+    inv = tmp_path / "external.yml"
+    text = (REPO / "inventory" / "external" / "hosts.yml").read_text()
+    inv.write_text(text.replace("xload1", "xload4").replace("wb-filer\n", "wb-filer4\n")
+                   .replace("filer1:", "filer4:").replace("10.251.11.", "10.251.14."))
+    filer = {"address": "10.251.14.1", "export": "/export"}
+    stop_slot("filer4")
+    try:
+        start_slot("filer4", "--protocols", "4")
+        h = AnsibleHarness(slot="filer4", inventory=inv, results_dir=tmp_path / "v4", external=filer,
+                           factors={"nfs_version": "4.1"})
+        try:
+            h.provision()
+        finally:
+            h.teardown()
+        probe = json.loads((tmp_path / "v4" / "sysinfo.json").read_text())["probe"]
+        assert probe["nfs_version"] == "4.1" and probe["rpc_programs"] == [] and probe["mount_port_from"] == "none"
+        assert probe["nfs_port"] == 2049 and probe["nfs4"]["max_slots"] >= 1 and probe["nfs4"]["lease_time_s"] > 0
+        stop_slot("filer4")
+        start_slot("filer4", "--protocols", "3")
+        h = AnsibleHarness(slot="filer4", inventory=inv, results_dir=tmp_path / "v3", external=filer,
+                           factors={"nfs_version": "4.1"})
+        try:
+            with pytest.raises(HarnessError, match=r"fstress: probe: NFSv4 NULL .* program version mismatch"):
+                h.provision()
+        finally:
+            h.teardown()
+    finally:
+        stop_slot("filer4")
+    assert "wb-xload4" not in subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout

@@ -36,6 +36,27 @@ def test_achieved_rate_counts_replies_not_timed_out_calls():
     assert "achieved 400.0 ops/s < 95% of offered 500.0" in result_from_json(lagging, 500, 5).reason
 
 
+def test_an_nfs41_server_s_full_slot_table_is_overload_not_a_saturated_generator():
+    """The real trial of issue 35: 12 800 ops/s over NFSv4.1 on a server of λ* ≈ 3 600; its 64 session
+    slots full, calls queued client-side for one (125 457 slot waits), so fstress sent 78 % on time and
+    hit its outstanding-calls cap. Above overload_ms, with no NFS error, that is the server's overload
+    (valid: the controller reads its mean); a lag-bound cause, an NFS error, v3 or a low mean are not."""
+    reason = "sent 100387 of 128000 intended calls (78.43% < 99%); outstanding-calls cap 81024 hit"
+    raw = fstress_json(offered_rate=12800.0, achieved_rate=10038.7, duration_s=10.0, ops_total=100387,
+                       timeouts=60105, mean_ms=8542.0, generator_saturated=True, saturation_reason=reason,
+                       nfs_version="4.1", nfs4={"slots": 64, "slot_waits": 125457, "sessions_recreated": 0})
+    t = result_from_json(raw, 12800, 10, overload_ms=50.0)
+    assert t.valid and t.mean_ms == 8542.0, t.reason
+    assert t.reason == "overloaded: 60105 timeouts, mean 8542 ms >= 50 ms, 125457 calls waited for a session slot"
+    assert not result_from_json(raw, 12800, 10).valid                             # overload_ms None: SPEC SFS
+    for bad in ({"saturation_reason": reason + "; send-lag p99 3.1 ms > bound 2 ms (host steal 0.5 %)"},
+                {"errors": 3}, {"nfs_version": None}, {"mean_ms": 20.0}, {"nfs4": {"slot_waits": 0}}):
+        t = result_from_json({**raw, **bad}, 12800, 10, overload_ms=50.0)
+        assert not t.valid, bad
+    assert "generator saturated: sent 100387" in result_from_json({**raw, "nfs_version": None}, 12800, 10,
+                                                                  overload_ms=50.0).reason
+
+
 def test_drain_s_is_the_merged_drain_time():
     drain = {"drain_s": 1.75, "drained": True, "idle_rtt_us": 120.0, "limit_us": 1120.0, "probes": 60,
              "max_rtt_us": 950000.0, "first_rtts_us": [950000.0], "last_rtts_us": [130.0]}

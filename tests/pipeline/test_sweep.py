@@ -87,6 +87,40 @@ def test_a_2x2_sweep_seeds_later_samples_and_ends_in_a_model_a_plot_and_a_report
     assert all(f'href="../../ratings/{r["rating_id"]}/report.html"' in page for r in rows)
 
 
+def test_a_sweep_over_nfs_version_rates_each_sample_over_its_version(tmp_path, monkeypatch):
+    """nfs_version is a categorical sweep factor: each sample's plan carries its version (to the
+    harness's extra-vars), the fit codes it, an external filer takes it in a sweep; its levels are the
+    strings "3" and "4.1" (YAML numbers are refused naming the factor)."""
+    from workbench.store.local import LocalStore
+
+    store = LocalStore(tmp_path / "store")
+    store.ensure_bucket()
+    jobs = sweep.start_sweep(store, {"workload": "web_server", "profile": "smoke",
+                                     "factors": {"nfs_version": ["3", "4.1"], "read_iops": [90, 100]}}, "sw")
+    plans = [RatingPlan.from_dict(j["item"]["plan"]) for j in jobs]
+    assert sorted((p.factors["nfs_version"], p.factors["read_iops"]) for p in plans) == [
+        ("3", 90), ("3", 100), ("4.1", 90), ("4.1", 100)]
+
+    def fake_rating(plan, store_, log=print):
+        lam = 10.0 * plan.factors["read_iops"] - (50.0 if plan.factors["nfs_version"] == "4.1" else 0.0)
+        return {"peak_rate": lam, "converged": True, "n_trials": 5, "cost_s": 50.0, "bracket": [lam, lam],
+                "peak_rate_ci": [lam, lam], "reason": "converged"}
+
+    monkeypatch.setattr(sweep, "run_rating", fake_rating)
+    rows = [sweep.rate_sample(store, j["sweep"], j["item"], log=lambda m: None) for j in jobs]
+    summary = sweep.finish_sweep(store, "sw", rows)
+    assert summary["n_samples"] == 4 and any("nfs_version" in str(t) for t in summary["coefficients"])
+    # one numeric factor beside a categorical one: its curve, the model at nfs_version "3"
+    assert "surfaces/sw/plots/curve_read_iops.png" in store.list_keys("surfaces/sw/")
+    filer = {"server_address": "10.251.11.1", "server_export": "/export"}
+    sw = sweep.plan_sweep({"factors": {"nfs_version": ["3", "4.1"]}, "fixed": filer}, "ext")
+    assert [it["plan"]["factors"] for it in sw["samples"]] == [{"nfs_version": "3"}, {"nfs_version": "4.1"}]
+    with pytest.raises(ParamError, match=r"nfs_version: expected string, got int 3"):
+        sweep.plan_sweep({"factors": {"nfs_version": [3, 4.1]}}, "sw")
+    with pytest.raises(ParamError, match=r"nfs_version: '4\.0' is not one of 3, 4\.1"):
+        sweep.plan_sweep({"factors": {"nfs_version": ["3", "4.0"]}}, "sw")
+
+
 def test_a_sweep_over_zipf_alpha_renders_each_sample_s_workload():
     """A workload factor is a numeric sweep factor next to the server factors: each sample's
     workload is the base plus its level, as fstress text; levels stay real numbers."""

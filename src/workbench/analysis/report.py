@@ -132,6 +132,20 @@ def rating_plots(spec: Mapping[str, Any], result: Mapping[str, Any],
     }
 
 
+NFS4_SESSION_KEYS = ("max_slots", "max_request_size", "max_response_size", "max_response_size_cached",
+                     "max_operations", "lease_time_s", "impl_name", "impl_domain")
+
+
+def _nfs4_html(probe: Mapping[str, Any]) -> str:
+    """The NFSv4.1 session the server granted the probe (`fstress probe --nfs-version 4.1`): its slot
+    table and request / response sizes (bytes), lease time; "" without one."""
+    nfs4 = probe.get("nfs4") or {}
+    if not nfs4:
+        return ""
+    return (f"<h3>NFSv{_e(probe.get('nfs_version', '4.1'))} session the server granted</h3>"
+            + _kv((k, nfs4[k]) for k in NFS4_SESSION_KEYS if nfs4.get(k) not in (None, "")))
+
+
 def _external_html(sysinfo: Mapping[str, Any]) -> str:
     """An external server as its client saw it (`fstress probe`) and as the user described it."""
     server, probe = sysinfo.get("server") or {}, sysinfo.get("probe") or {}
@@ -154,6 +168,7 @@ def _external_html(sysinfo: Mapping[str, Any]) -> str:
     for name in ("fsinfo", "fsstat", "pathconf"):
         if probe.get(name):
             out.append(f"<h3>{name.upper()} of the export</h3>" + _kv(sorted(probe[name].items())))
+    out.append(_nfs4_html(probe))
     return "".join(out)
 
 
@@ -176,6 +191,7 @@ def _sysinfo_html(sysinfo: Mapping[str, Any] | None) -> str:
     settings = server.get("settings") or {}
     if settings:
         out.append("<h3>Server settings</h3>" + _kv(sorted(settings.items())))
+    out.append(_nfs4_html(sysinfo.get("probe") or {}))
     if server.get("config"):
         out.append(f"<details><summary>server config ({_e(server.get('config_file', ''))})</summary>"
                    f"<pre>{_e(server['config'])}</pre></details>")
@@ -306,13 +322,14 @@ def rating_report_html(spec: Mapping[str, Any], result: Mapping[str, Any],
 
 def surface_report_html(sweep: Mapping[str, Any], samples: Sequence[Mapping[str, Any]],
                         fit_summary: Mapping[str, Any] | None, plots: Mapping[str, bytes] | None = None) -> str:
-    """A response-surface sweep: design, the samples' λ*, the RSM fit quality and the plots."""
+    """A response-surface sweep: design, the samples' λ* with their intervals side by side, the RSM fit
+    quality and the plots."""
     factors = list(sweep.get("factors") or [])
     head = _kv([("sweep", sweep.get("sweep_id")), ("design", sweep.get("design")),
                 ("factors", ", ".join(map(str, factors))), ("levels", _fmt_dict(sweep.get("levels"))),
                 ("samples", len(samples))])
-    cols = factors + ["peak_rate", "n_trials", "seed_load", "rating_id"]
-    rows = [[_num(s.get(c)) if c in ("peak_rate", "seed_load") else
+    cols = factors + ["peak_rate", "peak_rate_ci", "converged", "n_trials", "seed_load", "rating_id"]
+    rows = [[_num(s.get(c)) if c in ("peak_rate", "seed_load") else _pair(s.get(c)) if c == "peak_rate_ci" else
              _link(s.get(c), s.get("report_href")) if c == "rating_id" else s.get(c) for c in cols] for s in samples]
     fit_html = '<p class="muted">no model fitted</p>'
     if fit_summary:

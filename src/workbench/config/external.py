@@ -1,7 +1,8 @@
 """An external server: an NFS export Workbench rates but does not provision (a filer, a box someone
 else runs). The user gives its endpoint and a description; every server factor is refused, since
-nothing of the server is Workbench's to set. Client-side settings — workload, rate, runlength, the
-load hosts — are not factors and still apply.
+nothing of the server is Workbench's to set — but nfs_version, the protocol the load hosts speak to it
+(over NFSv4.1 no portmapper and no MOUNT: port 2049 unless given, the export is its pseudo path).
+Client-side settings — workload, rate, runlength, the load hosts — are not factors and still apply.
 
 The Params form, the CLI, map_surface's sweep file and the nightly baselines all name the endpoint
 with the words of ``EXTERNAL_PARAMS``; `external_server` checks them once for all of them.
@@ -13,7 +14,7 @@ import re
 from dataclasses import asdict, dataclass
 from typing import Any, Mapping
 
-from workbench.config.factors import BY_NAME
+from workbench.config.factors import BY_NAME, check_factor
 
 _HOSTNAME = re.compile(r"^(?=.{1,253}$)[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$")
 _EXPORT = re.compile(r"^/[A-Za-z0-9._/+:@=,-]{0,1023}$")
@@ -23,8 +24,8 @@ DESCRIPTION_MAX_CHARS = 500
 EXTERNAL_PARAMS: dict[str, tuple[str, str]] = {
     "server_address": ("address", "external server: its address (IP or host name); empty = the slot's own SUT"),
     "server_export": ("export", "external server: the exported path (e.g. /export)"),
-    "server_nfs_port": ("nfs_port", "external server: NFS port (empty = ask its portmapper)"),
-    "server_mount_port": ("mount_port", "external server: MOUNT port (empty = ask its portmapper)"),
+    "server_nfs_port": ("nfs_port", "external server: NFS port (empty = ask its portmapper; NFSv4.1: 2049)"),
+    "server_mount_port": ("mount_port", "external server: MOUNT port (empty = ask its portmapper; none over NFSv4.1)"),
     "server_description": ("description", "external server: what it is, in your words (for the report)"),
 }
 
@@ -33,7 +34,7 @@ EXTERNAL_PARAMS: dict[str, tuple[str, str]] = {
 class ExternalServer:
     address: str
     export: str
-    nfs_port: int = 0              # 0 = ask the server's portmapper
+    nfs_port: int = 0              # 0 = ask the server's portmapper (NFSv4.1: 2049)
     mount_port: int = 0            # 0 = ask the server's portmapper
     description: str = ""
 
@@ -98,10 +99,21 @@ def server_key(external: Mapping[str, Any] | None) -> str:
 
 
 def refuse_server_factors(chosen: Mapping[str, Any]) -> None:
-    """ValueError naming every server factor in `chosen` (not None): none applies to an external
-    server, which Workbench neither provisions nor configures."""
-    bad = {k: v for k, v in chosen.items() if v is not None and k in BY_NAME}
+    """ValueError naming every server factor in `chosen` (not None) but those the load hosts apply
+    (nfs_version): none applies to an external server, which Workbench neither provisions nor configures."""
+    bad = {k: v for k, v in chosen.items() if v is not None and k in BY_NAME and not BY_NAME[k].external}
     if bad:
         named = ", ".join(f"{k}={v}" for k, v in sorted(bad.items()))
         raise ValueError(f"server factor(s) {named} cannot apply to an external server (Workbench does not "
                          f"provision or configure it); workload, rate, runlength and load hosts still apply")
+
+
+def external_factors(server: ExternalServer, chosen: Mapping[str, Any]) -> dict[str, Any]:
+    """The factors of `chosen` (not None) that apply to the external `server` (nfs_version), checked;
+    ValueError naming a server factor (refuse_server_factors) or a MOUNT port given for NFSv4.1."""
+    refuse_server_factors(chosen)
+    out = {k: check_factor(k, v) for k, v in chosen.items() if v is not None}
+    if out.get("nfs_version", BY_NAME["nfs_version"].default) != "3" and server.mount_port:
+        raise ValueError(f"server_mount_port: NFSv{out['nfs_version']} has no MOUNT protocol (the export is the "
+                         f"server's pseudo path); leave it empty, got {server.mount_port}")
+    return out

@@ -3,7 +3,9 @@
 A factor is a property of the server under test (seed 000 §2: resources R and configuration C).
 Each row says the word users type, the ``nfs_server`` role variable it sets, its type, the role's
 default, its bounds or choices, and whether a response-surface sweep treats it as numeric or
-categorical. The Params schema of the DAGs (``params_schema``), the CLI flags (``add_cli_flags``),
+categorical. One factor, nfs_version, is the protocol the load hosts speak to the server rather than
+a setting of it (the role's server exports both versions); it alone applies to an external server
+too (``external``). The Params schema of the DAGs (``params_schema``), the CLI flags (``add_cli_flags``),
 the harness's extra-vars (``factor_vars``) and the sweep's factor kinds (``sweep_kind``) all derive
 from ``FACTORS``; ``tests/config/test_factors.py`` checks it against ``roles/nfs_server/meta/
 argument_specs.yml`` and the role's defaults. Adding a factor: one row here, plus the role variable.
@@ -23,6 +25,7 @@ DISK_FLOOR_MB = 300         # the smallest disk xfs and btrfs are made on (the r
 DISK_MAX_MB = 65536         # one disk image (sparse, but mkfs writes its metadata in full)
 DISKS_TOTAL_MAX_MB = 262144  # all disk images of a server together
 TMPFS_DEFAULT_MB = 1024     # size of a tmpfs export without a memory limit (nfs_server disks.yml)
+NFS_VERSIONS = ("3", "4.1")   # what fstress speaks (--nfs-version); 4.1: sessions, no MOUNT (RFC 8881)
 MAX_CPU = 4095              # highest CPU number a taskset list may name
 CPU_LIST = re.compile(r"^(\d+(-\d+)?)(,\d+(-\d+)?)*$")
 
@@ -60,6 +63,7 @@ class Factor:
     sweep: str | None = None       # "numeric" | "categorical" | None (not a sweep factor)
     form: bool = True              # shown in the DAGs' Params form
     off_flag: str | None = None    # bool factors: the CLI flag that sets False
+    external: bool = False         # also applies to an external server (how the load hosts speak to it)
 
     @property
     def flag(self) -> str:
@@ -69,6 +73,10 @@ class Factor:
 FACTORS: tuple[Factor, ...] = (
     Factor("backend", "nfs_server_backend", str, "ganesha", "NFS server: ganesha (runs here) or knfsd",
            choices=("ganesha", "knfsd"), form=False),
+    Factor("nfs_version", "nfs_server_nfs_version", str, "3",
+           "NFS version the load hosts speak: 3, or 4.1 (sessions; the export's pseudo path, port 2049, "
+           "no portmapper or MOUNT); the server exports both", choices=NFS_VERSIONS, sweep="categorical",
+           external=True),
     Factor("threads", "nfs_server_threads", int, 16, "server threads (Ganesha RPC_Ioq_ThrdMax)",
            minimum=1, maximum=512, sweep="numeric"),
     Factor("fs", "nfs_server_fs_type", str, "ext4", "file system of the export",

@@ -74,6 +74,13 @@ def external_sysinfo(server: ExternalServer, probe: Mapping[str, Any]) -> dict[s
             "probe": dict(probe)}
 
 
+def probes_sut(server_vars: Mapping[str, Any]) -> bool:
+    """Whether provisioning a slot's own server also probes it from a load host (provision_sut.yml
+    with probe_dest): over NFSv4.1, for the session limits it grants (max slots, request and response
+    sizes), which only a client learns."""
+    return str(server_vars.get("nfs_server_nfs_version", "3")) != "3"
+
+
 def _parts(parts_dir: Path) -> dict[str, dict[str, Any]]:
     """The load hosts' own results of a trial (run_trial.yml fetches <host>.json before merging)."""
     out = {}
@@ -225,12 +232,19 @@ class AnsibleHarness:
 
     # ------------------------------------------------------------------ steps
     def provision(self) -> PlaybookRun:
-        """provision_sut.yml: the SUT of the slot with this sample's factors; sysinfo.json fetched.
-        An external server: probe_server.yml describes it from the first load host instead."""
+        """provision_sut.yml: the SUT of the slot with this sample's factors; sysinfo.json fetched
+        (over NFSv4.1 with the load host's probe of it under "probe": the session limits). An external
+        server: probe_server.yml describes it from the first load host instead."""
         dest = self.results_dir / "sysinfo.json"
-        if self.external is None:
-            return self._must("provision_sut.yml", sysinfo_dest=str(dest))
         probe = self.results_dir / "probe.json"
+        probe.unlink(missing_ok=True)
+        if self.external is None:
+            if not probes_sut(self.server_vars):
+                return self._must("provision_sut.yml", sysinfo_dest=str(dest))
+            run = self._must("provision_sut.yml", sysinfo_dest=str(dest), probe_dest=str(probe))
+            dest.write_text(json.dumps({**json.loads(dest.read_text()), "probe": json.loads(probe.read_text())},
+                                       indent=1))
+            return run
         run = self._must("probe_server.yml", probe_dest=str(probe))
         dest.write_text(json.dumps(external_sysinfo(self.external, json.loads(probe.read_text())), indent=1))
         return run

@@ -34,6 +34,21 @@ def drain_s(raw: Mapping[str, Any] | None) -> float | None:
     return float(v) if isinstance(v, (int, float)) and math.isfinite(v) and v >= 0 else None
 
 
+# fstress's saturation causes a full NFSv4.1 session slot table explains (loadgen/README.md "Saturation
+# rule" 1 and 3): calls waiting in its backlog for a slot were not sent on time and hold call slots
+_SLOT_BACKLOG_CAUSES = ("sent ", "outstanding-calls cap")
+
+
+def slot_backlog(raw: Mapping[str, Any]) -> int:
+    """The calls that waited for a free NFSv4.1 session slot when they alone explain fstress's
+    saturation verdict — the backlog of a server whose slot table is full (the slots are the server's
+    concurrency limit: loadgen/README.md "NFSv4.1"), not a generator that fell behind; else 0."""
+    waits = int(_num(raw.get("nfs4") or {}, "slot_waits"))
+    causes = [c.strip() for c in str(raw.get("saturation_reason") or "").split(";") if c.strip()]
+    ok = raw.get("nfs_version") == "4.1" and waits > 0 and causes
+    return waits if ok and all(c.startswith(_SLOT_BACKLOG_CAUSES) for c in causes) else 0
+
+
 PER_HOST_FIELDS = ("offered_rate", "achieved_rate", "ops_total", "mean_ms", "p95_ms", "errors", "timeouts",
                    "generator_saturated", "saturation_reason", "seed", "first_calls")
 
@@ -114,7 +129,9 @@ def result_from_json(raw: Mapping[str, Any], load_ops_s: float, runlength_s: flo
     calls is already ≥ overload_ms do not invalidate it: a timed-out call took longer than any
     answered one, so counting it could only raise the mean — the trial is above the peak either
     way (an overloaded server, not a harness fault). The CLI sets it to R_sat·(1 + s), the top of
-    the peak-rate region; None (default) = every timeout invalidates, as SPEC SFS does.
+    the peak-rate region; None (default) = every timeout invalidates, as SPEC SFS does. Likewise
+    over NFSv4.1 a saturation verdict that only the server's full session slot table explains
+    (slot_backlog: calls queued for a slot, so not sent on time) in such a trial keeps it valid.
 
     achieved_rate is the server's replies per second: fstress's achieved rate counts a timed-out
     call as finished, so its share of the calls is taken out (an overloaded trial at 12 800 ops/s
@@ -129,14 +146,15 @@ def result_from_json(raw: Mapping[str, Any], load_ops_s: float, runlength_s: flo
     achieved = sent * max(0.0, 1.0 - timeouts / ops) if ops > 0 else sent     # the server's replies per second
     hosts = raw.get("per_host") or []
     reasons = _host_reasons(hosts, min_achieved) if len(hosts) > 1 else []
-    if raw.get("generator_saturated") and not reasons:
+    above = overload_ms is not None and errors == 0 and _num(raw, "mean_ms") >= overload_ms
+    backlog = slot_backlog(raw) if above and len(hosts) <= 1 and raw.get("generator_saturated") else 0
+    if raw.get("generator_saturated") and not reasons and not backlog:
         reasons.append(f"generator saturated: {raw.get('saturation_reason') or 'no reason given'}")
     reasons += _background_reasons(raw.get("background"))
-    overloaded = (overload_ms is not None and errors == 0 and timeouts > 0
-                  and _num(raw, "mean_ms") >= overload_ms)
+    overloaded = above and timeouts > 0
     if (errors > 0 or timeouts > 0) and not overloaded:
         reasons.append(f"{errors} errors, {timeouts} timeouts")
-    if sent < min_achieved * offered:                 # the generator fell behind its schedule
+    if sent < min_achieved * offered and not backlog:   # the generator fell behind its schedule
         reasons.append(f"achieved {sent:.1f} ops/s < {min_achieved:.0%} of offered {offered:.1f}")
     if int(_num(raw, "ops_total")) <= 0 and not reasons:
         reasons.append("no operations measured")
@@ -151,7 +169,8 @@ def result_from_json(raw: Mapping[str, Any], load_ops_s: float, runlength_s: flo
         valid=not reasons,
         reason="; ".join(reasons) if reasons else (
             f"overloaded: {timeouts} timeouts, mean {_num(raw, 'mean_ms'):.0f} ms >= {overload_ms:g} ms"
-            if overloaded else ""),
+            + (f", {backlog} calls waited for a session slot" if backlog else "")
+            if overloaded or backlog else ""),
         load_ops_s=float(load_ops_s),
         runlength_s=float(runlength_s),
         drain_s=drain_s(raw),

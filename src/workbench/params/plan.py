@@ -10,9 +10,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
-from workbench.config.external import (EXTERNAL_PARAMS, external_server, external_text, refuse_server_factors,
-                                       server_key)
-from workbench.config.factors import factor_vars, params_schema, with_rules
+from workbench.config.external import EXTERNAL_PARAMS, external_factors, external_server, external_text, server_key
+from workbench.config.factors import BY_NAME, factor_vars, params_schema, with_rules
 from workbench.config.paths import CANNED_WORKLOADS_DIR, DEFAULT_INVENTORY, rating_dir
 from workbench.config.profiles import PROFILES, with_policy
 from workbench.config.settings import form_settings
@@ -192,7 +191,8 @@ class RatingPlan:
     def server_text(self) -> str:
         """What is rated, for a log line: the sample's factors, or the external server; tenant B."""
         factors = ", ".join(f"{k} {v}" for k, v in self.factors.items())
-        what = external_text(self.external) if self.external else f"factors: {factors or 'defaults'}"
+        what = (external_text(self.external) + (f"; {factors}" if factors else "") if self.external
+                else f"factors: {factors or 'defaults'}")
         return f"{what}; {tenants.describe(self.background)}" if self.background else what
 
     def with_slot(self, slot: str) -> "RatingPlan":
@@ -274,9 +274,8 @@ def plan_from_params(params: Mapping[str, Any], rating_id: str, workload_files: 
     try:
         external = external_server(p)
         background = tenants.background_from_params(p, label)
-        if external is not None:           # the profile's server factors do not apply either
-            refuse_server_factors(chosen)
-        factors = {} if external else with_rules(prof["factors"], chosen)
+        # an external server: the profile's server factors do not apply either; nfs_version does
+        factors = external_factors(external, chosen) if external else with_rules(prof["factors"], chosen)
         factor_vars(factors)
     except ValueError as e:
         raise ParamError(str(e)) from None
@@ -386,8 +385,11 @@ def history_seed(store: Any, plan: RatingPlan) -> float | None:
     rows = df[(df["workload"] == plan.workload) & (df["converged"] == True)  # noqa: E712
               & (df["server"] == server_key(plan.external)) & (df["workload_text"] == plan.workload_text)]
     for k, v in plan.factors.items():
-        if k in rows.columns:
+        if k in rows.columns and not BY_NAME[k].external:
             rows = rows[rows[k] == v]
+    for f in (f for f in BY_NAME.values() if f.external):   # no profile sets it (nfs_version): unset = default
+        want = plan.factors.get(f.name, f.default)
+        rows = rows[rows.reindex(columns=[f.name])[f.name].astype(object).fillna(f.default) == want]
     rows = rows[rows["rating_id"] != plan.rating_id]
     if len(rows) == 0:
         return None

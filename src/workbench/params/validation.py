@@ -129,10 +129,11 @@ def _run_vars(v: Mapping[str, Any]) -> tuple[str, int | None]:
             conns if isinstance(conns, int) and not isinstance(conns, bool) else None)
 
 
-def fstress_check(workload: str, fileset_rate: float, lag_bound: str = "", conns: int | None = None) -> dict[str, Any]:
-    """`bin/fstress check --json` of the workload at the rate its file set is sized for: the file
-    set's counts and bytes, or ParamError naming the workload's field."""
-    args = ["--workload", workload, "--fileset-rate", repr(float(fileset_rate))]
+def fstress_check(workload: str, fileset_rate: float, lag_bound: str = "", conns: int | None = None,
+                  nfs_version: str = "3") -> dict[str, Any]:
+    """`bin/fstress check --json` of the workload at the rate its file set is sized for, over
+    `nfs_version`: the file set's counts and bytes, or ParamError naming the workload's field."""
+    args = ["--workload", workload, "--fileset-rate", repr(float(fileset_rate)), "--nfs-version", str(nfs_version)]
     if lag_bound:
         args += ["--lag-bound", str(lag_bound)]
     if conns is not None:
@@ -152,12 +153,17 @@ def fstress_check(workload: str, fileset_rate: float, lag_bound: str = "", conns
         line = (p.stderr.strip().splitlines() or [f"fstress check exit {p.returncode}"])[-1]
         line = line.removeprefix("fstress: ").removeprefix("check: ")
         field = "fstress_lag_bound" if "-lag-bound" in line else "fstress_conns" if "-conns" in line else \
-            "fileset_rate" if "-fileset-rate" in line else "workload"
+            "fileset_rate" if "-fileset-rate" in line else "nfs_version" if "-nfs-version" in line else "workload"
         raise ParamError(f"{field}: {line}")
     out = json.loads(p.stdout)
     if workload in CANNED_WORKLOADS:
         _canned_checks[key] = out
     return out
+
+
+def _nfs_version(plan: RatingPlan) -> str:
+    """The NFS version the plan's load hosts speak (the factor, else its default)."""
+    return str(plan.factors.get("nfs_version", BY_NAME["nfs_version"].default))
 
 
 def check_capacity(plan: RatingPlan, fileset: Mapping[str, Any]) -> None:
@@ -201,12 +207,13 @@ def validate_plan(plan: RatingPlan, slots: Sequence[str] | None = None,
         fileset: dict[str, Any] = {}
         try:
             for lag, conns in sorted(runs, key=repr):
-                fileset = fstress_check(wl, plan.fileset_rate, lag, conns)
+                fileset = fstress_check(wl, plan.fileset_rate, lag, conns, _nfs_version(plan))
         except ParamError as e:
             raise ParamError(text_error(plan, str(e))) from None
     if tenants.is_active(plan.background):     # tenant B's workload, its file set at the same rate as A's
         try:
-            fstress_check(plan.background["workload"], plan.fileset_rate, *sorted(runs, key=repr)[0])
+            fstress_check(plan.background["workload"], plan.fileset_rate, *sorted(runs, key=repr)[0],
+                          _nfs_version(plan))
         except ParamError as e:
             raise ParamError(f"background_workload: {e}") from None
     check_capacity(plan, fileset)

@@ -350,10 +350,11 @@ def surface_plots(plan: Mapping[str, Any], rows: Sequence[Mapping[str, Any]], mo
     points = pd.DataFrame([{**r["sample"], "peak_rate": r["peak_rate"], "peak_rate_ci": r.get("peak_rate_ci")}
                            for r in rows])
     numeric = [f for f in plan["factors"] if f in NUMERIC_FACTORS]
-    code = coder(factor_space(plan["factors"]), [r["sample"] for r in rows])
+    space = factor_space(plan["factors"])
+    code, fit = coder(space, [r["sample"] for r in rows]), active.at_slice(model, space)
     if len(numeric) == 1:
-        return {f"curve_{numeric[0]}.png": curve_png(points, numeric[0], fit=model, code=code)}
-    return {f"surface_{fx}_{fy}.png": surface_png(points, fx, fy, fit=model, code=code)
+        return {f"curve_{numeric[0]}.png": curve_png(points, numeric[0], fit=fit, code=code)}
+    return {f"surface_{fx}_{fy}.png": surface_png(points, fx, fy, fit=fit, code=code)
             for i, fx in enumerate(numeric) for fy in numeric[i + 1:]}
 
 
@@ -383,7 +384,8 @@ def finish_sweep(store: Store, sweep_id: str, rows: Sequence[Mapping[str, Any]] 
     for name, png in plots.items():
         store.put_bytes(store.surface_plot_key(sweep_id, name), png, "image/png")
     key = store.surface_report_key(sweep_id)
-    samples = [{**r["sample"], **{k: r[k] for k in ("peak_rate", "rating_id", "n_trials", "seed_load", "converged")},
+    samples = [{**r["sample"], **{k: r.get(k) for k in ("peak_rate", "peak_rate_ci", "rating_id", "n_trials",
+                                                        "seed_load", "converged")},
                 "report_href": store.link(key, store.rating_report_key(r["rating_id"]))} for r in rows]
     report = {k: v for k, v in summary.items() if k != "mape_by_samples"}
     html = surface_report_html({"sweep_id": sweep_id, "factors": plan["factors"], "design": plan["design"]},

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from types import SimpleNamespace
 from typing import Any, Mapping, Sequence
 
 import numpy as np
@@ -44,6 +45,15 @@ def surface_model(space: FactorSpace, samples: Sequence[Sample], y: Sequence[flo
                          dummies=space.dummies(samples) if space.categorical else None,
                          names=[f.name for f in space.numeric],
                          dummy_names=space.dummy_names() if space.categorical else None)
+
+
+def at_slice(model: QuadraticModel, space: FactorSpace) -> Any:
+    """The model with the categorical factors at their first levels (the plots' slice, as
+    pipeline.sweep.coder): predict(X) from the coded numeric columns alone."""
+    if not space.categorical:
+        return model
+    d = space.dummies([{f.name: f.levels[0] for f in space.categorical}])
+    return SimpleNamespace(predict=lambda X: model.predict(X, np.repeat(d, len(np.atleast_2d(X)), axis=0)))
 
 
 def loo_mape_pct(space: FactorSpace, samples: Sequence[Sample], y: Sequence[float], degree: int = 2) -> float:

@@ -122,6 +122,21 @@ def load_host(slot: str) -> str:
     return "load" + slot.removeprefix("slot")
 
 
+def load_host_fstress(slot: str) -> list[str]:
+    """fstress processes running in the slot's load-host namespace (wb-loadK), as "pid: command line"."""
+    ns = f"wb-{load_host(slot)}"
+    out = subprocess.run(["ip", "netns", "pids", ns], capture_output=True, text=True, timeout=10)
+    found = []
+    for pid in out.stdout.split():
+        try:
+            cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if "fstress" in cmd:
+            found.append(f"{pid}: {cmd.strip()}")
+    return found
+
+
 def renumbered_inventory(dst: Path, new_numbers: dict[int, int], source: str = "local") -> Path:
     """inventory/<source>/hosts.yml with slot K renamed slot new_numbers[K]: groups, hosts, namespaces,
     bridges and addresses (10.251.K.x local, 10.252.K.x tenants); every other setting as in the original."""

@@ -29,6 +29,7 @@ from helpers import (
     bad_figures,
     fstress_json,
     load_host,
+    load_host_fstress,
     rating_files,
     renumbered_inventory,
     slot_leftovers,
@@ -464,18 +465,9 @@ def test_every_subcommand_has_help():
         assert out.returncode == 0 and "usage:" in out.stdout and not out.stderr, (argv, out.stderr[-500:])
 
 
-def _generators_in(netns: str) -> list[int]:
-    """The pids of `fstress run` processes in a network namespace."""
-    out = subprocess.run(["ip", "netns", "pids", netns], capture_output=True, text=True, timeout=30).stdout
-    pids = []
-    for pid in out.split():
-        try:
-            argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-        except OSError:
-            continue
-        if any(a.endswith(b"fstress") for a in argv) and b"run" in argv:
-            pids.append(int(pid))
-    return pids
+def _generators(slot: str) -> list[str]:
+    """The `fstress run` processes of the slot's load host (not its resident agent)."""
+    return [p for p in load_host_fstress(slot) if "fstress run " in p]
 
 
 @pytest.mark.integration
@@ -499,7 +491,7 @@ def test_a_rating_started_twice_is_refused_and_a_lost_lease_stops_its_trial(tmp_
                             start_new_session=True)
     try:
         deadline = time.monotonic() + 300
-        while not _generators_in("wb-load5"):
+        while not _generators("slot5"):
             assert proc.poll() is None, proc.stdout.read()[-3000:]
             assert time.monotonic() < deadline, "no fstress run in wb-load5 within 300 s"
             time.sleep(0.1)
@@ -507,7 +499,7 @@ def test_a_rating_started_twice_is_refused_and_a_lost_lease_stops_its_trial(tmp_
         twice = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=120)
         assert twice.returncode != 0 and "held by rating rating itself, by a live holder" in twice.stderr, (
             twice.returncode, twice.stderr[-2000:])
-        assert proc.poll() is None and _generators_in("wb-load5"), "the first rating was disturbed"
+        assert proc.poll() is None and _generators("slot5"), "the first rating was disturbed"
         stored = sorted(f.name for f in trials_dir.glob("*.json"))
         store = lease_store()
         with store.locked("slot5"):                     # another rating takes the lease over
@@ -515,8 +507,8 @@ def test_a_rating_started_twice_is_refused_and_a_lost_lease_stops_its_trial(tmp_
             store.write("slot5", {**lease, "rating_id": "thief", "token": lease["token"] + 1,
                                   "plan": {**lease["plan"], "rating_id": "thief"}})
         stolen = time.monotonic()
-        while _generators_in("wb-load5") or proc.poll() is None:
-            assert time.monotonic() - stolen < 10, (_generators_in("wb-load5"), proc.poll())
+        while _generators("slot5") or proc.poll() is None:
+            assert time.monotonic() - stolen < 10, (_generators("slot5"), proc.poll())
             time.sleep(0.1)
         print(f"generator gone and CLI ended {time.monotonic() - stolen:.1f} s after the takeover")
         text = proc.stdout.read()

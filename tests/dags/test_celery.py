@@ -25,6 +25,7 @@ import re
 import socket
 import time
 import uuid
+from unittest import mock
 
 import psutil
 import pyarrow.parquet as pq
@@ -171,12 +172,8 @@ def _assert_one_rating_per_slot(st, store, ratings: dict[int, str]) -> None:
     slots = {i: store.get_json(store.rating_key(rid, "spec.json"))["slot"] for i, rid in ratings.items()}
     assert sorted(slots.values()) == sorted(SLOTS), slots
     from workbench.lease import leases
-    before = os.environ.get("WB_LEASE_STORE")
-    os.environ["WB_LEASE_STORE"] = env["WB_LEASE_STORE"]
-    try:
+    with mock.patch.dict(os.environ, {"WB_LEASE_STORE": env["WB_LEASE_STORE"]}):
         held = {slot: (leases.read_lease(slot) or {}).get("rating_id") for slot in SLOTS}
-    finally:
-        os.environ.pop("WB_LEASE_STORE") if before is None else os.environ.__setitem__("WB_LEASE_STORE", before)
     assert held == {slot: ratings[i] for i, slot in slots.items()}, (held, slots)
     workdirs = {d.name for d in st.home.glob("worker*") if d.is_dir()}
     assert workdirs == {"worker1", "worker2"}, workdirs

@@ -26,11 +26,10 @@ import subprocess
 import time
 import urllib.parse
 import uuid
-from pathlib import Path
 
 import pytest
 from airflow_live import REPO, LiveAirflow
-from helpers import load_host, renumbered_inventory
+from helpers import load_host, load_host_fstress, renumbered_inventory
 
 pytestmark = [
     pytest.mark.integration,
@@ -58,21 +57,6 @@ def _wait_slot_free(slot: str, timeout_s: float = 900) -> None:
         if time.monotonic() > deadline:
             raise AssertionError(f"{slot} still leased after {timeout_s:.0f} s: {paths.LEASES / slot}")
         time.sleep(5)
-
-
-def _load_host_fstress(slot: str) -> list[str]:
-    """fstress processes still running in the slot's load-host namespace (wb-loadK)."""
-    ns = f"wb-{load_host(slot)}"
-    out = subprocess.run(["ip", "netns", "pids", ns], capture_output=True, text=True, timeout=10)
-    found = []
-    for pid in out.stdout.split():
-        try:
-            cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-        except OSError:
-            continue
-        if "fstress" in cmd:
-            found.append(f"{pid}: {cmd.strip()}")
-    return found
 
 
 def _measuring(states: dict[str, str | None], recorded: list[int]) -> str | None:
@@ -121,7 +105,7 @@ def test_a_long_trial_keeps_its_slot_and_a_killed_one_stops_its_generator_and_fr
     try:
         deadline = time.monotonic() + 300      # trial_0 running and its generator measuring
         while not (af.task_states(DAG_ID, run_id).get("trial_0.run") == "running"
-                   and any("--duration 60" in p for p in _load_host_fstress(slot))):
+                   and any("--duration 60" in p for p in load_host_fstress(slot))):
             assert time.monotonic() < deadline, f"trial_0 never measured: {af.task_states(DAG_ID, run_id)}"
             assert af.run_state(DAG_ID, run_id) not in ("success", "failed")
             time.sleep(0.5)
@@ -134,14 +118,14 @@ def test_a_long_trial_keeps_its_slot_and_a_killed_one_stops_its_generator_and_fr
             with pytest.raises(leases.SlotBusy, match=f"held by rating {rid}"):
                 leases.lease_slot(second)
             time.sleep(1)
-        assert any("--duration 60" in p for p in _load_host_fstress(slot)), "the trial ended too early"
+        assert any("--duration 60" in p for p in load_host_fstress(slot)), "the trial ended too early"
         # 2. Kill trial_0 as a user would from the UI
         t_kill = time.monotonic()
         ti_path = f"/dags/{DAG_ID}/dagRuns/{urllib.parse.quote(run_id, safe='')}/taskInstances"
         af.api("PATCH", f"{ti_path}/trial_0.run", {"new_state": "failed"})
         # the generator stops within seconds, long before its 60 s would end
-        while _load_host_fstress(slot):
-            assert time.monotonic() - t_kill < 30, f"fstress still running 30 s after the kill: {_load_host_fstress(slot)}"
+        while load_host_fstress(slot):
+            assert time.monotonic() - t_kill < 30, f"fstress still running 30 s after the kill: {load_host_fstress(slot)}"
             time.sleep(0.5)
         t_stopped = time.monotonic() - t_kill
         while (paths.LEASES / slot).exists():  # the killed task's detached teardown releases it
@@ -200,7 +184,7 @@ def test_scheduler_crash_mid_rating_loses_and_repeats_no_trial(live):
         print(f"killed scheduler tree ({len(killed)} processes) while {victim} ran; "
               f"trials recorded: {before}")
         time.sleep(2)
-        orphans = _load_host_fstress(CONF["slot"])
+        orphans = load_host_fstress(CONF["slot"])
         assert not orphans, f"fstress of the killed trial survived the crash: {orphans}"
         time.sleep(3)
         af.start_scheduler()

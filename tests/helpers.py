@@ -70,6 +70,16 @@ def rating_files(results: Path) -> tuple[dict, list[dict], Path]:
     return json.loads((rating / "result.json").read_text()), trials, rating
 
 
+def trial_table(results: Path) -> str:
+    """One line per trial of a `workbench rate --results DIR` (load, runlength, valid, mean, p95,
+    reason, decision), for a failing test's message; "" when the rating wrote none."""
+    rating = results / "ratings" / results.name / "trials"
+    rows = [json.loads(f.read_text()) for f in sorted(rating.glob("*.json"))] if rating.is_dir() else []
+    return "\n".join(f"{t['load_ops_s']:8.1f} ops/s {t['runlength_s']:4g} s valid={t['valid']!s:5} "
+                     f"mean {t.get('mean_ms') or 0:8.1f} p95 {t.get('p95_ms') or 0:8.1f} ms "
+                     f"{(t.get('reason') or '')[:50]!r} → {str(t.get('decision') or '')[:70]}" for t in rows)
+
+
 # what no output may show (issue 30): a latency bound below zero, a negative accuracy, a missing end
 # of a converged rating's λ* interval
 _BAD_FIGURES = (re.compile(r"CI[^\[\n]{0,20}\[\s*-\s*\d"), re.compile(r"accuracy\s*-\s*\d"),

@@ -31,6 +31,7 @@ from helpers import (
     load_host,
     load_host_fstress,
     rating_files,
+    trial_table,
     renumbered_inventory,
     slot_leftovers,
     result_bad_fields,
@@ -390,11 +391,14 @@ def test_a_dead_server_still_gets_a_result_and_a_report_saying_why(tmp_path, cap
     assert "λ* = — ops/s" in out.err
 
 
+B_OPS_S = 120     # tenant B's fixed load beside A's trials
+
+
 @pytest.mark.integration
 @pytest.mark.timeout(900)
 def test_a_background_tenant_lowers_the_rated_peak(tmp_path):
     """Shared tenants (seed 004): `workbench rate` of web_server on two slots of the tenants
-    inventory at once, one with tenant B idle (background_ops_s 0), one with B at a fixed 150 ops/s
+    inventory at once, one with tenant B idle (background_ops_s 0), one with B at a fixed 120 ops/s
     from its own load host beside every trial. B runs A's workload (the default) with its own op
     stream over the same file set, so the tenants compete for the server's 40 read IOPS and its
     128 MiB cache. (B with another workload builds a second file set of 16 000 files: Ganesha's
@@ -402,13 +406,14 @@ def test_a_background_tenant_lowers_the_rated_peak(tmp_path):
     B lowers λ*_A; B is measured on its own (its merged result, never mixed into A's); result and
     report show both tenants. The two slots also show isolation: each SUT's sysinfo names its own
     host and address, and every trial (A's and B's) was sent to the slot's own server. Slots 8 and 9
-    (renumbered; slot1-7 are other tests'), so those may run beside this one."""
+    (renumbered; slot1-7 are other tests'), so those may run beside this one. (B at 150 ops/s, about
+    half of A's idle λ*, left A's lowest loads unmeasurable on a CI run: A at 80 ops/s was invalid.)"""
     if os.geteuid() != 0:
         pytest.skip("needs root (network namespaces, loop devices, cgroups)")
     exe = str(Path(sys.executable).parent / "workbench")
     inventory = renumbered_inventory(tmp_path / "hosts.yml", {1: 8, 2: 9}, source="tenants")
     procs = {}
-    for k, b_ops_s in ((8, 0), (9, 150)):
+    for k, b_ops_s in ((8, 0), (9, B_OPS_S)):
         out = tmp_path / f"slot{k}"
         cmd = [exe, "rate", "--workload", "web_server", "--profile", "smoke", "--slot", f"slot{k}",
                "--inventory", str(inventory), "--read-iops", "40", "--background-ops-s", str(b_ops_s),
@@ -419,7 +424,7 @@ def test_a_background_tenant_lowers_the_rated_peak(tmp_path):
     got = {}
     for k, (out, p) in procs.items():
         text, _ = p.communicate(timeout=840)
-        assert p.returncode == 0, f"slot{k}:\n{text[-3000:]}"
+        assert p.returncode == 0, f"slot{k}:\n{text[-3000:]}\n{trial_table(out)}"
         got[k] = rating_files(out)
         assert got[k][0]["converged"], (k, got[k][0]["reason"])
         info = json.loads((got[k][2] / "sysinfo.json").read_text())
@@ -436,15 +441,15 @@ def test_a_background_tenant_lowers_the_rated_peak(tmp_path):
         a, b = t["raw"], t["raw"]["background"]
         assert [h["host"] for h in a["per_host"]] == ["tload9"] and a["offered_rate"] == pytest.approx(t["load_ops_s"])
         assert [h["host"] for h in b["per_host"]] == ["tload9b"], b
-        assert b["workload"] == "web_server" and b["offered_rate"] == pytest.approx(150) and b["ops_total"] > 0, b
+        assert b["workload"] == "web_server" and b["offered_rate"] == pytest.approx(B_OPS_S) and b["ops_total"] > 0, b
         assert b["per_host"][0]["seed"] != a["per_host"][0]["seed"]
     by_load = busy["background"]["by_load"]
     assert [r["load_ops_s"] for r in by_load] == sorted({t["load_ops_s"] for t in busy_trials if t["valid"]})
-    assert all(r["b_offered_ops_s"] == pytest.approx(150) for r in by_load), by_load
+    assert all(r["b_offered_ops_s"] == pytest.approx(B_OPS_S) for r in by_load), by_load
     # B is slower beside A's highest load than beside its lowest: the tenants share one server
     assert by_load[-1]["b_mean_ms"] > by_load[0]["b_mean_ms"], by_load
     html = (rating / "report.html").read_text()
-    assert "tenant B: web_server at 150 ops/s from 1 load host" in html and "Shared tenants" in html
+    assert f"tenant B: web_server at {B_OPS_S} ops/s from 1 load host" in html and "Shared tenants" in html
     assert (rating / "plots" / "tenants.png").is_file()
 
 

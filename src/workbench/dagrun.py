@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from workbench.config.paths import DAGS, WORKDIR, private_dir, rating_dir
+from workbench.measure import agent as agents
 from workbench.output.console import Progress, result_block
 from workbench.params.plan import RatingPlan, rating_id_for
 from workbench.store.s3 import open_store
@@ -56,10 +57,13 @@ def run_id_at(when: dt.datetime) -> str:
 
 def run(dag_id: str, conf: dict[str, Any] | None = None, logical_date: dt.datetime | None = None):
     """dag.test() with the given conf; returns the finished DagRun. Without a logical date the run
-    is at now, given explicitly so that its id is `run_id_at(now)`, known before it starts."""
+    is at now, given explicitly so that its id is `run_id_at(now)`, known before it starts.
+    dag.test() runs every task in this process, so rate_peak's trial tasks find the slot's resident
+    fstress agents the deploy task started (measure/agent.py; WB_FSTRESS_AGENT=0 turns them off)."""
     dag = load_dag(dag_id)
     when = logical_date or dt.datetime.now(dt.timezone.utc)
-    return dag.test(run_conf=conf or {}, logical_date=when, run_after=when)
+    with agents.enable(agents.in_process_default()):
+        return dag.test(run_conf=conf or {}, logical_date=when, run_after=when)
 
 
 @contextlib.contextmanager

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from helpers import load_recorded_nights, renumbered_inventory
 
+from workbench import dagrun
 from workbench.analysis.regression import reference_load
 from workbench.config import paths
 from workbench.config.vocabulary import CANNED_WORKLOADS, MAX_TRIAL_TASKS
@@ -149,6 +150,17 @@ def airflow_env(airflow_db, store, monkeypatch):
     return store
 
 
+def _cmdlines() -> list[str]:
+    """The command lines of this host's processes."""
+    out = []
+    for f in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            out.append(f.read_bytes().replace(b"\0", b" ").decode(errors="replace"))
+        except OSError:
+            pass
+    return out
+
+
 def _root():
     if os.geteuid() != 0:
         pytest.skip("needs root (network namespaces, loop devices, cgroups)")
@@ -163,9 +175,10 @@ def test_rate_peak_end_to_end(airflow_env):
     # through the Params form: two R_sat goals (10 ms besides the profile's 40 ms; the budget leaves
     # the second goal 5 more trials than the smoke profile's 20) and a custom workload with a workload
     # factor: web_server (its own Zipf α), GETATTR raised from 55 % to 60 %
-    dr = _dag("rate_peak").test(run_conf={"profile": "smoke", "slot": "slot1", "goals_ms": [10],
-                                          "budget_s": 150, "max_trials": 25,
-                                          "workload_text": CUSTOM_WORKLOAD, "zipf_alpha": 0.75})
+    # as the main job runs it (dagrun: dag.test() in this process, the trials through the resident
+    # fstress agent the deploy task started, issue 34)
+    dr = dagrun.run("rate_peak", {"profile": "smoke", "slot": "slot1", "goals_ms": [10], "budget_s": 150,
+                                  "max_trials": 25, "workload_text": CUSTOM_WORKLOAD, "zipf_alpha": 0.75})
     states = _states(dr)
     assert str(dr.state).endswith("success"), states
     rid = rating_id_for("rate_peak", dr.run_id)
@@ -204,6 +217,14 @@ def test_rate_peak_end_to_end(airflow_env):
     assert "<pre>base = web_server\nname = web_custom\nmix_share = getattr:60\n" in html
     info = store.get_json(store.rating_key(rid, "sysinfo.json"))
     assert info["host"] == "sut1"
+    plays = (paths.rating_dir(rid) / "ansible.log").read_text()
+    recs = store.trials(rid)
+    # run_trial.yml only where the server is checked first: the warm-up, trial 0, after an invalid trial
+    checked = 2 + sum(1 for k in range(1, n) if not recs[k - 1]["valid"])
+    assert plays.count("PLAY [Run the trial on every load host") == checked, \
+        "a trial ran through run_trial.yml, not the resident agent"
+    pid_files = [json.loads(f.read_text())["pid_file"] for f in (paths.rating_dir(rid) / "agent").glob("*.json")]
+    assert pid_files and not [c for c in _cmdlines() if any(f in c for f in pid_files)], "teardown left an agent"
     assert not (paths.LEASES / "slot1").exists()          # lease released by teardown
     # no credential in any object of the rating nor any file of its working directory (grep -r)
     secrets_ = [store.config.secret_key.encode(), store.config.access_key.encode()]

@@ -12,9 +12,10 @@ Scope: the agents live in this process (a `subprocess.Popen` per load host, over
 the local slots or ``ssh -T`` for SSH hosts; the end of their stdin ends them). A rating run in one
 process (`workbench rate`, `pipeline.runner.run_rating`, so map_surface's and nightly_regression's
 rating tasks) re-creates its harness per step but keeps the process, so the agents are kept in a
-registry keyed by inventory and slot (`fleet_for`) and the harness of each step finds them. The
-per-trial Airflow DAG (rate_peak: one task process per trial) stays on the playbook: its harness
-is created with the agents off unless the process opted in (`enable`) or WB_FSTRESS_AGENT=1.
+registry keyed by inventory and slot (`fleet_for`) and the harness of each step finds them; so
+does the main job's rate_peak under `dag.test()` (workbench.dagrun: every task in its process). Under
+a scheduler or Celery (one task process per trial) rate_peak stays on the playbook: its harness is
+created with the agents off unless the process opted in (`enable`) or WB_FSTRESS_AGENT=1.
 
 Faults: no reply (the agent's output ended: killed, host or connection gone), a reply with
 ``ok: false``, or no reply within the trial's bound → the trial is a harness failure (the controller
@@ -298,8 +299,8 @@ def run_trial(fleet: Fleet, trial_id: int | str, *, load_ops_s: float, runlength
 
 # ---------------------------------------------------------------- the process's fleets
 # Whether the in-process rating loop (pipeline.runner.run_rating: `workbench rate`, map_surface's and
-# nightly_regression's rating tasks) runs its trials through the agents (WB_FSTRESS_AGENT=0/1 and
-# `workbench rate --agent off|on` override it).
+# nightly_regression's rating tasks) and workbench.dagrun's dag.test() run their trials through the
+# agents (WB_FSTRESS_AGENT=0/1 and `workbench rate --agent off|on` override it).
 IN_PROCESS_DEFAULT = True
 _FLEETS: dict[tuple[str, str], Fleet] = {}
 _LOCK = threading.Lock()

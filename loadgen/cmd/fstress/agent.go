@@ -215,6 +215,12 @@ func (a *agent) runTrial(req agentRequest) agentReply {
 		o, c := t.execute(ctx, &a.kept, &buf)
 		reused := sess != nil && sess == a.kept.sess && fset == a.kept.fset
 		rep.Reused = &reused
+		if o != nil && (o.Result.Timeouts > 0 || o.LeftOutstanding > 0) {
+			// the server still holds the unanswered calls of these connections: the next trial
+			// would queue behind them (52 s more after an overloaded trial on Ganesha); as the end of
+			// a `fstress run` process does, close them and let the next trial connect anew
+			a.kept.close()
+		}
 		a.mu.Lock()
 		a.cancel, a.running = nil, false
 		a.trials++

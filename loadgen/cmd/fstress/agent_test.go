@@ -9,9 +9,11 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"workbench/loadgen/internal/nullserver"
 	"workbench/loadgen/internal/results"
 )
 
@@ -78,6 +80,30 @@ func trialArgs(port int, dur string) []string {
 	p := strconv.Itoa(port)
 	return []string{"--server", "127.0.0.1:" + p, "--mount-port", p, "--export", "/export", "--workload", "web_server",
 		"--rate", "400", "--duration", dur, "--warmup", "0.2", "--seed", "9", "--drain-timeout", "0", "--conns", "2"}
+}
+
+// A trial with calls the server never answered (timeouts) closes the kept
+// connections: the next trial connects anew (its reply says reused false)
+// instead of queueing behind the lost calls; the one after it reuses again.
+func TestAgentReconnectsAfterTimeouts(t *testing.T) {
+	var drop atomic.Bool
+	port := startServer(t, &nullserver.Server{Drop: func(prog, _, proc, _ uint32) bool {
+		return prog == 100003 && proc == 1 && drop.Load() // GETATTR lost while drop is set
+	}})
+	a, _ := inProcessAgent(t)
+	a.must() // hello
+	args := append(trialArgs(port, "1"), "--timeout", "100ms", "--retransmits", "0")
+	want := []struct{ drop, reused bool }{{false, false}, {true, true}, {false, false}, {false, true}}
+	for k, w := range want {
+		drop.Store(w.drop)
+		a.send(agentRequest{ID: strconv.Itoa(k), Op: "run", Args: args})
+		r := a.must()
+		if !r.OK || r.Result == nil || r.Reused == nil || *r.Reused != w.reused || (r.Result.Timeouts > 0) != w.drop {
+			t.Fatalf("trial %d (drop %v): ok %v reused %v timeouts %v error %q", k, w.drop, r.OK, r.Reused,
+				r.Result != nil && r.Result.Timeouts > 0, r.Error)
+		}
+	}
+	a.in.Close()
 }
 
 // The agent runs two trials on one session and file set; each returns what

@@ -193,11 +193,13 @@ def test_rating_over_ssh_end_to_end(tmp_path):
     (a second time: no change), deploys and runs three 2 s trials over SSH with
     inventory/ssh/hosts.yml, then tears down (no loop device left); the SSH hosts go down in any
     case. Ansible really used SSH: both sshds log the controller's logins, and Ganesha runs in the
-    SUT sshd's mount namespace."""
+    SUT sshd's mount namespace. The trials after the first (which checks the server through
+    run_trial.yml) run through the resident `fstress agent` the harness started over `ssh -T`
+    (issue 34); teardown leaves no agent on the load host."""
     t0 = time.monotonic()
     run(SSH_HOSTS, "down", SSH_SLOT, timeout=180)   # a fresh sshd (and log) per test run
     up = run(SSH_HOSTS, "up", SSH_SLOT, timeout=180)
-    h = None
+    h, agent_pid = None, 0
     try:
         assert up.returncode == 0, up.stderr
         assert "sshsut1: up" in up.stdout and "sshload1: up" in up.stdout, up.stdout
@@ -206,7 +208,7 @@ def test_rating_over_ssh_end_to_end(tmp_path):
         # memory and blkio cgroups
         h = AnsibleHarness(slot=SSH_SLOT, inventory=SSH_INVENTORY, factors=SMOKE_FACTORS,
                            results_dir=tmp_path, warmup_s=1, fileset_rate=500,
-                           extravars={"fstress_lag_bound": "10ms"})
+                           extravars={"fstress_lag_bound": "10ms"}, agent=True)
         first = h.provision()
         assert changed_total(first) > 0, first.stats
         again = h.provision()
@@ -218,6 +220,11 @@ def test_rating_over_ssh_end_to_end(tmp_path):
             t = measure_past_stalls(h, load, 2)
             assert t.valid, t.reason
             assert t.ops_total > 0 and t.raw["offered_rate"] == load, t.raw
+        paths_ = [x["path"] for x in h.timings]
+        assert paths_[0] == "playbook" and paths_[-1] == "agent", h.timings
+        agent_pid_file = json.loads((tmp_path / "agent" / "sshload1.json").read_text())["pid_file"]
+        agent_pid = int(Path(agent_pid_file).read_text())   # the load host's filesystem is this one's
+        assert run("ip", "netns", "identify", str(agent_pid)).stdout.strip() == "wb-sshload1"
         ganesha = int(Path("/tmp/workbench/hosts/sshsut1/ganesha.pid").read_text())
         assert os.readlink(f"/proc/{ganesha}/ns/mnt") == os.readlink(f"/proc/{sshd_pid('sshsut1')}/ns/mnt")
         assert run("ip", "netns", "identify", str(ganesha)).stdout.strip() == "wb-sshsut1"
@@ -227,6 +234,7 @@ def test_rating_over_ssh_end_to_end(tmp_path):
         teardown = h.teardown() if h is not None else None
         down = run(SSH_HOSTS, "down", SSH_SLOT, timeout=180)
     assert teardown is not None and teardown.ok, teardown and teardown.message()
+    assert not Path(f"/proc/{agent_pid}").exists(), "teardown left the load host's fstress agent"
     assert down.returncode == 0, down.stderr
     assert not {"wb-sshsut1", "wb-sshload1"} & netns_list() and not link_exists("wbssh1")
     assert not Path("/tmp/workbench/hosts/sshsut1").exists()

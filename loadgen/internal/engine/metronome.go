@@ -21,7 +21,7 @@ const (
 
 	// sendBatchDrain: within one wake-up, the queued calls are written,
 	// completions applied and the clock re-read every this many sends.
-	sendBatchDrain = 256
+	sendBatchDrain = 512
 )
 
 // minBatch is the default quantum (RunConfig.Quantum): the shortest
@@ -45,6 +45,7 @@ func (r *runner) metronome(ctx context.Context) {
 	next := int64(r.pacer.Next(0))
 	for {
 		t := r.now()
+		r.lastWake = t
 		r.pollReplies()
 		r.drain()
 		if ctx.Err() != nil {
@@ -59,12 +60,14 @@ func (r *runner) metronome(ctx context.Context) {
 			i++
 			next = int64(r.pacer.Next(i))
 			if batch++; batch%sendBatchDrain == 0 {
+				r.recordLags()
 				r.flushSends()
 				r.pollReplies()
 				r.drain()
 				t = r.now()
 			}
 		}
+		r.recordLags()
 		if batch > 0 || r.v4 != nil {
 			r.flushSends()
 		}
@@ -84,6 +87,8 @@ func (r *runner) park(ctx context.Context, target int64) {
 	t := r.now()
 	d := time.Duration(target - t)
 	switch {
+	case d <= 0 && r.polled:
+		r.pacePolled(t)
 	case d <= 0:
 	case d > coarseAbove:
 		sleepCoarse(ctx, d-coarseEarly)
@@ -103,17 +108,38 @@ func sleepCoarse(ctx context.Context, d time.Duration) {
 }
 
 // yieldEvery: a polled metronome (which sleeps holding its P) yields its P
-// this often, so that the other goroutines of the P (timers, a writer
-// finishing a slow write, GC work) run. It is locked to its thread
-// (exactThread, or pinned by --cpus), so a yield hands the P to another
-// thread and back: once per millisecond, not per wake-up.
-const yieldEvery = time.Millisecond
+// this often, so that the other goroutines of the P (timers, signals)
+// run, and at once when a flush left calls to a writer goroutine (a full
+// socket: rpc.Client.HandedOff). When shards share the Ps (GOMAXPROCS <
+// shards) the other metronome waits for this one's P: it yields every
+// yieldSharedEvery. It is locked to its thread (exactThread, or pinned by
+// --cpus), so a yield hands the P to another thread and back — two thread
+// wake-ups, a noticeable cost at every wake-up.
+const (
+	yieldEvery       = 10 * time.Millisecond
+	yieldSharedEvery = time.Millisecond
+)
 
 func (r *runner) yield() {
-	if now := r.now(); now-r.lastYield >= int64(yieldEvery) {
-		runtime.Gosched()
-		r.lastYield = now
+	every := int64(yieldEvery)
+	if r.sharedP {
+		every = int64(yieldSharedEvery)
 	}
+	if now := r.now(); r.handedOff || now-r.lastYield >= every {
+		runtime.Gosched()
+		r.lastYield, r.handedOff = now, false
+	}
+}
+
+// pacePolled: a polled metronome that is behind still waits out the
+// quantum since its last wake-up, so that its batches (one write and one
+// read each) stay large; re-entering at once would shrink them to the few
+// calls due during one pass, whose fixed cost then keeps it behind.
+func (r *runner) pacePolled(t int64) {
+	if d := r.lastWake + int64(r.cfg.Quantum) - t; d > 0 {
+		sleepThread(time.Duration(d))
+	}
+	r.yield()
 }
 
 // parkFine parks on the sleeper until its timer, armed for

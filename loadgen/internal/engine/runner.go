@@ -110,10 +110,15 @@ type runner struct {
 	nextDue                           atomic.Int64 // intended time of the next send (ns), for reply wake-ups
 	waiting                           atomic.Bool  // the metronome is parked
 	sendErr                           error
-	v4                                *run4 // NFSv4.1 runs only
-	shard, nshards                    int   // this runner is shard `shard` of `nshards` (shards.go)
-	polled, polledRun                 bool  // replies are read by the metronome (poll.go); were, in this run
-	lastYield                         int64 // polled: when the metronome last yielded its P (ns from the start)
+	v4                                *run4           // NFSv4.1 runs only
+	shard, nshards                    int             // this runner is shard `shard` of `nshards` (shards.go)
+	polled, polledRun                 bool            // replies are read by the metronome (poll.go); were, in this run
+	lastYield                         int64           // polled: when the metronome last yielded its P (ns from the start)
+	sharedP                           bool            // polled: fewer Ps than shards (yield every yieldSharedEvery)
+	handedOff                         bool            // polled: a flush left calls to a writer goroutine (yield at once)
+	lastWake                          int64           // when the metronome's current pass began (ns from the start)
+	lagPend                           [lagBatch]int64 // intended times of queued calls whose send lag is not recorded yet (lagLater)
+	nLag                              int
 }
 
 // now is the time since the common start, ns.
@@ -123,8 +128,10 @@ func (r *runner) now() int64 { return int64(time.Since(r.start)) }
 // the parked metronome when a send is due.
 func (s *slot) onDone(body []byte, info rpc.CallInfo, err error) {
 	r := s.r
-	c := completion{slot: s.idx, retrans: int32(info.Retransmits), at: r.now()}
-	if !info.Arrived.IsZero() { // polled: the kernel's receive time (never before the intended send)
+	c := completion{slot: s.idx, retrans: int32(info.Retransmits)}
+	if info.Arrived.IsZero() {
+		c.at = r.now()
+	} else { // polled: the kernel's receive time (never before the intended send)
 		c.at = max(int64(info.Arrived.Sub(r.start)), s.intended)
 	}
 	switch {
@@ -136,6 +143,10 @@ func (s *slot) onDone(body []byte, info rpc.CallInfo, err error) {
 		c.kind = completedTimeout
 	default:
 		c.kind = completedError
+	}
+	if !info.Arrived.IsZero() { // a reply read by Poll, on the metronome goroutine: apply it now
+		r.complete(&c)
+		return
 	}
 	r.mu.Lock()
 	r.q = append(r.q, c)
@@ -301,9 +312,8 @@ func (r *runner) send(t int64) {
 	if len(r.firstCalls) < FirstCallsKept {
 		r.firstCalls = append(r.firstCalls, describeCall(&s.req))
 	}
-	now := r.now()
 	if measured {
-		r.rec.SendLag(time.Duration(now - t))
+		r.lagLater(t)
 		r.sent++
 	}
 	s.iv = r.ser.Slot(t)
@@ -321,8 +331,37 @@ func (r *runner) send(t int64) {
 		if r.sendErr == nil {
 			r.sendErr = err
 		}
-		r.complete(&completion{slot: idx, kind: completedError, at: now})
+		r.complete(&completion{slot: idx, kind: completedError, at: r.now()})
 	}
+}
+
+// lagBatch: the send lags of up to this many queued calls share one clock
+// read (recordLags).
+const lagBatch = 16
+
+// lagLater keeps the intended time t of a call just queued; its send lag
+// is recorded at the next clock read (recordLags), at most lagBatch
+// calls later.
+func (r *runner) lagLater(t int64) {
+	r.lagPend[r.nLag] = t
+	if r.nLag++; r.nLag == lagBatch {
+		r.recordLags()
+	}
+}
+
+// recordLags records the send lag of every call kept by lagLater as
+// now − intended: now is read after they were all queued, so a lag is
+// overstated by the queueing of at most lagBatch−1 later calls (well
+// under a µs each), never understated.
+func (r *runner) recordLags() {
+	if r.nLag == 0 {
+		return
+	}
+	now := r.now()
+	for _, t := range r.lagPend[:r.nLag] {
+		r.rec.SendLag(time.Duration(now - t))
+	}
+	r.nLag = 0
 }
 
 // flushSends writes the calls queued since the last flush: one write
@@ -336,6 +375,9 @@ func (r *runner) flushSends() {
 	}
 	for _, c := range r.clients {
 		r.noteFlush(c.Flush())
+		if r.polled && c.HandedOff() {
+			r.handedOff = true
+		}
 	}
 }
 

@@ -10,7 +10,9 @@ package results
 // the merged histograms equal the run's (same HDR geometry and encoding).
 // `arrived` counts completions by their arrival time instead (throughput as
 // the generator saw it). Histograms are sparse (hdr.PackedHistogram) while
-// recording; the total of an interval is the merge of its operations'.
+// recording, but for each operation's latest interval, which records into a
+// dense histogram until the next interval starts (hotHist); the total of an
+// interval is the merge of its operations'.
 
 import (
 	"fmt"
@@ -108,12 +110,14 @@ type ivOp struct {
 
 // SeriesRecorder records the series on the engine's scheduling goroutine.
 // Slot j holds interval k = j − nWarm. Memory: one pointer array per
-// interval, an ivOp per used (interval, op), histograms ∝ populated buckets.
+// interval, an ivOp per used (interval, op), histograms ∝ populated buckets,
+// and a dense histogram per operation used (hotHist, ~150 KB).
 type SeriesRecorder struct {
 	intNs, warmNs, endNs int64
 	nWarm                int64
 	iv                   [][nfs3.NumProcs]*ivOp
 	arrived              []uint64
+	hot                  [nfs3.NumProcs]hotHist // each op's latest interval, dense (recordHist)
 	stopped              bool
 	stop                 Series // the stop_* counters
 	Version              string // names the ops: "" (NFSv3) or NFSVersion41
@@ -182,10 +186,56 @@ func (s *SeriesRecorder) Done(j int32, p nfs3.Proc, latency time.Duration, nfsSt
 	o.sumNs += ns
 	o.sq.addSquare(ns)
 	o.maxNs = max(o.maxNs, ns)
+	s.recordHist(j, p, o, histUs(ns))
+}
+
+// hotHist is the dense histogram of one operation's latest interval
+// (slot j): recording there is an index computation, where the sparse
+// histograms of the intervals take a binary search per value. Its counts
+// move to the interval's sparse histogram (exactly: same geometry) when a
+// later interval's first value comes, and at Series.
+type hotHist struct {
+	j int32
+	h *hdr.Histogram
+}
+
+// recordHist records v (µs) for a reply of slot j: into the dense
+// histogram of p's latest interval, or of a later one (the latest's counts
+// move to its sparse histogram first), or — a late reply of an earlier
+// interval — straight into that interval's sparse histogram.
+func (s *SeriesRecorder) recordHist(j int32, p nfs3.Proc, o *ivOp, v int64) {
+	hh := &s.hot[p]
+	switch {
+	case hh.h != nil && hh.j == j:
+	case hh.h == nil || j > hh.j:
+		s.foldHot(p)
+		if hh.h == nil {
+			hh.h = newHist()
+		}
+		hh.j = j
+	default:
+		_ = o.packed().RecordValue(v)
+		return
+	}
+	_ = hh.h.RecordValue(v)
+}
+
+// foldHot moves p's dense histogram's counts into its interval's sparse one.
+func (s *SeriesRecorder) foldHot(p nfs3.Proc) {
+	hh := &s.hot[p]
+	if hh.h == nil || hh.h.TotalCount() == 0 {
+		return
+	}
+	s.iv[hh.j][p].packed().MergeFrom(hh.h)
+	hh.h.Reset()
+}
+
+// packed is o's sparse histogram, made on first use.
+func (o *ivOp) packed() *hdr.PackedHistogram {
 	if o.h == nil {
 		o.h = hdr.NewPacked(HistMinUs, HistMaxUs, HistSigFigs)
 	}
-	_ = o.h.RecordValue(histUs(ns))
+	return o.h
 }
 
 // Failed records a call of slot j without a usable reply, as Recorder.Failed.
@@ -234,6 +284,9 @@ func histUs(ns uint64) int64 {
 
 // Series encodes the recorded series (at the end of the run).
 func (s *SeriesRecorder) Series() *Series {
+	for p := range s.hot {
+		s.foldHot(nfs3.Proc(p))
+	}
 	out := s.stop
 	out.IntervalS = float64(s.intNs) / 1e9
 	out.Intervals = make([]Interval, len(s.iv))

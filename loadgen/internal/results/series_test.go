@@ -8,6 +8,8 @@ import (
 	"time"
 
 	hdr "github.com/HdrHistogram/hdrhistogram-go"
+
+	"workbench/loadgen/internal/nfs3"
 )
 
 const (
@@ -201,5 +203,49 @@ func BenchmarkSeriesDone(b *testing.B) {
 	s, _ := NewSeriesRecorder(time.Second, 0, 10*time.Second)
 	for i := 0; i < b.N; i++ {
 		s.Done(int32(i%10), 1, time.Duration(i%5000)*time.Microsecond, 0, 0)
+	}
+}
+
+// The dense histogram of each op's latest interval (hotHist) changes no
+// histogram: replies mostly in time order, some late (an earlier
+// interval), two ops interleaved, give per-interval histograms equal to
+// values recorded straight into each interval's sparse histogram.
+func TestHotHistogramExact(t *testing.T) {
+	s, err := NewSeriesRecorder(tInt, tWarm, tDur)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[[2]int32]*hdr.PackedHistogram{}
+	r := rand.New(rand.NewSource(4))
+	ops := []nfs3.Proc{nfs3.ProcGetattr, nfs3.ProcRead}
+	for i := 0; i < 200000; i++ {
+		at := int64(i) * int64(tWarm+tDur) / 200000
+		if r.Intn(50) == 0 { // a late reply: intended up to 3 intervals earlier
+			at = max(at-r.Int63n(3*int64(tInt)), 0)
+		}
+		j, p := s.Slot(at), ops[r.Intn(len(ops))]
+		ns := uint64(r.ExpFloat64() * 2e6)
+		s.Done(j, p, time.Duration(ns), 0, 0)
+		k := [2]int32{j, int32(p)}
+		if want[k] == nil {
+			want[k] = hdr.NewPacked(HistMinUs, HistMaxUs, HistSigFigs)
+		}
+		want[k].RecordValue(histUs(ns))
+	}
+	got := s.Series()
+	for j, iv := range got.Intervals {
+		for _, p := range ops {
+			w := want[[2]int32{int32(j), int32(p)}]
+			st := iv.Ops[OpName(p, "")]
+			if w == nil || st == nil {
+				t.Fatalf("interval %d %v: missing", j, p)
+			}
+			if st.Histogram != encodePacked(w) {
+				t.Errorf("interval %d %v: histogram differs from direct recording", j, p)
+			}
+		}
+	}
+	if again := s.Series(); !reflect.DeepEqual(again, got) {
+		t.Error("a second Series differs")
 	}
 }

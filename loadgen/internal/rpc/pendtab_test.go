@@ -1,8 +1,11 @@
 package rpc
 
 import (
+	"io"
 	"math/rand"
+	"net"
 	"testing"
+	"time"
 )
 
 // The pending table against a map: random lifetimes (some calls stay
@@ -75,4 +78,51 @@ func TestPendTab(t *testing.T) {
 		}
 	}
 	t.Logf("table size %d for %d pending", len(tab.tab), tab.n)
+}
+
+// Queued calls share one clock read per batch for their deadlines (the
+// first call's); Flush ends the batch, and a call not queued reads the
+// clock itself.
+func TestQueuedBatchSharesClock(t *testing.T) {
+	a, b := net.Pipe()
+	go io.Copy(io.Discard, b)
+	c := NewClient(a, Options{Timeout: time.Minute})
+	defer c.Close()
+	done := func([]byte, CallInfo, error) {}
+	deadlines := func() []int64 {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		var ds []int64
+		for cl := c.head; cl != nil; cl = cl.next {
+			ds = append(ds, cl.deadline)
+		}
+		return ds
+	}
+	for i := 0; i < 3; i++ {
+		if err := c.GoQueued(100003, 3, 0, nil, done); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if err := c.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Millisecond)
+	if err := c.GoQueued(100003, 3, 0, nil, done); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Millisecond)
+	if err := c.GoInfo(100003, 3, 0, nil, done); err != nil {
+		t.Fatal(err)
+	}
+	ds := deadlines()
+	if len(ds) != 5 {
+		t.Fatalf("%d pending calls, want 5", len(ds))
+	}
+	if ds[0] != ds[1] || ds[1] != ds[2] {
+		t.Errorf("one batch, deadlines %v: want one clock", ds[:3])
+	}
+	if ds[3] < ds[2]+int64(time.Millisecond) || ds[4] < ds[3]+int64(time.Millisecond) {
+		t.Errorf("after the Flush, deadlines %v: want a new clock for the next batch and for a call not queued", ds)
+	}
 }

@@ -37,6 +37,7 @@ type sockIn struct {
 	err     error
 	fn      func(uintptr) bool
 	arrived time.Time // receive time of the last segment of the last read (polled)
+	drained bool      // polled: the last read did not fill its buffer (Read)
 }
 
 func newSockIn(c *Client) *sockIn {
@@ -52,6 +53,10 @@ func (s *sockIn) Read(p []byte) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
 	}
+	if s.drained { // the last read emptied the socket: end this poll without an EAGAIN system call
+		s.drained = false
+		return 0, errWouldBlock
+	}
 	s.iov.Base = &p[0]
 	s.iov.SetLen(len(p))
 	s.msg.Iov, s.msg.Iovlen = &s.iov, 1
@@ -63,6 +68,7 @@ func (s *sockIn) Read(p []byte) (int, error) {
 	if err != nil {
 		return 0, err
 	}
+	s.drained = s.err == nil && s.n < len(p)
 	return s.n, s.err
 }
 
@@ -142,7 +148,7 @@ func (c *Client) SetPolled(on bool) error {
 		select {
 		case <-c.pausedCh:
 			c.conn.SetReadDeadline(time.Time{})
-			c.in.polled = true
+			c.in.polled, c.in.drained = true, false
 			c.pollScan = c.now() + int64(c.tick)
 			return nil
 		case <-c.readerEnd:
@@ -153,9 +159,11 @@ func (c *Client) SetPolled(on bool) error {
 	}
 }
 
-// Poll reads every reply that has arrived, without blocking, and runs
+// Poll reads the replies that have arrived, without blocking, and runs
 // their callbacks on the caller's goroutine with CallInfo.Arrived set; it
-// also retransmits or cancels expired calls when a scan is due. In the
+// also retransmits or cancels expired calls when a scan is due. It stops
+// after a read that did not fill its buffer (the socket was empty then;
+// what arrives meanwhile waits for the next Poll). In the
 // default mode it does nothing. A read error fails the client (the parked
 // reader goroutine then fails the pending calls) and is returned.
 func (c *Client) Poll() error {

@@ -103,3 +103,34 @@ func TestPolledConnectionLost(t *testing.T) {
 	}
 	<-cl.Done()
 }
+
+// A Poll that ends after a short read (no EAGAIN call) loses nothing: the
+// reply of each later round is found by a later Poll.
+func TestPollAfterShortRead(t *testing.T) {
+	addr := startNull(t, &nullserver.Server{})
+	cl, err := rpc.Dial(addr, rpc.Options{Timeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	if err := cl.SetPolled(true); err != nil {
+		t.Fatal(err)
+	}
+	req := nfs3.Request{Proc: nfs3.ProcGetattr, FH: nullserver.RootFH}
+	got := 0
+	for round := 1; round <= 5; round++ {
+		if err := cl.GoQueued(nfs3.Program, nfs3.Version, 1, req.Encode, func([]byte, rpc.CallInfo, error) { got++ }); err != nil {
+			t.Fatal(err)
+		}
+		cl.Flush()
+		for deadline := time.Now().Add(2 * time.Second); got < round && time.Now().Before(deadline); {
+			time.Sleep(2 * time.Millisecond)
+			if err := cl.Poll(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if got != round {
+			t.Fatalf("round %d: %d replies", round, got)
+		}
+	}
+}

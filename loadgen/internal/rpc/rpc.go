@@ -229,8 +229,9 @@ type Client struct {
 	ww   *rawWriter      // the writer goroutine's raw writer
 	fw   *rawWriter      // Flush's raw writer (polled mode)
 
-	wmu    sync.Mutex // held while writing (the writer goroutine, or Flush when polled)
-	fspare []byte     // Flush's spare write buffer
+	wmu       sync.Mutex  // held while writing (the writer goroutine, or Flush when polled)
+	fspare    []byte      // Flush's spare write buffer
+	handedOff atomic.Bool // a polled Flush left calls to the writer goroutine (HandedOff)
 
 	// reading: the reader goroutine's, or the poller's while polled (poll_linux.go)
 	in          *sockIn
@@ -253,6 +254,7 @@ type Client struct {
 	head     *call // deadline-ordered list (deadlines are monotone: constant timeout)
 	tail     *call
 	wbuf     []byte
+	batchNow int64 // clock of the queued batch's first call (ns since epoch); 0: none yet (sendClock)
 	closed   bool
 	closeErr error // error given to pending calls
 	xid      uint32
@@ -388,9 +390,13 @@ func (c *Client) GoQueued(prog, vers, proc uint32, args func(*xdr.Encoder), done
 // slowly) goes to the writer goroutine, ahead of later calls.
 func (c *Client) Flush() error {
 	if c.in.polled && c.raw != nil {
+		c.mu.Lock()
+		c.batchNow = 0 // the caller's batch ends here (sendClock)
+		c.mu.Unlock()
 		return c.flushDirect()
 	}
 	c.mu.Lock()
+	c.batchNow = 0
 	n, err := len(c.wbuf), c.closeErr
 	c.mu.Unlock()
 	if n > 0 {
@@ -398,6 +404,12 @@ func (c *Client) Flush() error {
 	}
 	return err
 }
+
+// HandedOff reports, and clears, whether a polled Flush since the last
+// call left calls for the writer goroutine to write (a full socket, or a
+// write in progress there): a caller that holds its P (GOMAXPROCS=1)
+// should then let that goroutine run.
+func (c *Client) HandedOff() bool { return c.handedOff.Swap(false) }
 
 func (c *Client) kickWriter() {
 	select {
@@ -411,6 +423,7 @@ func (c *Client) kickWriter() {
 // writer goroutine holds it, the calls wait for it.
 func (c *Client) flushDirect() error {
 	if !c.wmu.TryLock() {
+		c.handedOff.Store(true)
 		c.kickWriter()
 		return nil
 	}
@@ -421,8 +434,7 @@ func (c *Client) flushDirect() error {
 		c.wmu.Unlock()
 		return err
 	}
-	out := c.wbuf
-	c.wbuf = c.fspare[:0]
+	out := c.takeBatch(c.fspare)
 	c.mu.Unlock()
 	n, err := c.fw.tryWrite(out)
 	if err != nil {
@@ -436,6 +448,7 @@ func (c *Client) flushDirect() error {
 		c.wbuf = append(append([]byte(nil), out[n:]...), c.wbuf...)
 		c.mu.Unlock()
 		c.wmu.Unlock()
+		c.handedOff.Store(true)
 		c.kickWriter()
 		return nil
 	}
@@ -483,9 +496,9 @@ func (c *Client) send(prog, vers, proc uint32, args func(*xdr.Encoder), done fun
 	binary.BigEndian.PutUint32(msg, lastFragment|uint32(len(msg)-4))
 	cl.msg = msg
 	cl.done, cl.doneInfo, cl.retrans = done, doneInfo, 0
-	now := c.now()
 
 	c.mu.Lock()
+	now := c.sendClock(queued)
 	if c.closed {
 		err := c.closeErr
 		c.mu.Unlock()
@@ -511,6 +524,30 @@ func (c *Client) send(prog, vers, proc uint32, args func(*xdr.Encoder), done fun
 		}
 	}
 	return nil
+}
+
+// sendClock is the time a call's deadline counts from; c.mu held. Queued
+// calls (GoQueued) share one clock read per batch — from the first one
+// queued after the last Flush (or write) — so a deadline can be early by
+// at most the time the caller took to queue its batch (µs, against a
+// timeout of seconds); other calls read the clock.
+func (c *Client) sendClock(queued bool) int64 {
+	if !queued {
+		return c.now()
+	}
+	if c.batchNow == 0 {
+		c.batchNow = max(c.now(), 1)
+	}
+	return c.batchNow
+}
+
+// takeBatch hands the write buffer to a writer and ends the queued
+// batch's shared clock (sendClock); c.mu held.
+func (c *Client) takeBatch(spare []byte) []byte {
+	out := c.wbuf
+	c.wbuf = spare[:0]
+	c.batchNow = 0
+	return out
 }
 
 // list helpers; c.mu held.
@@ -557,8 +594,7 @@ func (c *Client) writer() {
 				c.wmu.Unlock()
 				break
 			}
-			out := c.wbuf
-			c.wbuf = spare[:0]
+			out := c.takeBatch(spare)
 			c.mu.Unlock()
 			err := c.writeOut(out)
 			c.wmu.Unlock()

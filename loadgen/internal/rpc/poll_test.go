@@ -9,20 +9,26 @@ import (
 	"workbench/loadgen/internal/rpc"
 )
 
+// polledClient is a client of a fresh null server in polled mode, closed at the test's end.
+func polledClient(t *testing.T) *rpc.Client {
+	t.Helper()
+	cl, err := rpc.Dial(startNull(t, &nullserver.Server{}), rpc.Options{Timeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cl.Close() })
+	if err := cl.SetPolled(true); err != nil {
+		t.Fatal(err)
+	}
+	return cl
+}
+
 // Polled mode: the caller reads the replies with Poll; each callback gets
 // the kernel's receive time, after the send and before the Poll (replies
 // that waited 30 ms in the socket show that age); back in the default
 // mode the reader goroutine answers again.
 func TestPolledReplies(t *testing.T) {
-	addr := startNull(t, &nullserver.Server{})
-	cl, err := rpc.Dial(addr, rpc.Options{Timeout: 5 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	if err := cl.SetPolled(true); err != nil {
-		t.Fatal(err)
-	}
+	cl := polledClient(t)
 	var maxAge time.Duration
 	for round := 0; round < 3 && maxAge < 20*time.Millisecond; round++ { // a starved server may answer late: try again
 		maxAge = pollRound(t, cl)
@@ -107,15 +113,7 @@ func TestPolledConnectionLost(t *testing.T) {
 // A Poll that ends after a short read (no EAGAIN call) loses nothing: the
 // reply of each later round is found by a later Poll.
 func TestPollAfterShortRead(t *testing.T) {
-	addr := startNull(t, &nullserver.Server{})
-	cl, err := rpc.Dial(addr, rpc.Options{Timeout: 5 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	if err := cl.SetPolled(true); err != nil {
-		t.Fatal(err)
-	}
+	cl := polledClient(t)
 	req := nfs3.Request{Proc: nfs3.ProcGetattr, FH: nullserver.RootFH}
 	got := 0
 	for round := 1; round <= 5; round++ {

@@ -1,8 +1,6 @@
 package engine
 
 import (
-	"context"
-	"io"
 	"testing"
 	"time"
 
@@ -40,16 +38,8 @@ func TestHighRateEveryCallOnce(t *testing.T) {
 	addr := startNull(t, &nullserver.Server{})
 	s := connect(t, addr, 2*time.Second, 1)
 	w := loadWL(t, "name = t_getattr\nmix = getattr:1\nfileset_min_files = 16\nfileset_files_per_ops = 0.001\n")
-	fs, err := PrepareFileset(context.Background(), s, w, 50000, io.Discard)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := RunConfig{Workload: w, Rate: 50000, Duration: time.Second, Warmup: 200 * time.Millisecond, Seed: 5,
-		Quantum: 500 * time.Microsecond}
-	out, err := Run(context.Background(), s, fs, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	out := prepareAndRun(t, s, RunConfig{Workload: w, Rate: 50000, Duration: time.Second, Warmup: 200 * time.Millisecond,
+		Seed: 5, Quantum: 500 * time.Microsecond})
 	r := out.Result
 	t.Logf("sent %d lag p99 %.3f ms polled %v sat %v %s", out.Sent, r.SendLagMs.P99, r.RepliesPolled, out.Saturated, out.Reason)
 	if replyPoll == "" && !r.RepliesPolled {

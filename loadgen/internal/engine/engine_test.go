@@ -134,18 +134,25 @@ func connect(t *testing.T, addr string, timeout time.Duration, retrans int) *Ses
 	return s
 }
 
+// prepareAndRun builds cfg.Workload's file set for cfg.Rate on s and runs cfg on it.
+func prepareAndRun(t *testing.T, s *Session, cfg RunConfig) *Outcome {
+	t.Helper()
+	fs, err := PrepareFileset(context.Background(), s, cfg.Workload, cfg.Rate, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := Run(context.Background(), s, fs, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
 func TestRateAndMixAgainstNullServer(t *testing.T) {
 	addr := startNull(t, &nullserver.Server{})
 	s := connect(t, addr, 2*time.Second, 1)
 	w := loadWL(t, "name = t_mix\nmix = getattr:50, lookup:20, read:20, write:5, readdir:3, fsstat:2\nfileset_files_per_ops = 0.02\nfile_size = 16K\n")
-	fs, err := PrepareFileset(context.Background(), s, w, 5000, io.Discard)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := Run(context.Background(), s, fs, RunConfig{Workload: w, Rate: 5000, Duration: 3 * time.Second, Warmup: 200 * time.Millisecond, Seed: 3})
-	if err != nil {
-		t.Fatal(err)
-	}
+	out := prepareAndRun(t, s, RunConfig{Workload: w, Rate: 5000, Duration: 3 * time.Second, Warmup: 200 * time.Millisecond, Seed: 3})
 	r := out.Result
 	steal := math.NaN()
 	if r.HostStealPct != nil {
@@ -188,14 +195,7 @@ func TestLatencyFromIntendedTime(t *testing.T) {
 	paddr := p.start(t, addr)
 	s := connect(t, paddr, 2*time.Second, 0)
 	w := loadWL(t, "name = t_null\nmix = null:1\n")
-	fs, err := PrepareFileset(context.Background(), s, w, 2000, io.Discard)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := Run(context.Background(), s, fs, RunConfig{Workload: w, Rate: 2000, Duration: time.Second, Seed: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
+	out := prepareAndRun(t, s, RunConfig{Workload: w, Rate: 2000, Duration: time.Second, Seed: 1})
 	r := out.Result
 	t.Logf("p50 %.2f ms min-ish mean %.2f max %.2f achieved %.1f", r.P50Ms, r.MeanMs, r.MaxMs, r.AchievedRate)
 	if r.OpsTotal != 2000 {

@@ -35,15 +35,8 @@ func TestSeriesOfARun(t *testing.T) {
 	addr := startNull(t, &nullserver.Server{})
 	s := connect(t, addr, 2*time.Second, 0)
 	w := loadWL(t, "name = t_mix\nmix = getattr:60, lookup:30, fsstat:10\nfileset_files_per_ops = 0.02\n")
-	fs, err := PrepareFileset(context.Background(), s, w, 2000, io.Discard)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := Run(context.Background(), s, fs, RunConfig{Workload: w, Rate: 2000, Duration: time.Second,
+	out := prepareAndRun(t, s, RunConfig{Workload: w, Rate: 2000, Duration: time.Second,
 		Warmup: 300 * time.Millisecond, Interval: 200 * time.Millisecond, Seed: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
 	r, ser := out.Result, out.Result.Series
 	if ser == nil || len(ser.Intervals) != 7 || ser.IntervalS != 0.2 || !ser.Intervals[1].Warmup || ser.Intervals[2].Warmup {
 		t.Fatalf("series %+v", ser)

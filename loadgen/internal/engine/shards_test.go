@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"io"
 	"reflect"
 	"sort"
 	"strings"
@@ -72,17 +71,8 @@ func TestTwoShardsMergeExactly(t *testing.T) {
 	addr := startNull(t, &nullserver.Server{})
 	w := loadWL(t, "name = t_sh2\nmix = getattr:50, lookup:20, read:20, write:5, create:3, remove:2\nfileset_files_per_ops = 0.02\nfile_size = 16K\n")
 	run := func(shards int) *Outcome {
-		s := connect2(t, addr, 2)
-		fs, err := PrepareFileset(context.Background(), s, w, 4000, io.Discard)
-		if err != nil {
-			t.Fatal(err)
-		}
-		out, err := Run(context.Background(), s, fs, RunConfig{Workload: w, Rate: 4000, Duration: 2 * time.Second,
+		return prepareAndRun(t, connect2(t, addr, 2), RunConfig{Workload: w, Rate: 4000, Duration: 2 * time.Second,
 			Warmup: 300 * time.Millisecond, Seed: 5, Shards: shards})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return out
 	}
 	one, two := run(1), run(2)
 	a, b := one.Result, two.Result

@@ -62,7 +62,7 @@ def run(dag_id: str, conf: dict[str, Any] | None = None, logical_date: dt.dateti
     fstress agents the deploy task started (measure/agent.py; WB_FSTRESS_AGENT=0 turns them off)."""
     dag = load_dag(dag_id)
     when = logical_date or dt.datetime.now(dt.timezone.utc)
-    with agents.enable(agents.in_process_default()):
+    with agents.enable():
         return dag.test(run_conf=conf or {}, logical_date=when, run_after=when)
 
 

@@ -179,6 +179,11 @@ def test_the_agent_path_is_off_unless_asked(tmp_path, monkeypatch):
     assert not AnsibleHarness(slot="slot1", results_dir=tmp_path, runner=FakeRunner()).agent
     monkeypatch.setenv("WB_FSTRESS_AGENT", "1")
     assert AnsibleHarness(slot="slot1", results_dir=tmp_path, runner=FakeRunner()).agent
+    monkeypatch.setenv("WB_FSTRESS_AGENT", "0")
+    with agents.enable():           # not told: in_process_default(), which the variable turns off
+        assert not AnsibleHarness(slot="slot1", results_dir=tmp_path, runner=FakeRunner()).agent
+    with agents.enable(True):
+        assert AnsibleHarness(slot="slot1", results_dir=tmp_path, runner=FakeRunner()).agent
 
 
 def test_trials_run_through_the_agents_after_the_server_check(tmp_path, monkeypatch):

@@ -328,11 +328,11 @@ def enabled() -> bool:
 
 
 class enable:
-    """Context manager: harnesses of this process created inside it use the agents or not (`on`); at
-    its end (the outermost one) every fleet left is closed."""
+    """Context manager: harnesses of this process created inside it use the agents or not (`on`; None:
+    in_process_default()); at its end (the outermost one) every fleet left is closed."""
 
-    def __init__(self, on: bool = True) -> None:
-        self.on = bool(on)
+    def __init__(self, on: bool | None = None) -> None:
+        self.on = in_process_default() if on is None else bool(on)
         self._was: bool | None = None
 
     def __enter__(self) -> "enable":

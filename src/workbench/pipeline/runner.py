@@ -39,7 +39,7 @@ def run_rating(plan: RatingPlan, store: Store, log: Callable[[str], None] = prin
     One process runs the whole rating, so its harnesses (one per step) may share resident fstress
     agents (measure/agent.py): `agent`, or when None WB_FSTRESS_AGENT=0/1, else
     agents.IN_PROCESS_DEFAULT. The agents end with the rating at the latest."""
-    with agents.enable(agents.in_process_default() if agent is None else agent):
+    with agents.enable(agent):
         return _run_rating(plan, store, log, on_trial, teardown_after, make)
 
 

@@ -104,6 +104,7 @@ class Agent:
         self._reader.start()
         self.hello: dict[str, Any] = {}
         self._n = 0
+        self._quit_sent = False
 
     def _read(self) -> None:
         assert self.proc.stdout is not None
@@ -148,6 +149,7 @@ class Agent:
         return msg
 
     def send(self, op: str, **fields: Any) -> str:
+        self._quit_sent = self._quit_sent or op == "quit"
         self._n += 1
         rid = f"{op}-{self._n}"
         line = json.dumps({"id": rid, "op": op, **fields}) + "\n"
@@ -167,10 +169,12 @@ class Agent:
                 return msg
 
     def close(self, timeout_s: float = QUIT_TIMEOUT_S) -> None:
-        """quit, then the end of stdin, then SIGKILL of its process group; never raises."""
+        """quit (unless sent already), then the end of stdin, then SIGKILL of its process group; never
+        raises."""
         if self.proc.poll() is None:
             try:
-                self.send("quit")
+                if not self._quit_sent:
+                    self.send("quit")
                 assert self.proc.stdin is not None
                 self.proc.stdin.close()
             except (AgentError, OSError, ValueError):
@@ -239,12 +243,13 @@ class Fleet:
         for a, rid in zip(self.agents, rids):
             r = a.reply(rid, deadline)
             result = r.get("result") if isinstance(r.get("result"), dict) else None
-            out.append(HostResult(a.host, bool(r.get("ok")), int(r.get("exit", 1) if r.get("exit") is not None else 1),
+            out.append(HostResult(a.host, bool(r.get("ok")), int(r["exit"]) if r.get("exit") is not None else 1,
                                   result, str(r.get("error") or ""), float(r.get("elapsed_s") or 0.0),
                                   bool(r.get("reused"))))
         return out
 
     def close(self) -> None:
+        """quit to every agent first (they wind down together), then each closed in turn."""
         for a in self.agents:
             try:
                 a.send("quit")

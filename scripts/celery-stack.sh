@@ -237,19 +237,22 @@ start_component() {    # name
   fi
   write_pid "$name" $!
 }
-stop_component() {     # name: SIGTERM to its session, 30 s, then SIGKILL (a worker ends its tasks first)
-  local name=$1 pid start i
+stop_pid_file() {      # name group|leader: SIGTERM to its session (group) or to the process alone (leader:
+                       # it ends its step itself), up to 30 s, then SIGKILL to its session (leader: if it still runs)
+  local name=$1 how=$2 pid start i
   pid=$(running_pid "$name")
-  [ -n "$pid" ] || { rm -f "$dir/$name.pid"; return 0; }
-  start=$(start_time "$pid")
-  kill -TERM -- "-$pid" 2>/dev/null || true
-  for i in $(seq 1 150); do
-    alive "$pid" "$start" || break          # a zombie has ended (its reaper may be slow)
-    sleep 0.2
-  done
-  kill -KILL -- "-$pid" 2>/dev/null || true
+  if [ -n "$pid" ]; then
+    start=$(start_time "$pid")
+    if [ "$how" = group ]; then kill -TERM -- "-$pid" 2>/dev/null || true; else kill -TERM "$pid" 2>/dev/null || true; fi
+    for i in $(seq 1 150); do
+      alive "$pid" "$start" || break          # a zombie has ended (its reaper may be slow)
+      sleep 0.2
+    done
+    [ "$how" = leader ] && ! alive "$pid" "$start" || kill -KILL -- "-$pid" 2>/dev/null || true
+  fi
   rm -f "$dir/$name.pid"
 }
+stop_component() { stop_pid_file "$1" group; }   # name (a worker ends its tasks first)
 wait_ready() {          # api-server answers, scheduler and triggerer healthy, every worker ready
   local port i k health
   port=$(env_value WB_API_PORT)
@@ -330,16 +333,7 @@ start_supervisor() {
     >>"$dir/supervisor.log" 2>&1 </dev/null &
   write_pid supervisor $!
 }
-stop_supervisor() {    # TERM, 30 s to end its step, then SIGKILL to its process group
-  local pid start i
-  [ -r "$dir/supervisor.pid" ] && read -r pid start <"$dir/supervisor.pid" || return 0
-  if [[ $pid =~ ^[0-9]+$ ]] && alive "$pid" "$start"; then
-    kill -TERM "$pid" 2>/dev/null || true
-    for i in $(seq 1 150); do alive "$pid" "$start" || break; sleep 0.2; done
-    ! alive "$pid" "$start" || kill -KILL -- "-$pid" 2>/dev/null || true
-  fi
-  rm -f "$dir/supervisor.pid"
-}
+stop_supervisor() { stop_pid_file supervisor leader; }   # TERM: it ends the step it is in first
 
 # rate_peak, map_surface and compare_ratings run when triggered (as with `make ui`); nightly_regression
 # stays paused. Through the REST API as admin (a JWT from /auth/token; the header from a pipe, not

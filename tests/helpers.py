@@ -63,18 +63,25 @@ class FakeRunner:
         return PlaybookRun(rc=self.rc, status="successful" if self.rc == 0 else "failed")
 
 
+def rating_dir_of(results: Path) -> Path:
+    """Where `workbench rate --results DIR` stores its rating (the LocalStore's layout, as in S3)."""
+    return results / "ratings" / results.name
+
+
+def _trial_records(rating: Path) -> list[dict]:
+    return [json.loads(f.read_text()) for f in sorted((rating / "trials").glob("*.json"))]
+
+
 def rating_files(results: Path) -> tuple[dict, list[dict], Path]:
     """(result, trial records in order, rating directory) of a `workbench rate --results DIR`."""
-    rating = results / "ratings" / results.name
-    trials = [json.loads(f.read_text()) for f in sorted((rating / "trials").glob("*.json"))]
-    return json.loads((rating / "result.json").read_text()), trials, rating
+    rating = rating_dir_of(results)
+    return json.loads((rating / "result.json").read_text()), _trial_records(rating), rating
 
 
 def trial_table(results: Path) -> str:
     """One line per trial of a `workbench rate --results DIR` (load, runlength, valid, mean, p95,
     reason, decision), for a failing test's message; "" when the rating wrote none."""
-    rating = results / "ratings" / results.name / "trials"
-    rows = [json.loads(f.read_text()) for f in sorted(rating.glob("*.json"))] if rating.is_dir() else []
+    rows = _trial_records(rating_dir_of(results))
     return "\n".join(f"{t['load_ops_s']:8.1f} ops/s {t['runlength_s']:4g} s valid={t['valid']!s:5} "
                      f"mean {t.get('mean_ms') or 0:8.1f} p95 {t.get('p95_ms') or 0:8.1f} ms "
                      f"{(t.get('reason') or '')[:50]!r} → {str(t.get('decision') or '')[:70]}" for t in rows)

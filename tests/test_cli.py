@@ -30,12 +30,13 @@ from helpers import (
     fstress_json,
     load_host,
     load_host_fstress,
+    rating_dir_of,
     rating_files,
-    trial_table,
     renumbered_inventory,
-    slot_leftovers,
     result_bad_fields,
     send_lag_only,
+    slot_leftovers,
+    trial_table,
 )
 
 from workbench import cli
@@ -70,7 +71,7 @@ def test_rate_killed_after_two_trials_resumes_with_every_trial_once(tmp_path):
     if os.geteuid() != 0:
         pytest.skip("needs root (network namespaces, loop devices, cgroups)")
     results = tmp_path / "rating"
-    trials_dir = results / "ratings" / results.name / "trials"
+    trials_dir = rating_dir_of(results) / "trials"
     first = subprocess.Popen(_rate(results), cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                              text=True, start_new_session=True)
     try:
@@ -80,7 +81,7 @@ def test_rate_killed_after_two_trials_resumes_with_every_trial_once(tmp_path):
         first.wait(timeout=30)
     before = {f.name: f.read_bytes() for f in trials_dir.glob("*.json")}
     assert {"00000.json", "00001.json"} <= set(before), sorted(before)
-    assert not (results / "ratings" / results.name / "result.json").exists()
+    assert not (rating_dir_of(results) / "result.json").exists()
     time.sleep(5)                                    # an orphaned fstress ends with its trial (2 s)
     left = slot_leftovers(INTEGRATION_SLOT)
     assert any(x.startswith("ganesha") for x in left) and any(x.startswith("netns") for x in left), left
@@ -489,7 +490,7 @@ def test_a_rating_started_twice_is_refused_and_a_lost_lease_stops_its_trial(tmp_
     from workbench.lease.store import lease_store
     inventory = renumbered_inventory(tmp_path / "hosts.yml", {2: 5})
     results = tmp_path / "rating"
-    trials_dir = results / "ratings" / results.name / "trials"
+    trials_dir = rating_dir_of(results) / "trials"
     cmd = [WORKBENCH, "rate", "--workload", "web_server", "--profile", "smoke", "--slot", "slot5",
            "--inventory", str(inventory), "--runlength-s", "20", "--quiet", "--results", str(results)]
     proc = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,

@@ -104,7 +104,6 @@ class Agent:
         self._reader.start()
         self.hello: dict[str, Any] = {}
         self._n = 0
-        self._quit_sent = False
 
     def _read(self) -> None:
         assert self.proc.stdout is not None
@@ -149,7 +148,6 @@ class Agent:
         return msg
 
     def send(self, op: str, **fields: Any) -> str:
-        self._quit_sent = self._quit_sent or op == "quit"
         self._n += 1
         rid = f"{op}-{self._n}"
         line = json.dumps({"id": rid, "op": op, **fields}) + "\n"
@@ -168,12 +166,11 @@ class Agent:
             if msg.get("id") == rid:
                 return msg
 
-    def close(self, timeout_s: float = QUIT_TIMEOUT_S) -> None:
-        """quit (unless sent already), then the end of stdin, then SIGKILL of its process group; never
-        raises."""
+    def close(self, timeout_s: float = QUIT_TIMEOUT_S, send_quit: bool = True) -> None:
+        """quit (if send_quit), the end of stdin, then SIGKILL of its process group; never raises."""
         if self.proc.poll() is None:
             try:
-                if not self._quit_sent:
+                if send_quit:
                     self.send("quit")
                 assert self.proc.stdin is not None
                 self.proc.stdin.close()
@@ -193,11 +190,7 @@ class Agent:
         self._close_log()
 
     def kill(self) -> None:
-        try:
-            self.proc.stdin.close()                # type: ignore[union-attr]
-        except OSError:
-            pass
-        self.close(timeout_s=0.0)
+        self.close(timeout_s=0.0, send_quit=False)      # the end of stdin, then SIGKILL
 
 
 @dataclass
@@ -249,14 +242,13 @@ class Fleet:
         return out
 
     def close(self) -> None:
-        """quit to every agent first (they wind down together), then each closed in turn."""
-        for a in self.agents:
+        for a in self.agents:       # quit to all first: they wind down together
             try:
                 a.send("quit")
             except AgentError:
                 pass
         for a in self.agents:
-            a.close()
+            a.close(send_quit=False)
 
     def kill(self) -> None:
         for a in self.agents:

@@ -139,19 +139,19 @@ def load_host(slot: str) -> str:
     return "load" + slot.removeprefix("slot")
 
 
+def cmdline(pid: int | str) -> str | None:
+    """The process's command line, its arguments joined by spaces; None when it has gone."""
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace").strip()
+    except OSError:
+        return None
+
+
 def load_host_fstress(slot: str) -> list[str]:
     """fstress processes running in the slot's load-host namespace (wb-loadK), as "pid: command line"."""
     ns = f"wb-{load_host(slot)}"
     out = subprocess.run(["ip", "netns", "pids", ns], capture_output=True, text=True, timeout=10)
-    found = []
-    for pid in out.stdout.split():
-        try:
-            cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-        except OSError:
-            continue
-        if "fstress" in cmd:
-            found.append(f"{pid}: {cmd.strip()}")
-    return found
+    return [f"{pid}: {cmd}" for pid in out.stdout.split() if "fstress" in (cmd := cmdline(pid) or "")]
 
 
 def renumbered_inventory(dst: Path, new_numbers: dict[int, int], source: str = "local") -> Path:

@@ -10,7 +10,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from helpers import load_recorded_nights, renumbered_inventory
+from helpers import cmdline, load_recorded_nights, renumbered_inventory
 
 from workbench import dagrun
 from workbench.analysis.regression import reference_load
@@ -150,17 +150,6 @@ def airflow_env(airflow_db, store, monkeypatch):
     return store
 
 
-def _cmdlines() -> list[str]:
-    """The command lines of this host's processes."""
-    out = []
-    for f in Path("/proc").glob("[0-9]*/cmdline"):
-        try:
-            out.append(f.read_bytes().replace(b"\0", b" ").decode(errors="replace"))
-        except OSError:
-            pass
-    return out
-
-
 def _root():
     if os.geteuid() != 0:
         pytest.skip("needs root (network namespaces, loop devices, cgroups)")
@@ -224,7 +213,8 @@ def test_rate_peak_end_to_end(airflow_env):
     assert plays.count("PLAY [Run the trial on every load host") == checked, \
         "a trial ran through run_trial.yml, not the resident agent"
     pid_files = [json.loads(f.read_text())["pid_file"] for f in (paths.rating_dir(rid) / "agent").glob("*.json")]
-    assert pid_files and not [c for c in _cmdlines() if any(f in c for f in pid_files)], "teardown left an agent"
+    cmds = [cmdline(p.name) or "" for p in Path("/proc").glob("[0-9]*")]
+    assert pid_files and not [c for c in cmds if any(f in c for f in pid_files)], "teardown left an agent"
     assert not (paths.LEASES / "slot1").exists()          # lease released by teardown
     # no credential in any object of the rating nor any file of its working directory (grep -r)
     secrets_ = [store.config.secret_key.encode(), store.config.access_key.encode()]

@@ -61,7 +61,12 @@ def machine_state() -> dict[str, Any]:
                 continue
             if b"ganesha" in cmd or b"fstress" in cmd:
                 procs[int(d)] = (_ppid(int(d)), cmd)
-    lease_files = {(p.name, p.stat().st_mtime_ns, p.read_bytes()) for p in LEASES.iterdir()} if LEASES.is_dir() else set()
+    lease_files = set()
+    for p in LEASES.iterdir() if LEASES.is_dir() else []:
+        try:
+            lease_files.add((p.name, p.stat().st_mtime_ns, p.read_bytes()))
+        except FileNotFoundError:       # another test's lease write (its temporary file renamed away)
+            continue
     return {"netns": netns, "mounts": Path("/proc/mounts").read_text(), "procs": procs, "leases": lease_files}
 
 

@@ -315,7 +315,7 @@ func LoadIdle(path, server, export, probe string) (time.Duration, error) {
 	if err != nil || !(us > 0) || us > 1e9 {
 		return 0, err
 	}
-	return time.Duration(us * 1e3), nil
+	return time.Duration(math.Round(us * 1e3)), nil // µs → whole ns: 129.414 µs is 129413.99… ns
 }
 
 // SaveIdle writes the idle RTT of probe on server and export to path

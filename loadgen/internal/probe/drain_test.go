@@ -215,3 +215,18 @@ func us2d(us []float64) []time.Duration {
 	}
 	return out
 }
+
+// TestIdleStateKeepsWholeNanoseconds: an idle RTT saved in µs and loaded back
+// is the same Duration (129414 ns was once read back as 129413 ns: 129.414 ×
+// 1e3 is 129413.99… in float64, and the conversion truncated).
+func TestIdleStateKeepsWholeNanoseconds(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "drain.json")
+	for ns := time.Duration(129_000); ns <= 131_000; ns++ {
+		if err := SaveIdle(p, "s:1", "/e", ProbeNull, micros(ns)); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := LoadIdle(p, "s:1", "/e", ProbeNull); got != ns || err != nil {
+			t.Fatalf("saved %d ns, loaded %d ns (%v)", ns, got, err)
+		}
+	}
+}

@@ -90,7 +90,9 @@ test-compose: setup-run compose
 # Main job: the rate_peak DAG, Airflow in-process, on the local default (web_server on slot1's
 # Ganesha, quick profile): provision -> deploy -> decide_k/trial_k -> GX -> report -> MinIO ->
 # teardown; prints lambda* with bracket and CI, the S3 location and the report path.
-run: setup-run
+# Its set-up steps run side by side (make -j): the MinIO build overlaps the venv and apt.
+run:
+	@SETUP_PARALLEL=1 $(MAKE) --no-print-directory -j4 setup-run
 	@scripts/main-job.sh
 
 # The Airflow UI (standalone) with MinIO and the local workbench, for interactive use.

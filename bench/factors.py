@@ -20,6 +20,8 @@ import sys
 import time
 from pathlib import Path
 
+from workbench.store.local import LocalStore
+
 REPO = Path(__file__).resolve().parent.parent
 WORKBENCH = REPO / ".venv" / "bin" / "workbench"
 
@@ -39,15 +41,21 @@ PAIRS = {
 
 def rate(slot: str, args: list[str], out: Path) -> dict:
     argv = [str(WORKBENCH), "rate", "--profile", "quick", "--slot", slot, "--budget-s", "900",
-            "--read-iops", "100", "--quiet", "--out", str(out), *args]
+            "--read-iops", "100", "--quiet", "--results", str(out), *args]
     t0 = time.monotonic()
     proc = subprocess.run(argv, capture_output=True, text=True, timeout=1800)
-    res_file = out / "result.json"
+    store = LocalStore(out)
+    res_file = Path(store.url(store.result_key(out.name)))      # the rating's id is its directory's name
     if not res_file.exists():
         raise RuntimeError(f"{' '.join(argv)} failed (exit {proc.returncode}): {proc.stderr.strip()[-800:]}")
     r = json.loads(res_file.read_text())
     r["wall_s"] = time.monotonic() - t0
     return r
+
+
+def _ops(x: float | None) -> str:
+    """A load in ops/s, or "—" for an open end (an unconverged rating's interval)."""
+    return "—" if x is None else f"{x:.0f}"
 
 
 def main() -> int:
@@ -65,15 +73,13 @@ def main() -> int:
             print(f"rating {label} ...", file=sys.stderr, flush=True)
             r = rate(a.slot, args, a.out / label.replace(", ", "_").replace(" ", "-"))
             first = first or r["peak_rate"]
-            rows.append((factor, label, r, r["peak_rate"] / first))
+            rows.append((factor, label, r, (r["peak_rate"] or float("nan")) / (first or float("nan"))))
     print(f"{'factor':7} {'sample':28} {'λ* ops/s':>9} {'bracket':>17} {'λ* CI':>19} {'trials':>6} "
           f"{'conv':>5} {'wall s':>6} {'× first':>7}")
     for factor, label, r, ratio in rows:
-        lo, hi = r["bracket"]
-        clo, chi = r["peak_rate_ci"]
-        print(f"{factor:7} {label:28} {r['peak_rate']:9.0f} {f'[{lo:.0f}, {hi:.0f}]':>17} "
-              f"{f'[{clo:.0f}, {chi:.0f}]':>19} {r['n_trials']:6d} {str(r['converged']):>5} "
-              f"{r['wall_s']:6.0f} {ratio:7.2f}")
+        bracket, ci = (f"[{_ops(lo)}, {_ops(hi)}]" for lo, hi in (r["bracket"], r["peak_rate_ci"] or (None, None)))
+        print(f"{factor:7} {label:28} {_ops(r['peak_rate']):>9} {bracket:>17} {ci:>19} {r['n_trials']:6d} "
+              f"{str(r['converged']):>5} {r['wall_s']:6.0f} {ratio:7.2f}")
     return 0
 
 

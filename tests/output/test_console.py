@@ -75,3 +75,15 @@ def test_the_result_block_opens_with_a_sentence_and_keeps_its_figures():
     assert "CI [4000, ∞) ops/s" in result_block({**res, "peak_rate_ci": [4000.0, None]})     # open: said so
     assert "NOT converged after 3 trials (budget exhausted)" in " ".join(
         result_block({**res, "converged": False, "n_trials": 3, "reason": "budget exhausted"}).split())
+
+
+def test_the_trials_row_accounts_for_every_not_steady_line():
+    """A NOT STEADY trial line is either excluded (re-run) or counted (overloaded from its start, or its
+    load's re-runs spent); the trials row says how many of each, so the lines add up."""
+    def t(n, verdict, valid=True):
+        return {"n": n, "valid": valid, "raw": {"steady": {"verdict": verdict}}}
+    res = {"n_trials": 5, "n_invalid": 0, "n_loads": 3, "n_not_steady": 1, "not_steady": {"2": "not steady: backlog"},
+           "trials": [t(0, "steady"), t(1, "trend up"), t(2, "backlog", valid=False), t(3, "stall"), t(4, "short")]}
+    text = " ".join(result_block(res).split())
+    assert "5 (0 invalid, 1 excluded as not steady, 2 not steady but counted) at 3 loads" in text, text
+    assert "but counted" not in result_block({**res, "trials": res["trials"][:1] + res["trials"][2:3]})

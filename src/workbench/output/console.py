@@ -126,6 +126,7 @@ def result_block(result: Mapping[str, Any], wall_s: float | None = None) -> str:
         *_goal_rows(result),
         ("trials", f"{result.get('n_trials')} ({result.get('n_invalid')} invalid"
                    + (f", {result['n_not_steady']} excluded as not steady" if result.get("n_not_steady") else "")
+                   + (f", {n} not steady but counted" if (n := _counted_not_steady(result)) else "")
                    + (f", {result['n_harness']} harness failures" if result.get("n_harness") else "")
                    + f") at {result.get('n_loads')} loads"),
         ("cost", cost_text(result) + (f"; this command's wall time {wall_s:.0f} s" if wall_s is not None else "")),
@@ -135,6 +136,15 @@ def result_block(result: Mapping[str, Any], wall_s: float | None = None) -> str:
     lines = [textwrap.fill(v, WIDTH, initial_indent=f"  {k:<{w}}  ", subsequent_indent=" " * (w + 4),
                            break_on_hyphens=False) for k, v in rows]
     return "\n".join([result_sentence(result), "", *lines])
+
+
+def _counted_not_steady(result: Mapping[str, Any]) -> int:
+    """Valid trials judged not steady that the controller counted (controller.steadiness: overloaded
+    from their start, or their load's re-runs spent), so the console's NOT STEADY lines add up."""
+    excluded = result.get("not_steady") or {}
+    return sum(1 for t in result.get("trials") or [] if isinstance(t, Mapping) and t.get("valid")
+               and str(t.get("n")) not in excluded
+               and ((t.get("raw") or {}).get("steady") or {}).get("verdict") in NOT_STEADY)
 
 
 def _goal_rows(result: Mapping[str, Any]) -> list[tuple[str, str]]:

@@ -93,3 +93,17 @@ def test_run_rating_reaps_before_it_leases(lease_dir, tmp_path, monkeypatch):
         run_rating(plan_from_params({"profile": "smoke", "slot": "slot2"}, "next"), store=None,
                    make=lambda **kw: AnsibleHarness(runner=runner, **kw), log=lambda s: None)
     assert [name for name, _ in runner.calls] == ["teardown.yml"]
+
+
+def test_a_lease_whose_plan_names_another_rating_is_still_reaped(lease_dir):
+    """The reaper holds the lease in the lease's own rating's name, so a plan recorded under another id
+    cannot leave the slot held for ever (torn down, never released, reaped again at every start)."""
+    dead = _holder(lease_dir, "killed", "slot1")
+    dead.kill()
+    dead.wait(timeout=30)
+    lease = json.loads((lease_dir / "slot1").read_text())
+    (lease_dir / "slot1").write_text(json.dumps({**lease, "plan": {**lease["plan"], "rating_id": "other"}}))
+    runner = FakeRunner()
+    assert reap_slots(lambda **kw: AnsibleHarness(runner=runner, **kw), log=lambda s: None) == ["slot1"]
+    assert [name for name, _ in runner.calls] == ["teardown.yml"]
+    assert leases.read_lease("slot1") is None

@@ -72,7 +72,10 @@ def _take_for_reaping(slot: str, alive: Alive | None) -> RatingPlan | str:
         token = store.next_token(slot)
         store.write(slot, {**lease, "token": token, "holder": this_process(reaper=True), "dirty": True,
                            "taken_unix": time.time()})
-    return RatingPlan.from_dict(lease["plan"]).with_slot(slot).with_lease(token)
+    # the lease's rating_id, not the plan's: the reaper must hold what it tears down (a plan edited or
+    # recorded under another id would otherwise leave the lease unreleasable, reaped again every start)
+    plan = RatingPlan.from_dict({**lease["plan"], "rating_id": lease.get("rating_id")})
+    return plan.with_slot(slot).with_lease(token)
 
 
 def reap_slots(make: HarnessFactory = AnsibleHarness, alive: Alive | None = None,

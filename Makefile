@@ -48,7 +48,7 @@ bin/fstress: $(shell find loadgen -name '*.go' -o -name 'go.mod' -o -name 'go.su
 
 # MinIO (the results store), built from a pinned module version (~2 min the first time). Without the
 # compiler's optimisations: the build takes 0.66x the time (74 s against 113 s here), and a rating's
-# few hundred small objects do not notice (300 puts and gets of 20 kB: 1.1-1.25x; docs/performance.md).
+# few hundred small objects do not notice (300 puts and gets of 20 kB: 1.1-1.3x; docs/performance.md).
 minio: bin/minio
 bin/minio:
 	@$(STEP) minio "MinIO (Go build, ~2 min the first time)" env GOBIN=$(CURDIR)/bin $(GO) install \

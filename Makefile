@@ -27,12 +27,12 @@ system-celery:
 	@$(STEP) apt-celery "Debian packages: Postgres, Redis" scripts/install-system.sh celery
 
 # The venv: the main job's packages (requirements.lock); the tests add theirs (requirements-test.lock:
-# pytest, selenium, ansible-lint, ...), `make test` only. --no-compile: modules are byte-compiled when
-# first imported, not all at install (47 s -> 34 s here).
+# pytest, selenium, ansible-lint, ...), `make test` only. Byte-compiled at install (not --no-compile:
+# with PYTHONDONTWRITEBYTECODE=1, as on this machine, every process would compile every module it imports).
 venv: $(VENV)/.installed
 $(VENV)/.installed: requirements.lock pyproject.toml
 	@$(STEP) venv "Python venv from requirements.lock" bash -c 'set -e; test -x $(PY) || $(PYTHON) -m venv $(VENV); \
-	  $(PY) -m pip install --disable-pip-version-check --no-compile -r requirements.lock; \
+	  $(PY) -m pip install --disable-pip-version-check -r requirements.lock; \
 	  $(PY) -m pip install --disable-pip-version-check --no-deps -e .'
 	@touch $@
 

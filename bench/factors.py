@@ -20,6 +20,7 @@ import sys
 import time
 from pathlib import Path
 
+from workbench.output.console import fmt_num
 from workbench.store.local import LocalStore
 
 REPO = Path(__file__).resolve().parent.parent
@@ -53,11 +54,6 @@ def rate(slot: str, args: list[str], out: Path) -> dict:
     return r
 
 
-def _ops(x: float | None) -> str:
-    """A load in ops/s, or "—" for an open end (an unconverged rating's interval)."""
-    return "—" if x is None else f"{x:.0f}"
-
-
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--slot", default="slot1")
@@ -77,8 +73,9 @@ def main() -> int:
     print(f"{'factor':7} {'sample':28} {'λ* ops/s':>9} {'bracket':>17} {'λ* CI':>19} {'trials':>6} "
           f"{'conv':>5} {'wall s':>6} {'× first':>7}")
     for factor, label, r, ratio in rows:
-        bracket, ci = (f"[{_ops(lo)}, {_ops(hi)}]" for lo, hi in (r["bracket"], r["peak_rate_ci"] or (None, None)))
-        print(f"{factor:7} {label:28} {_ops(r['peak_rate']):>9} {bracket:>17} {ci:>19} {r['n_trials']:6d} "
+        bracket, ci = (f"[{fmt_num(lo, '.0f')}, {fmt_num(hi, '.0f')}]"
+                       for lo, hi in (r["bracket"], r["peak_rate_ci"] or (None, None)))
+        print(f"{factor:7} {label:28} {fmt_num(r['peak_rate'], '.0f'):>9} {bracket:>17} {ci:>19} {r['n_trials']:6d} "
               f"{str(r['converged']):>5} {r['wall_s']:6.0f} {ratio:7.2f}")
     return 0
 

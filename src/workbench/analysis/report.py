@@ -22,7 +22,7 @@ from workbench.analysis.trial_series import intervals_png
 from workbench.analysis.workload import workload_html
 from workbench.config.external import external_text
 from workbench.controller.steadiness import records_as_read
-from workbench.controller.trial import record_outcome
+from workbench.controller.trial import record_outcome, steady_verdict
 from workbench.stats.steady import NOT_STEADY
 
 __all__ = ["per_op_rows", "rating_plots", "rating_report_html", "surface_report_html", "nightly_report_html"]
@@ -232,7 +232,7 @@ def _warnings_html(result: Mapping[str, Any]) -> str:
 
 def _steady_cell(result: Mapping[str, Any], t: Mapping[str, Any]) -> str:
     """The trial's steady-state verdict and what the controller did with it."""
-    v = ((t.get("raw") or {}).get("steady") or {}).get("verdict")
+    v = steady_verdict(t)
     if t.get("excluded") == "not steady":
         return f"{v}: excluded, re-run"
     counted = v in NOT_STEADY and t.get("valid") and "not_steady" in result

@@ -85,6 +85,11 @@ class TrialResult:
         return cls(**{k: v for k, v in d.items() if k in names})
 
 
+def steady_verdict(rec: Mapping[str, Any]) -> str | None:
+    """The steady-state verdict of a stored trial record (stats.steady, in raw["steady"]), None when it has none."""
+    return ((rec.get("raw") or {}).get("steady") or {}).get("verdict")
+
+
 def record_outcome(rec: Mapping[str, Any]) -> str:
     """The outcome of a stored trial record (a dict): "harness", "invalid" or "measured". Records
     stored before harness failures had their own outcome have neither field: valid decides."""

@@ -14,7 +14,7 @@ from typing import Any, Mapping, TextIO
 from workbench.analysis.cost import cost_text
 from workbench.analysis.goals import goal_rows
 from workbench.analysis.peak_interval import interval_text, peak_statement
-from workbench.controller.trial import record_outcome
+from workbench.controller.trial import record_outcome, steady_verdict
 from workbench.stats.steady import NOT_STEADY
 
 
@@ -72,7 +72,7 @@ def trial_line(record: Mapping[str, Any], width: int | None = WIDTH) -> str:
                 and got < 0.99 * load)
     outcome = ("valid" if record.get("valid", True) else "INVALID" if record_outcome(record) != "harness"
                else "HARNESS FAILURE")
-    steady = ((record.get("raw") or {}).get("steady") or {}).get("verdict")
+    steady = steady_verdict(record)
     if outcome == "valid" and steady in NOT_STEADY:     # the controller re-runs it (controller.steadiness)
         outcome = f"NOT STEADY ({steady})"
     head = (f"  trial {record.get('n', '?'):>3}: {_rate(load):>6} ops/s × {fmt_num(record.get('runlength_s'), 'g')} s"
@@ -144,7 +144,7 @@ def _counted_not_steady(result: Mapping[str, Any]) -> int:
     excluded = result.get("not_steady") or {}
     return sum(1 for t in result.get("trials") or [] if isinstance(t, Mapping) and t.get("valid")
                and str(t.get("n")) not in excluded
-               and ((t.get("raw") or {}).get("steady") or {}).get("verdict") in NOT_STEADY)
+               and steady_verdict(t) in NOT_STEADY)
 
 
 def _goal_rows(result: Mapping[str, Any]) -> list[tuple[str, str]]:

@@ -61,7 +61,7 @@ def read_groups(pattern: str) -> dict[tuple, list[tuple[float, float]]]:
                 continue
             if t.get("mean_ms") is None or not t.get("offered_rate"):
                 continue
-            key = (Path(d).name, t.get("workload"), float(t.get("duration_s") or 0))
+            key = (str(Path(d)), t.get("workload"), float(t.get("duration_s") or 0))
             groups.setdefault(key, []).append((float(t["offered_rate"]), float(t["mean_ms"])))
     return groups
 
@@ -236,9 +236,9 @@ def main(argv=None) -> int:
             if f is not None and f[3] <= FIT_RMS_MAX:
                 fits.append(f)
             fs = "" if f is None else f"  fit μ/λ40 {f[0]:.3f} S {f[1]:6.3f} ms m {f[2]:5.1f} (rms log {f[3]:.2f})"
-            print(f"    {k[0][:44]:44s} {str(k[1])[:22]:22s} {len(seq):3d} trials  λ40 {lam:7.1f}  width {w:5.1f} %{fs}")
+            print(f"    {k[0][-44:]:44s} {str(k[1])[:22]:22s} {len(seq):3d} trials  λ40 {lam:7.1f}  width {w:5.1f} %{fs}")
         summarize(f"real, {trial_s:g} s trials", sub)
-    q = lambda xs: f"{np.median(xs):.3g} [{np.min(xs):.3g}, {np.max(xs):.3g}] n={len(xs)}"
+    q = lambda xs: "—" if not xs else f"{np.median(xs):.3g} [{np.min(xs):.3g}, {np.max(xs):.3g}] n={len(xs)}"
     print(f"  real fits with rms log error ≤ {FIT_RMS_MAX}: S ms {q([f[1] for f in fits])}, m {q([f[2] for f in fits])},"
           f" μ/λ40 {q([f[0] for f in fits])}")
     for r_eff in (4.0, 14.0, 60.0):

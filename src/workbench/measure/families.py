@@ -27,6 +27,8 @@ one line per parameter (real vs the family, by the same code):
   WALL_SWING_PHI 0.5         von Neumann lag-1 of log trial means: family 0.14 at λ*, real 0.12 (17 pairs, 2 s)
   WALL_CARRY_OVER 1.1–2.1    the trial after an overloaded one: real ×1.8–46 at 10 s (4), diluted ×10/60 to 60 s
   (no cold start)            real first / later trial at a fresh load: median 1.02 (2 s, 54), 1.04 (10 s, 16)
+  (60 s kept at r^−½)        real 60 s trials (bench/wall_noise.py) never read near R_sat: flat or 0.3–3.4 s by the
+                             server's history, its λ40 moving ≥ 5 % (docs/performance-log.md, "… in 60 s trials")
 """
 from __future__ import annotations
 

@@ -7,7 +7,9 @@
 Leases the slot, provisions the main job's default server (`workbench rate --profile P`'s plan),
 deploys fstress and its warm-up trial, then runs --trials trials of --runlength s at each load in
 the order given (ascending by default: no trial follows an overloaded one at a higher load),
-ending after the first load whose median trial mean exceeds --stop-ms, and tears down. Each trial's record is written where a rating's are (OUT/work/trials/<n>.json), so
+ending after the first load whose median trial mean exceeds --stop-ms, and tears down (also on a
+failure; a killed run's slot is reaped by the next start). Each trial's record is written where a
+rating's are (OUT/work/trials/<n>.json), so
 
     PYTHONPATH=src:. .venv/bin/python bench/wall_calibration.py --ratings 'OUT/work'
 
@@ -61,9 +63,9 @@ def main(argv: list[str] | None = None) -> int:
     reap_slots(log=lambda s: print(s, flush=True))     # slots whose holder is gone, as every start does
     plan = lease_slot(plan, wait_s=LEASE_WAIT_S, log=lambda s: print(s, flush=True))
     by_load: dict[float, list[float]] = {}
+    h = harness_for(plan)
     try:
         with holding(plan):
-            h = harness_for(plan)
             t0 = time.monotonic()
             h.provision()
             h.deploy()
@@ -81,9 +83,13 @@ def main(argv: list[str] | None = None) -> int:
                 if statistics.median(by_load[load]) > a.stop_ms:
                     print(f"median above {a.stop_ms:g} ms at {load:g} ops/s: the ladder ends here", flush=True)
                     break
-            h.teardown()
     finally:
-        release_slot(plan)
+        with holding(plan):
+            run = h.teardown()
+        if run.ok:
+            release_slot(plan)
+        else:
+            print(f"teardown of {plan.slot} failed ({run.message()}): its lease stays; the next start reaps it")
     print(f"\nper load ({a.runlength:g} s trials): n, median mean ms, sd of log trial mean")
     for load, ms in by_load.items():
         logs = [math.log(max(m, 1e-3)) for m in ms]

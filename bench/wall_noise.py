@@ -8,7 +8,8 @@ Leases the slot, provisions the main job's default server (`workbench rate --pro
 deploys fstress and its warm-up trial, then runs --trials trials of --runlength s at each load in
 the order given (ascending by default: no trial follows an overloaded one at a higher load),
 ending after the first load whose median trial mean exceeds --stop-ms, and tears down (also on a
-failure; a killed run's slot is reaped by the next start). Each trial's record is written where a
+failure) — provision, deploy and teardown are the pipeline's own steps; a killed run's slot is
+reaped by the next start. Each trial's record is written where a
 rating's are (OUT/work/trials/<n>.json), so
 
     PYTHONPATH=src:. .venv/bin/python bench/wall_calibration.py --ratings 'OUT/work'
@@ -31,8 +32,10 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "src"))
 from workbench import cli  # noqa: E402
-from workbench.lease.leases import holding, lease_slot, release_slot  # noqa: E402
-from workbench.pipeline.slot import harness_for, reap_slots  # noqa: E402
+from workbench.lease.leases import holding, lease_slot  # noqa: E402
+from workbench.pipeline.slot import harness_for, reap_slots, teardown  # noqa: E402
+from workbench.pipeline.steps import deploy, provision  # noqa: E402
+from workbench.store.local import LocalStore  # noqa: E402
 
 LEASE_WAIT_S = 600.0
 
@@ -63,15 +66,14 @@ def main(argv: list[str] | None = None) -> int:
     reap_slots(log=lambda s: print(s, flush=True))     # slots whose holder is gone, as every start does
     plan = lease_slot(plan, wait_s=LEASE_WAIT_S, log=lambda s: print(s, flush=True))
     by_load: dict[float, list[float]] = {}
-    h = harness_for(plan)
     try:
+        t0 = time.monotonic()
+        store = LocalStore(a.out)                   # the pipeline's steps: spec, sysinfo and timings to OUT
+        provision(plan, store)
+        warm = deploy(plan, store)
+        print(f"{plan.server_text()}\nprovision + deploy {time.monotonic() - t0:.0f} s; {warm}", flush=True)
         with holding(plan):
-            t0 = time.monotonic()
-            h.provision()
-            h.deploy()
-            w = h.warm_up(plan.rating_spec().first_load, plan.warmup_trial_s or 10.0)
-            print(f"{plan.server_text()}\nprovision + deploy + warm-up {time.monotonic() - t0:.0f} s "
-                  f"(warm-up {w.load_ops_s:g} ops/s → {w.mean_ms:.2f} ms)", flush=True)
+            h = harness_for(plan)
             n = 0
             for load in a.loads:
                 for _ in range(a.trials):
@@ -84,12 +86,7 @@ def main(argv: list[str] | None = None) -> int:
                     print(f"median above {a.stop_ms:g} ms at {load:g} ops/s: the ladder ends here", flush=True)
                     break
     finally:
-        with holding(plan):
-            run = h.teardown()
-        if run.ok:
-            release_slot(plan)
-        else:
-            print(f"teardown of {plan.slot} failed ({run.message()}): its lease stays; the next start reaps it")
+        print(f"teardown: {teardown(plan)}", flush=True)   # a failed one keeps the lease, marked dirty
     print(f"\nper load ({a.runlength:g} s trials): n, median mean ms, sd of log trial mean")
     for load, ms in by_load.items():
         logs = [math.log(max(m, 1e-3)) for m in ms]

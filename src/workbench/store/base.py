@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from workbench.config.external import server_key
+from workbench.controller.trial import steady_verdict
 
 JSON_TYPE = "application/json"
 PARQUET_TYPE = "application/vnd.apache.parquet"
@@ -326,7 +327,7 @@ class Store(ABC):
             ts = raw.get("timeseries")
             row["outstanding_at_stop"] = ts.get("outstanding_at_stop") if ts else None
             row["timeseries"] = json.dumps(ts, sort_keys=True) if ts else None
-            row["steady"] = (raw.get("steady") or {}).get("verdict")        # stats.steady
+            row["steady"] = steady_verdict(rec)
             row["drain_s"] = rec.get("drain_s")
             raw_ops = raw.get("ops") or {}
             if ops:

@@ -9,8 +9,8 @@ deploys fstress and its warm-up trial, then runs --trials trials of --runlength 
 the order given (ascending by default: no trial follows an overloaded one at a higher load),
 ending after the first load whose median trial mean exceeds --stop-ms, and tears down (also on a
 failure) — provision, deploy and teardown are the pipeline's own steps; a killed run's slot is
-reaped by the next start. Each trial's record is written where a
-rating's are (OUT/work/trials/<n>.json), so
+reaped by the next start. Each trial's record is written where a rating's are
+(OUT/work/trials/<n>.json), so
 
     PYTHONPATH=src:. .venv/bin/python bench/wall_calibration.py --ratings 'OUT/work'
 

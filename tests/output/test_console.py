@@ -78,7 +78,7 @@ def test_the_result_block_opens_with_a_sentence_and_keeps_its_figures():
 
 
 def test_the_trials_row_accounts_for_every_not_steady_line():
-    """A NOT STEADY trial line is either excluded (re-run) or counted (overloaded from its start, or its
+    """A NOT STEADY trial line is either excluded (re-run) or counted (a saturated rise, or its
     load's re-runs spent); the trials row says how many of each, so the lines add up."""
     def t(n, verdict, valid=True):
         return {"n": n, "valid": valid, "raw": {"steady": {"verdict": verdict}}}

@@ -7,10 +7,14 @@ MSER's warm-up took a large part of it (rerun_runlength_s). At most `spec.max_un
 re-runs per load: the next not-steady trial there ends them, and the load is judged on all its
 trials, the not-steady ones included (the server does not settle at that load, and what it gives
 there is all there is to judge; a saturated server's queue grows in every trial). A trial counted
-that way is not excluded, and the report marks it "counted". Nor is a rise whose first interval
-already read above far_factor·R_sat: the drain started it on an idle server, so its queue grew from
-the first second (ρ > 1), and a re-run would only grow it again (a quick rating re-ran 6400 and
-4800 ops/s twice each, from 1197 and 437 ms to 6.1 and 2.9 s every time).
+that way is not excluded, and the report marks it "counted". Nor is a rise that is saturated on its
+own: one whose mean is above every R_sat goal, or whose first interval already read above
+far_factor·R_sat. A trial starts on a drained server; latency that climbs all through it is a queue
+growing (arrivals above the service rate), and its mean understates where that load settles, so
+"above R_sat" read from it is conservative. Re-runs only grow it again: a quick rating re-ran 6400
+and 4800 ops/s twice each (1197 and 437 ms to 6.1 and 2.9 s every time), and 4400 ops/s twice from a
+low start (1.9 → 1092 ms; means 599, 564, 1407 ms), and stopped on six invalid trials in a row. A rise
+that stays below R_sat is still re-run: it may be a transient.
 """
 from __future__ import annotations
 
@@ -53,22 +57,25 @@ def _why(v: Mapping[str, Any]) -> str:
     return f"not steady: {v.get('verdict')}" + (f" ({'; '.join(parts)})" if parts else "")
 
 
-def overloaded_from_start(spec, t: TrialResult) -> bool:
-    """A rise whose first interval already read above far_factor·R_sat: saturated, not a transient."""
+def saturated_rise(spec, t: TrialResult) -> bool:
+    """A rise (trend up) whose mean is above every R_sat goal, or whose first interval read above
+    far_factor·R_sat: a queue growing at a load past capacity, not a transient."""
     v = verdict_of(t)
+    if v.get("verdict") != "trend up":
+        return False
     first = v.get("first_ms")
     far_ms = spec.policy.far_threshold_ms(spec.r_sat_ms)
-    return (v.get("verdict") == "trend up" and far_ms is not None and isinstance(first, (int, float))
-            and first > far_ms)
+    return t.mean_ms > max(spec.goals) or (far_ms is not None and isinstance(first, (int, float))
+                                             and first > far_ms)
 
 
 def not_steady_excluded(spec, trials: Sequence[TrialResult]) -> dict[int, str]:
     """{trial index: reason} of the not-steady trials the controller excludes: all of a load's
-    while it has at most spec.max_unsteady_reruns of them, none once it has more; never a rise that
-    was overloaded from its start."""
+    while it has at most spec.max_unsteady_reruns of them, none once it has more; never a saturated
+    rise."""
     at: dict[float, list[int]] = {}
     for i, t in enumerate(trials):
-        if is_not_steady(t) and not overloaded_from_start(spec, t):
+        if is_not_steady(t) and not saturated_rise(spec, t):
             at.setdefault(load_key(t.load_ops_s), []).append(i)
     return {i: _why(verdict_of(trials[i])) for idx in at.values()
             if len(idx) <= spec.max_unsteady_reruns for i in idx}

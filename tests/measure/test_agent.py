@@ -306,40 +306,42 @@ def test_trials_through_the_agents_on_a_real_slot(tmp_path):
 @pytest.mark.timeout(300)
 def test_a_rating_through_the_agents_stores_every_trial(tmp_path, capsys):
     """`workbench rate --agent on` (smoke, 6 trials) on slot3: every trial stored, the agent trials
-    under 1.5 s of overhead (median), trial 2's agent killed mid-trial → a harness failure named
-    for the signal, re-run; teardown leaves no agent."""
+    under 1.5 s of overhead (median), the agent killed mid-trial (the first agent trial from trial 2
+    on: a trial after an invalid one goes through the playbook) → a harness failure named for the
+    signal, re-run; teardown leaves no agent."""
     from helpers import rating_files, renumbered_inventory
 
     from workbench import cli
     inv = renumbered_inventory(tmp_path / "hosts.yml", {1: 3})
-    kills: list[str] = []
+    kills: list[tuple[int, int | None]] = []     # (trial, agent pid)
 
     class Killing(AnsibleHarness):
-        def measure(self, load, runlength, **kw):
+        def _agent_trial(self, n, load_ops_s, runlength_s, out):
             th = None
-            if kw.get("trial_id") == 2 and self.agent:
+            if not kills and isinstance(n, int) and n >= 2:
                 fleet = agents._FLEETS.get((str(self.inventory), self.slot))
                 pid = fleet.agents[0].pid if fleet else None
-                th = subprocess.Popen(["sh", "-c", f"sleep {self.warmup_s + runlength / 2}; kill -KILL {pid}"]) \
+                th = subprocess.Popen(["sh", "-c", f"sleep {self.warmup_s + runlength_s / 2}; kill -KILL {pid}"]) \
                     if pid else None
-                kills.append(f"agent {pid}")
-            t = super().measure(load, runlength, **kw)
+                kills.append((n, pid))
+            run = super()._agent_trial(n, load_ops_s, runlength_s, out)
             if th is not None:
                 th.wait()
-            return t
+            return run
 
     args = cli._parser().parse_args(["rate", "--workload", "web_server", "--inventory", str(inv), "--slot", "slot3",
                                      "--profile", "smoke", "--max-trials", "6", "--agent", "on", "--quiet",
                                      "--out", str(tmp_path / "out")])
     cli.cmd_rate(args, harness_factory=Killing)
     res, trials, rating = rating_files(tmp_path / "out")
-    assert kills and kills[0] != "agent None", kills
+    assert kills and kills[0][1] is not None, (kills, [(t["n"], t["valid"], t["reason"]) for t in trials])
+    killed = kills[0][0]
     assert len(trials) == res["n_trials"] == 6 and [t["n"] for t in trials] == list(range(6))
-    assert trials[2]["outcome"] == "harness" and "killed by signal 9" in trials[2]["reason"], trials[2]
+    assert trials[killed]["outcome"] == "harness" and "killed by signal 9" in trials[killed]["reason"], trials[killed]
     warmup = json.loads((rating / "spec.json").read_text())["warmup_s"]
     # agent trials: not the first (the playbook checks the server) nor one after an invalid trial
     ag = [t["wall_s"] - t["runlength_s"] - warmup for i, t in enumerate(trials)
-          if i > 0 and trials[i - 1]["valid"] and i != 2]
+          if i > 0 and trials[i - 1]["valid"] and i != killed]
     assert len(ag) >= 2 and sorted(ag)[len(ag) // 2] < 1.5, ag
     left = subprocess.run(["pgrep", "-af", "fstress agent"], capture_output=True, text=True).stdout
     assert "load3" not in left, left

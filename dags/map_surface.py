@@ -37,7 +37,7 @@ from airflow.providers.standard.utils.skipmixin import XCOM_SKIPMIXIN_FOLLOWED, 
 from airflow.sdk import DAG, Param, task
 from airflow.sdk.exceptions import AirflowFailException
 
-from workbench.config.vocabulary import DESIGNS, MAX_ROUNDS, SLOTS
+from workbench.config.vocabulary import DESIGNS, MAX_ROUNDS, PARAM_DIALECT, SLOTS
 from workbench.output.notify import RunNotifier
 from workbench.params.plan import PARAMS, ParamError, rating_id_for
 from workbench.pipeline import sweep
@@ -81,10 +81,10 @@ with DAG(
     catchup=False,
     max_active_runs=1,
     params={
-        "workload": Param(**PARAMS["workload"]),
-        "workload_text": Param(**PARAMS["workload_text"]),
-        "profile": Param(**PARAMS["profile"]),
-        "policy": Param(**PARAMS["policy"]),
+        "workload": Param(**PARAMS["workload"], **PARAM_DIALECT),
+        "workload_text": Param(**PARAMS["workload_text"], **PARAM_DIALECT),
+        "profile": Param(**PARAMS["profile"], **PARAM_DIALECT),
+        "policy": Param(**PARAMS["policy"], **PARAM_DIALECT),
         "factors": Param({"memory_mb": [128, 256], "read_iops": [100, 200]}, type="object",
                          description="factor → levels; numeric: " + ", ".join(sweep.NUMERIC_FACTORS)
                                      + "; categorical: " + ", ".join(sweep.CATEGORICAL_FACTORS)),

@@ -15,7 +15,7 @@ from helpers import cmdline, load_recorded_nights, renumbered_inventory
 from workbench import dagrun
 from workbench.analysis.regression import reference_load
 from workbench.config import paths
-from workbench.config.vocabulary import CANNED_WORKLOADS, MAX_TRIAL_TASKS
+from workbench.config.vocabulary import CANNED_WORKLOADS, MAX_TRIAL_TASKS, PARAM_DIALECT
 from workbench.controller.result import goal_results
 from workbench.params.plan import PARAMS, rating_id_for
 from workbench.pipeline import nightly
@@ -38,6 +38,12 @@ def test_dag_params_match_the_checked_table():
     for d in (dag, _dag("map_surface")):
         assert d.params.get_param("workload_text").schema["format"] == "multiline"
     assert dag.params.get_param("zipf_alpha").schema["section"] == "Workload factors"
+    # every Param names the draft-07 dialect (cheaper to check, bench/dag_parse.py) and still refuses
+    # what the table refuses: a bound, an enum, a type
+    assert {dag.params.get_param(k).schema.get("$schema") for k in PARAMS} == {PARAM_DIALECT["$schema"]}
+    for name, bad in (("runlength_s", PARAMS["runlength_s"]["minimum"] - 1), ("workload", "nosuch"),
+                      ("disks", "two")):
+        assert dag.params.get_param(name).resolve(bad, suppress_exception=True) is None, name
     ids = {t.task_id for t in dag.tasks}
     assert {"validate", "lease_slot", "provision", "deploy", "gx_check", "summarise", "report", "publish",
             "teardown", "verdict"} <= ids

@@ -206,8 +206,8 @@ class RestApi:
     def dag_run(self, dag_id: str, run_id: str) -> dict:
         return self.api("GET", f"/dags/{dag_id}/dagRuns/{urllib.parse.quote(run_id, safe='')}")
 
-    def dag_runs(self, dag_id: str) -> list[dict]:
-        return self.api("GET", f"/dags/{dag_id}/dagRuns?limit=100")["dag_runs"]
+    def dag_runs(self, dag_id: str, timeout_s: float = 30) -> list[dict]:
+        return self.api("GET", f"/dags/{dag_id}/dagRuns?limit=100", timeout_s=timeout_s)["dag_runs"]
 
     def run_state(self, dag_id: str, run_id: str) -> str:
         return self.dag_run(dag_id, run_id)["state"]

@@ -250,6 +250,19 @@ def test_what_the_agents_cannot_do_takes_the_playbook(tmp_path, monkeypatch, wha
 
 
 # ------------------------------------------------------------------ integration: slot3
+def _valid_agent_trial(h: AnsibleHarness, tries: int = 3):
+    """A valid 2 s trial at 200 ops/s through the agent.  On a loaded 2-core machine the generator
+    may lag past the 10 ms bound (CI of 25c7ac9: p99 22 ms): that trial is invalid and named so,
+    and is measured again, as the controller would; any other failure fails the test."""
+    for _ in range(tries):
+        t = h.measure(200, 2.0, check_server=False)
+        assert not t.harness_failure and h.timings[-1]["path"] == "agent", (t.reason, h.timings[-1])
+        if t.valid:
+            return t
+        assert t.reason.startswith("generator saturated"), t.reason
+    raise AssertionError(f"{tries} agent trials in a row saturated the generator: {t.reason}")
+
+
 @pytest.mark.integration
 @pytest.mark.xdist_group("slot3")
 @pytest.mark.timeout(300)
@@ -270,18 +283,16 @@ def test_trials_through_the_agents_on_a_real_slot(tmp_path):
         pid = agents._FLEETS[key].agents[0].pid
         h.warm_up(200, 1.0)                                  # the playbook checks the server
         for _ in range(3):
-            t = h.measure(200, 2.0, check_server=False)
-            assert t.valid, t.reason
+            _valid_agent_trial(h)
         ag = [x for x in h.timings if x["path"] == "agent"]
-        assert len(ag) == 3 and max(x["overhead_s"] for x in ag) < 1.5, h.timings
+        assert len(ag) >= 3 and max(x["overhead_s"] for x in ag) < 1.5, h.timings
         assert agents._FLEETS[key].agents[0].pid == pid      # one agent served them all
         # an agent killed mid-trial: that trial is a harness failure, the next one a new agent's
         killer = subprocess.Popen(["sh", "-c", f"sleep 1.2; kill -KILL {pid}"])
         t = h.measure(200, 2.0, check_server=False)
         killer.wait()
         assert t.harness_failure and "output ended" in t.reason, t.reason
-        t = h.measure(200, 2.0, check_server=False)
-        assert t.valid and h.timings[-1]["path"] == "agent", t.reason
+        _valid_agent_trial(h)
         pid2 = agents._FLEETS[key].agents[0].pid
         assert pid2 != pid
         # a new deployment's agent replaces the earlier one's (its pid file)

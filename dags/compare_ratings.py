@@ -24,13 +24,6 @@ with DAG(
     schedule=None,
     start_date=dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc),
     catchup=False,
-    params={
-        "a": Param("", type="string", minLength=1, description="rating A (before): id or s3://bucket/ratings/<id>/"),
-        "b": Param("", type="string", minLength=1, description="rating B (after): id or s3://bucket/ratings/<id>/"),
-        "tolerance": Param(0.10, type="number", minimum=0, exclusiveMaximum=1,
-                           description="relative change in λ* that matters"),
-        "confidence": Param(0.95, type="number", exclusiveMinimum=0, exclusiveMaximum=1),
-    },
     tags=["workbench"],
     doc_md=__doc__,
 ) as dag:
@@ -47,3 +40,12 @@ with DAG(
         return out["verdict"]
 
     compare_ab()
+
+# the Params once the tasks exist, so that no task keeps a copy of them (dags/README.md)
+dag.params = {
+    "a": Param("", type="string", minLength=1, description="rating A (before): id or s3://bucket/ratings/<id>/"),
+    "b": Param("", type="string", minLength=1, description="rating B (after): id or s3://bucket/ratings/<id>/"),
+    "tolerance": Param(0.10, type="number", minimum=0, exclusiveMaximum=1,
+                       description="relative change in λ* that matters"),
+    "confidence": Param(0.95, type="number", exclusiveMinimum=0, exclusiveMaximum=1),
+}

@@ -37,7 +37,7 @@ from airflow.providers.standard.utils.skipmixin import XCOM_SKIPMIXIN_FOLLOWED, 
 from airflow.sdk import DAG, Param, task
 from airflow.sdk.exceptions import AirflowFailException
 
-from workbench.config.vocabulary import DESIGNS, MAX_ROUNDS, PARAM_DIALECT, SLOTS
+from workbench.config.vocabulary import DESIGNS, MAX_ROUNDS, SLOTS
 from workbench.output.notify import RunNotifier
 from workbench.params.plan import PARAMS, ParamError, rating_id_for
 from workbench.pipeline import sweep
@@ -80,31 +80,6 @@ with DAG(
     start_date=dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc),
     catchup=False,
     max_active_runs=1,
-    params={
-        "workload": Param(**PARAMS["workload"], **PARAM_DIALECT),
-        "workload_text": Param(**PARAMS["workload_text"], **PARAM_DIALECT),
-        "profile": Param(**PARAMS["profile"], **PARAM_DIALECT),
-        "policy": Param(**PARAMS["policy"], **PARAM_DIALECT),
-        "factors": Param({"memory_mb": [128, 256], "read_iops": [100, 200]}, type="object",
-                         description="factor → levels; numeric: " + ", ".join(sweep.NUMERIC_FACTORS)
-                                     + "; categorical: " + ", ".join(sweep.CATEGORICAL_FACTORS)),
-        "fixed": Param({}, type="object", description="other factors held fixed, e.g. {\"fs\": \"xfs\"}"),
-        "design": Param("fullfact", type="string", enum=list(DESIGNS),
-                        description="fullfact, dopt (D-optimal n_samples of the grid), lhs, or active (rounds "
-                                    "until the MAPE target)"),
-        "n_samples": Param(None, type=["null", "integer"], minimum=1, maximum=256,
-                           description="samples for dopt / lhs; active: the start set (default terms + 1)"),
-        "seeding": Param(True, type="boolean", description="seed each rating from the nearest finished sample"),
-        "mape_target_pct": Param(10.0, type="number", minimum=0.1, maximum=100,
-                                 description="active: stop when the leave-one-out MAPE of λ* is at most this (%)"),
-        "batch": Param(1, type="integer", minimum=1, maximum=sweep.MAX_BATCH,
-                       description="active: samples added a round (up to the slots for parallel ratings)"),
-        "degree": Param(2, type="integer", enum=[1, 2], description="model: 2 quadratic (seed 000 §5.5), 1 planar"),
-        "sweep_budget_s": Param(None, type=["null", "number"], minimum=10,
-                                description="every design: Σ cost of the ratings (runlengths + overheads, s)"),
-        "deadline": Param(None, type=["null", "string"],
-                          description="every design: no rating starts after this UTC time (ISO 8601)"),
-    },
     tags=["workbench"],
     doc_md=__doc__,
     on_failure_callback=RunNotifier(),     # a failed sweep: e-mail and webhook
@@ -146,3 +121,30 @@ with DAG(
         if k + 1 < R:
             jobs = next_round(k + 1)()
             branch >> jobs
+
+# the Params once the tasks exist, so that no task keeps a copy of them (dags/README.md)
+dag.params = {
+    "workload": Param(**PARAMS["workload"]),
+    "workload_text": Param(**PARAMS["workload_text"]),
+    "profile": Param(**PARAMS["profile"]),
+    "policy": Param(**PARAMS["policy"]),
+    "factors": Param({"memory_mb": [128, 256], "read_iops": [100, 200]}, type="object",
+                     description="factor → levels; numeric: " + ", ".join(sweep.NUMERIC_FACTORS)
+                                 + "; categorical: " + ", ".join(sweep.CATEGORICAL_FACTORS)),
+    "fixed": Param({}, type="object", description="other factors held fixed, e.g. {\"fs\": \"xfs\"}"),
+    "design": Param("fullfact", type="string", enum=list(DESIGNS),
+                    description="fullfact, dopt (D-optimal n_samples of the grid), lhs, or active (rounds "
+                                "until the MAPE target)"),
+    "n_samples": Param(None, type=["null", "integer"], minimum=1, maximum=256,
+                       description="samples for dopt / lhs; active: the start set (default terms + 1)"),
+    "seeding": Param(True, type="boolean", description="seed each rating from the nearest finished sample"),
+    "mape_target_pct": Param(10.0, type="number", minimum=0.1, maximum=100,
+                             description="active: stop when the leave-one-out MAPE of λ* is at most this (%)"),
+    "batch": Param(1, type="integer", minimum=1, maximum=sweep.MAX_BATCH,
+                   description="active: samples added a round (up to the slots for parallel ratings)"),
+    "degree": Param(2, type="integer", enum=[1, 2], description="model: 2 quadratic (seed 000 §5.5), 1 planar"),
+    "sweep_budget_s": Param(None, type=["null", "number"], minimum=10,
+                            description="every design: Σ cost of the ratings (runlengths + overheads, s)"),
+    "deadline": Param(None, type=["null", "string"],
+                      description="every design: no rating starts after this UTC time (ISO 8601)"),
+}

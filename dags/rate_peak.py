@@ -30,7 +30,7 @@ from airflow.sdk import DAG, Param, TaskGroup
 from airflow.sdk.exceptions import AirflowFailException
 
 from workbench import pipeline
-from workbench.config.vocabulary import MAX_TRIAL_TASKS, PARAM_DIALECT, SLOTS
+from workbench.config.vocabulary import MAX_TRIAL_TASKS, SLOTS
 from workbench.controller.decide import NextTrial
 from workbench.lease import leases
 from workbench.lease.leases import LeaseLost
@@ -185,7 +185,6 @@ with DAG(
     # every step is idempotent (keys derive from the run), so a task lost to a crash is retried;
     # validate's AirflowFailException is never retried
     default_args={"retries": 2, "retry_delay": dt.timedelta(seconds=5)},
-    params={name: Param(**schema, **PARAM_DIALECT) for name, schema in PARAMS.items()},
     tags=["workbench"],
     doc_md=__doc__,
     on_failure_callback=RunNotifier(),
@@ -225,3 +224,6 @@ with DAG(
     t_gx >> t_sum >> t_rep >> t_pub >> t_down
     [t_pub, t_down] >> t_verdict
     t_lease >> t_down
+
+# the Params once the tasks exist, so that no task keeps a copy of them (dags/README.md)
+dag.params = {name: Param(**schema) for name, schema in PARAMS.items()}

@@ -13,7 +13,3 @@ MAX_ROUNDS = 6                # rounds of samples unrolled in map_surface (one-s
 SLOTS = tuple(os.environ.get("WB_SLOTS", "slot1,slot2").split(","))  # inventory groups of the SUT slots
 MAX_GOALS = 8                # R_sat goals of one rating: r_sat_ms and up to 7 more (goals_ms)
 MAX_TRIAL_TASKS = 40          # trial_k task groups unrolled in rate_peak; max_trials may not exceed it
-# The JSON-schema dialect every Param of the rating DAGs names. Airflow resolves each Param of each
-# task at every serialization (apache/airflow#32434) and jsonschema checks the schema against its
-# meta-schema each time: draft-07's check costs about a third of the default 2020-12's (bench/dag_parse.py).
-PARAM_DIALECT = {"$schema": "http://json-schema.org/draft-07/schema#"}

@@ -186,21 +186,15 @@ def _wait_task(af: LiveAirflow, run_id: str, task_id: str, timeout_s: float) -> 
                          f"{af.task_states(DAG_ID, run_id)}")
 
 
-def _new_runs(af: LiveAirflow, before: set[str], timeout_s: float = 30) -> set[str]:
-    return {r["dag_run_id"] for r in af.dag_runs(DAG_ID, timeout_s)} - before
+def _new_runs(af: LiveAirflow, before: set[str]) -> set[str]:
+    return {r["dag_run_id"] for r in af.dag_runs(DAG_ID)} - before
 
 
 def _wait_new_run(af: LiveAirflow, before: set[str], timeout_s: float) -> str:
-    """The one run that appeared since `before` (polled through the API).  A request that times
-    out is asked again until the deadline: right after the trigger, a loaded CI machine's
-    api-server kept a 30 s list request unanswered (CI of 25c7ac9)."""
+    """The one run that appeared since `before` (polled through the API)."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
-        try:
-            new = _new_runs(af, before, max(1.0, deadline - time.monotonic()))
-        except (TimeoutError, urllib.error.URLError):
-            time.sleep(0.5)
-            continue
+        new = _new_runs(af, before)
         if new:
             assert len(new) == 1, f"expected exactly the UI's run, new runs: {new}"
             return new.pop()

@@ -261,6 +261,10 @@ wait_ready() {          # api-server answers, scheduler and triggerer healthy, e
     if [ -n "$health" ] && "$VENV_BIN/python" -c 'import json,sys; h=json.loads(sys.argv[1]);
 sys.exit(0 if all((h.get(k) or {}).get("status")=="healthy" for k in ("metadatabase","scheduler","triggerer")) else 1)' "$health"; then
       for k in $(seq 1 "$workers"); do grep -q "worker$k@.* ready" "$dir/worker$k.log" || continue 2; done
+      # The task-execution API (Cadwyn) builds its versioned routes at its first request, inside
+      # the api-server's event loop: 8-31 s here with nothing else answered meanwhile. Pay it now,
+      # not when the first task starts and the UI is in use.
+      curl -sf -m 120 -o /dev/null "http://127.0.0.1:$port/execution/health" || true
       return 0
     fi
     for name in $(components "$workers"); do

@@ -213,7 +213,16 @@ class RestApi:
         else:
             raise AirflowError(f"Airflow not ready after {timeout_s:.0f} s: {last}; "
                                f"dag-processor log:\n{self.tail('dag-processor')}")
+        self.warm_execution_api()
         self.timings_s["ready"] = time.monotonic() - t0
+
+    def warm_execution_api(self, timeout_s: float = 120) -> None:
+        """The task-execution API (Cadwyn) builds its versioned routes at its first request, inside
+        the api-server's event loop: 8-31 s on this machine with no other request answered (the
+        first task's start stalled the tests' polls past their 30 s timeout). Pay it here, before a
+        test triggers anything (as celery-stack.sh's wait_ready does)."""
+        with urllib.request.urlopen(f"{self.base_url}/execution/health", timeout=timeout_s) as resp:
+            resp.read()
 
     def set_paused(self, dag_id: str, paused: bool) -> None:
         self.api("PATCH", f"/dags/{dag_id}", {"is_paused": paused})

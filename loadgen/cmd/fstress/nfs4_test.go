@@ -152,8 +152,11 @@ func TestNFS4SessionLostMidRun(t *testing.T) {
 			srv := &nullserver.Server{}
 			port := startServer(t, srv)
 			out := filepath.Join(t.TempDir(), "r.json")
-			forgetDuringRun(srv, 700*time.Millisecond, func() { tc.forget(srv) })
-			code, stderr := run41(t, port, out, "--workload", "web_server", "--rate", "500", "--duration", "1.5",
+			// 1.5 s after the first session: past the file set (which re-creates a lost
+			// session by itself, leaving nothing to re-open) even when it is slow (a loaded
+			// machine took > 0.7 s), and still 1 s before the end of the run
+			forgetDuringRun(srv, 1500*time.Millisecond, func() { tc.forget(srv) })
+			code, stderr := run41(t, port, out, "--workload", "web_server", "--rate", "500", "--duration", "2.5",
 				"--warmup", "0.3", "--fileset-rate", "50", "--drain-timeout", "0")
 			if code != 0 {
 				t.Fatalf("run: exit %d: %s", code, stderr)

@@ -51,19 +51,25 @@ type v4State struct {
 func (s *Server) ForgetSessions() {
 	s.v4.mu.Lock()
 	defer s.v4.mu.Unlock()
-	for id, ss := range s.v4.sessions {
-		ss.dead.Store(true)
-		delete(s.v4.sessions, id)
-	}
+	s.v4.forgetSessions()
 }
 
-// ForgetClients drops every client id and session: CREATE_SESSION then
-// gets NFS4ERR_STALE_CLIENTID.
+// ForgetClients drops every client id and session at once (one lock
+// held): CREATE_SESSION then gets NFS4ERR_STALE_CLIENTID. In two steps, a
+// client could re-create its session on its old client id in between.
 func (s *Server) ForgetClients() {
-	s.ForgetSessions()
 	s.v4.mu.Lock()
+	defer s.v4.mu.Unlock()
+	s.v4.forgetSessions()
 	clear(s.v4.clients)
-	s.v4.mu.Unlock()
+}
+
+// forgetSessions marks every session dead and drops it (mu held).
+func (v *v4State) forgetSessions() {
+	for id, ss := range v.sessions {
+		ss.dead.Store(true)
+		delete(v.sessions, id)
+	}
 }
 
 // State4 returns the numbers of NFSv4.1 client ids and sessions held.

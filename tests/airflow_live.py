@@ -152,7 +152,7 @@ class RestApi:
             user: str | None = "admin", tries: int = 3) -> Any:
         """Call the public REST API as `user` (`Authorization: Bearer` its JWT; None: no token).
         A GET or PATCH that times out or gets a 5xx is asked again, `tries` times in all: under load
-        the SQLite-backed api-server stalled 30 s right after a trigger and then answered 500
+        the api-server stalled 30 s (the cause: see warm_execution_api) and SQLite then answered 500
         "Database error" (the suite at 9b43e67, CI of 25c7ac9). A POST (a trigger) is asked once."""
         for attempt in range(1, tries + 1):
             try:

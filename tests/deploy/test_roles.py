@@ -21,6 +21,8 @@ from pathlib import Path
 import jinja2
 import pytest
 
+from workbench.measure.playbook import strategy_env
+
 REPO = Path(__file__).resolve().parents[2]
 VENV_BIN = REPO / ".venv" / "bin"
 PLAYBOOK = VENV_BIN / "ansible-playbook"
@@ -78,7 +80,7 @@ def inventory(tmp_path_factory) -> Path:
 
 def playbook(inventory: Path, name: str, slot: str, timeout: float = 180, path: str | None = None,
              **extra) -> subprocess.CompletedProcess:
-    env = dict(os.environ, ANSIBLE_CONFIG=str(REPO / "ansible.cfg"), ANSIBLE_NOCOLOR="1",
+    env = dict(os.environ, **strategy_env(), ANSIBLE_CONFIG=str(REPO / "ansible.cfg"), ANSIBLE_NOCOLOR="1",
                ANSIBLE_FORCE_COLOR="0", PATH=path or f"{VENV_BIN}:{os.environ.get('PATH', '')}")
     extra_vars = {"slot": slot, **extra}
     return subprocess.run(

@@ -1,6 +1,8 @@
 """The failing task's message from ansible-runner events."""
 from __future__ import annotations
 
+from pathlib import Path
+
 from workbench.measure.playbook import _event_failure
 
 
@@ -67,3 +69,34 @@ def test_no_credential_reaches_the_playbook_or_the_runner_artifacts(tmp_path, mo
     files = [f for f in tmp_path.rglob("*") if f.is_file()]
     assert any(f.name == "command" for f in files)            # the artifact that dumps the env
     assert not [f for f in files if secret.encode() in f.read_bytes()]
+
+
+def test_playbooks_run_under_mitogen_unless_the_user_names_another_strategy(tmp_path, monkeypatch):
+    """A real run's module runs in Mitogen's interpreter kept per host (its process title says
+    `mitogen:`); with the user's ANSIBLE_STRATEGY=linear it runs in a fresh Python of its own."""
+    from workbench.measure.playbook import ansible_runner_run, strategy_env
+    assert (Path(strategy_env({})["ANSIBLE_STRATEGY_PLUGINS"]) / "mitogen_linear.py").is_file()
+    assert strategy_env({"ANSIBLE_STRATEGY": "linear"}) == {}
+    book = tmp_path / "parent.yml"
+    book.write_text(r"""- hosts: localhost
+  gather_facts: false
+  tasks:
+    - name: The module's parent process
+      ansible.builtin.shell: tr '\0' ' ' < /proc/$PPID/cmdline
+      register: parent
+    - name: Its command line
+      ansible.builtin.debug:
+        msg: "parent {{ parent.stdout }}"
+""")
+    inv = tmp_path / "hosts.yml"
+    inv.write_text("all:\n  hosts:\n    localhost:\n      ansible_connection: local\n"
+                   "      ansible_python_interpreter: \"{{ ansible_playbook_python }}\"\n")
+    titles = {}
+    for strategy in ("mitogen_linear", "linear"):
+        if strategy == "linear":
+            monkeypatch.setenv("ANSIBLE_STRATEGY", "linear")
+        log = tmp_path / f"{strategy}.log"
+        run = ansible_runner_run(book, {}, inventory=inv, private_data_dir=tmp_path / strategy, log_path=log)
+        assert run.ok, run.message()
+        titles[strategy] = log.read_text()
+    assert "(mitogen:" in titles["mitogen_linear"] and "(mitogen:" not in titles["linear"], titles

@@ -91,10 +91,23 @@ def _run_scrubbed(**kwargs: Any) -> Any:
     return r
 
 
+def strategy_env(inherited: Mapping[str, str] = os.environ) -> dict[str, str]:
+    """Mitogen's strategy for every playbook the workbench runs, unless the user's ANSIBLE_STRATEGY
+    names another (`ANSIBLE_STRATEGY=linear` is the way back). Mitogen runs a task's module in one
+    interpreter kept per host instead of forking a worker and a new Python per task: a slot's
+    provisioning takes 0.36x the CPU time of the linear strategy (docs/performance.md)."""
+    if "ANSIBLE_STRATEGY" in inherited:
+        return {}
+    import ansible_mitogen
+    return {"ANSIBLE_STRATEGY_PLUGINS": str(Path(ansible_mitogen.__file__).parent / "plugins" / "strategy"),
+            "ANSIBLE_STRATEGY": "mitogen_linear"}
+
+
 def _runner_envvars() -> dict[str, str]:
     """ansible-runner's variables for every playbook run: this interpreter's bin first on PATH, the
     repository's ansible.cfg and roles, quiet and fast settings."""
     return {
+        **strategy_env(),
         "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]),
         "ANSIBLE_CONFIG": str(REPO / "ansible.cfg"),
         "ANSIBLE_ROLES_PATH": str(REPO / "roles"),

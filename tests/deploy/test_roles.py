@@ -80,7 +80,7 @@ def inventory(tmp_path_factory) -> Path:
 
 def playbook(inventory: Path, name: str, slot: str, timeout: float = 180, path: str | None = None,
              **extra) -> subprocess.CompletedProcess:
-    env = dict(os.environ, **strategy_env(), ANSIBLE_CONFIG=str(REPO / "ansible.cfg"), ANSIBLE_NOCOLOR="1",
+    env = dict(os.environ, **strategy_env(name), ANSIBLE_CONFIG=str(REPO / "ansible.cfg"), ANSIBLE_NOCOLOR="1",
                ANSIBLE_FORCE_COLOR="0", PATH=path or f"{VENV_BIN}:{os.environ.get('PATH', '')}")
     extra_vars = {"slot": slot, **extra}
     return subprocess.run(

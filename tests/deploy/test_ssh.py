@@ -125,7 +125,7 @@ def netns_play(inventory: Path, hosts: str, state: str, tmp_path: Path) -> dict:
                                      "roles": [{"role": "netns", "vars": {"netns_state": state}}]}]))
     res = subprocess.run([str(VENV_BIN / "ansible-playbook"), "-i", str(inventory), str(book)],
                          capture_output=True, text=True, timeout=300, cwd=REPO,
-                         env=dict(os.environ, **strategy_env(), ANSIBLE_CONFIG=str(REPO / "ansible.cfg"),
+                         env=dict(os.environ, **strategy_env(book), ANSIBLE_CONFIG=str(REPO / "ansible.cfg"),
                                   ANSIBLE_NOCOLOR="1", ANSIBLE_ROLES_PATH=str(REPO / "roles"),
                                   PATH=f"{VENV_BIN}:{os.environ.get('PATH', '')}"))
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-2000:]

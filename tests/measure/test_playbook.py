@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from workbench.config.paths import REPO
 from workbench.measure.playbook import _event_failure
 
 
@@ -73,10 +74,12 @@ def test_no_credential_reaches_the_playbook_or_the_runner_artifacts(tmp_path, mo
 
 def test_playbooks_run_under_mitogen_unless_the_user_names_another_strategy(tmp_path, monkeypatch):
     """A real run's module runs in Mitogen's interpreter kept per host (its process title says
-    `mitogen:`); with the user's ANSIBLE_STRATEGY=linear it runs in a fresh Python of its own."""
+    `mitogen:`); with the user's ANSIBLE_STRATEGY=linear it runs in a fresh Python of its own, as
+    run_trial.yml's do (Mitogen would run its load hosts one after another)."""
     from workbench.measure.playbook import ansible_runner_run, strategy_env
-    assert (Path(strategy_env({})["ANSIBLE_STRATEGY_PLUGINS"]) / "mitogen_linear.py").is_file()
-    assert strategy_env({"ANSIBLE_STRATEGY": "linear"}) == {}
+    assert (Path(strategy_env("deploy_loadgen.yml", {})["ANSIBLE_STRATEGY_PLUGINS"]) / "mitogen_linear.py").is_file()
+    assert strategy_env("deploy_loadgen.yml", {"ANSIBLE_STRATEGY": "linear"}) == {}
+    assert strategy_env(REPO / "playbooks" / "run_trial.yml", {}) == {}    # its hosts act at once
     book = tmp_path / "parent.yml"
     book.write_text(r"""- hosts: localhost
   gather_facts: false

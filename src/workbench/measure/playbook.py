@@ -91,23 +91,30 @@ def _run_scrubbed(**kwargs: Any) -> Any:
     return r
 
 
-def strategy_env(inherited: Mapping[str, str] = os.environ) -> dict[str, str]:
-    """Mitogen's strategy for every playbook the workbench runs, unless the user's ANSIBLE_STRATEGY
-    names another (`ANSIBLE_STRATEGY=linear` is the way back). Mitogen runs a task's module in one
-    interpreter kept per host instead of forking a worker and a new Python per task: a slot's
-    provisioning takes 0.36x the CPU time of the linear strategy (docs/performance.md)."""
-    if "ANSIBLE_STRATEGY" in inherited:
+# Playbooks whose hosts must act at the same time: run_trial.yml starts every load host (and a
+# background tenant's) from one common start. Mitogen runs the tasks of hosts that share a
+# connection one after another (every local host shares one): these run under the linear strategy.
+HOSTS_AT_ONCE = frozenset({"run_trial.yml"})
+
+
+def strategy_env(playbook: str | Path, inherited: Mapping[str, str] = os.environ) -> dict[str, str]:
+    """Mitogen's strategy for `playbook`, unless its hosts must act at once (HOSTS_AT_ONCE) or the
+    user's ANSIBLE_STRATEGY names another (`ANSIBLE_STRATEGY=linear` is the way back). Mitogen runs
+    a host's modules in one interpreter kept per connection instead of forking a worker and a new
+    Python per task: a slot's provisioning takes about a third of the CPU time of the linear
+    strategy (bench/ansible_strategy.py)."""
+    if Path(playbook).name in HOSTS_AT_ONCE or "ANSIBLE_STRATEGY" in inherited:
         return {}
     import ansible_mitogen
     return {"ANSIBLE_STRATEGY_PLUGINS": str(Path(ansible_mitogen.__file__).parent / "plugins" / "strategy"),
             "ANSIBLE_STRATEGY": "mitogen_linear"}
 
 
-def _runner_envvars() -> dict[str, str]:
-    """ansible-runner's variables for every playbook run: this interpreter's bin first on PATH, the
-    repository's ansible.cfg and roles, quiet and fast settings."""
+def _runner_envvars(playbook: Path) -> dict[str, str]:
+    """ansible-runner's variables for a run of `playbook`: its strategy, this interpreter's bin first
+    on PATH, the repository's ansible.cfg and roles, quiet and fast settings."""
     return {
-        **strategy_env(),
+        **strategy_env(playbook),
         "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]),
         "ANSIBLE_CONFIG": str(REPO / "ansible.cfg"),
         "ANSIBLE_ROLES_PATH": str(REPO / "roles"),
@@ -180,7 +187,7 @@ def ansible_runner_run(playbook: Path, extravars: Mapping[str, Any], *, inventor
             event_handler=events.on_event,
             rotate_artifacts=1,
             timeout=int(math.ceil(timeout_s)) if timeout_s else None,
-            envvars=_runner_envvars(),
+            envvars=_runner_envvars(playbook),
             settings={"suppress_ansible_output": True},
             # never cancelled this way: without a callback ansible-runner installs its own SIGTERM
             # handler, which would hide a kill from pipeline.stop.killable

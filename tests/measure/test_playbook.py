@@ -1,4 +1,4 @@
-"""The failing task's message from ansible-runner events."""
+"""ansible-runner runs: the failing task's message, the recap, the environment and the strategy."""
 from __future__ import annotations
 
 from pathlib import Path

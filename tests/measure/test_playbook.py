@@ -72,15 +72,15 @@ def test_no_credential_reaches_the_playbook_or_the_runner_artifacts(tmp_path, mo
     assert not [f for f in files if secret.encode() in f.read_bytes()]
 
 
-def test_playbooks_run_under_mitogen_unless_the_user_names_another_strategy(tmp_path, monkeypatch):
-    """A real run's module runs in Mitogen's interpreter kept per host (its process title says
-    `mitogen:`); with the user's ANSIBLE_STRATEGY=linear it runs in a fresh Python of its own, as
-    run_trial.yml's do (Mitogen would run its load hosts one after another)."""
+def test_provisioning_runs_under_mitogen_unless_the_user_names_another_strategy(tmp_path, monkeypatch):
+    """A real run of a playbook named provision_sut.yml runs its module in Mitogen's interpreter kept
+    per connection (its process title says `mitogen:`); with the user's ANSIBLE_STRATEGY=linear, and
+    for every other playbook (run_trial.yml's load hosts must start at once), in a Python of its own."""
     from workbench.measure.playbook import ansible_runner_run, strategy_env
-    assert (Path(strategy_env("deploy_loadgen.yml", {})["ANSIBLE_STRATEGY_PLUGINS"]) / "mitogen_linear.py").is_file()
-    assert strategy_env("deploy_loadgen.yml", {"ANSIBLE_STRATEGY": "linear"}) == {}
-    assert strategy_env(REPO / "playbooks" / "run_trial.yml", {}) == {}    # its hosts act at once
-    book = tmp_path / "parent.yml"
+    assert (Path(strategy_env("provision_sut.yml", {})["ANSIBLE_STRATEGY_PLUGINS"]) / "mitogen_linear.py").is_file()
+    assert strategy_env("provision_sut.yml", {"ANSIBLE_STRATEGY": "linear"}) == {}
+    assert [strategy_env(REPO / "playbooks" / p, {}) for p in ("run_trial.yml", "deploy_loadgen.yml")] == [{}, {}]
+    book = tmp_path / "provision_sut.yml"
     book.write_text(r"""- hosts: localhost
   gather_facts: false
   tasks:

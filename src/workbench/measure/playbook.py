@@ -91,19 +91,19 @@ def _run_scrubbed(**kwargs: Any) -> Any:
     return r
 
 
-# Playbooks whose hosts must act at the same time: run_trial.yml starts every load host (and a
-# background tenant's) from one common start. Mitogen runs the tasks of hosts that share a
-# connection one after another (every local host shares one): these run under the linear strategy.
-HOSTS_AT_ONCE = frozenset({"run_trial.yml"})
+# The playbooks that run under Mitogen's strategy, which runs a host's modules in one interpreter
+# kept per connection instead of forking a worker and a new Python per task: provisioning takes
+# 0.43x the CPU time of the linear strategy (bench/ansible_strategy.py). The others stay linear:
+# deploy gains little (0.87x; the file set is fstress's own work), teardown loses (1.22x), and
+# Mitogen runs the tasks of hosts that share a connection (every local host) one after another,
+# where run_trial.yml must start all load hosts at once and deploy builds their file sets side by side.
+MITOGEN_PLAYBOOKS = frozenset({"provision_sut.yml"})
 
 
 def strategy_env(playbook: str | Path, inherited: Mapping[str, str] = os.environ) -> dict[str, str]:
-    """Mitogen's strategy for `playbook`, unless its hosts must act at once (HOSTS_AT_ONCE) or the
-    user's ANSIBLE_STRATEGY names another (`ANSIBLE_STRATEGY=linear` is the way back). Mitogen runs
-    a host's modules in one interpreter kept per connection instead of forking a worker and a new
-    Python per task: a slot's provisioning takes under half the CPU time of the linear strategy
-    (0.43x, bench/ansible_strategy.py)."""
-    if Path(playbook).name in HOSTS_AT_ONCE or "ANSIBLE_STRATEGY" in inherited:
+    """Mitogen's strategy for `playbook` if it is one of MITOGEN_PLAYBOOKS and the user's
+    ANSIBLE_STRATEGY names no other (`ANSIBLE_STRATEGY=linear` is the way back); else nothing."""
+    if Path(playbook).name not in MITOGEN_PLAYBOOKS or "ANSIBLE_STRATEGY" in inherited:
         return {}
     import ansible_mitogen
     return {"ANSIBLE_STRATEGY_PLUGINS": str(Path(ansible_mitogen.__file__).parent / "plugins" / "strategy"),

@@ -7,8 +7,8 @@ Each round runs what a rating runs outside its trials — provision_sut, deploy_
 (AnsibleHarness, the smoke profile's server and file set) — once per strategy, the order alternating
 between rounds. Per playbook: wall seconds and CPU seconds (user + sys of ansible-runner's children,
 from getrusage: ansible-playbook, its workers and every module's interpreter), medians over the rounds
-and mitogen ÷ linear. The harness's choice is measure.playbook.strategy_env; `linear` is the user's
-ANSIBLE_STRATEGY=linear.
+and mitogen ÷ linear. Each arm sets ANSIBLE_STRATEGY for all three playbooks; the harness itself
+runs only provision_sut.yml under Mitogen (measure.playbook.MITOGEN_PLAYBOOKS).
 """
 from __future__ import annotations
 
@@ -25,6 +25,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "src"))
 from workbench.config.profiles import PROFILES  # noqa: E402
 from workbench.measure.ansible import AnsibleHarness  # noqa: E402
+from workbench.measure.playbook import strategy_env  # noqa: E402
 
 STRATEGIES = ("mitogen_linear", "linear")
 STEPS = ("provision", "deploy", "teardown")
@@ -37,10 +38,10 @@ def _children_cpu_s() -> float:
 
 def one_round(strategy: str, slot: str, inventory: Path | None, out: Path) -> dict[str, tuple[float, float]]:
     """(wall s, CPU s) per step of one provision → deploy → teardown under `strategy`."""
-    if strategy == "linear":
-        os.environ["ANSIBLE_STRATEGY"] = "linear"
-    else:
-        os.environ.pop("ANSIBLE_STRATEGY", None)
+    # the user's ANSIBLE_STRATEGY wins over the harness's choice (which is Mitogen for provisioning only):
+    # set here, it puts all three playbooks under the one strategy
+    os.environ.update(strategy_env("provision_sut.yml", {}) if strategy == "mitogen_linear"
+                      else {"ANSIBLE_STRATEGY": "linear"})
     smoke = PROFILES["smoke"]
     h = AnsibleHarness(slot=slot, inventory=inventory, factors=smoke["factors"], workload="web_server",
                        results_dir=out, fileset_rate=smoke["fileset_rate"], extravars=smoke["extravars"])

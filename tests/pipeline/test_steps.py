@@ -89,3 +89,51 @@ def test_a_custom_workload_is_what_the_harness_runs_and_is_stored_with_the_ratin
     assert result["workload_factors"] == {"zipf_alpha": 0.6}
     html = store.get_bytes(store.rating_key("c1", "report.html")).decode()
     assert "description = &lt;b&gt;my&lt;/b&gt; web" in html and "workload factors: zipf_alpha = 0.6" in html
+
+
+@pytest.mark.parametrize("warmup_valid", [True, False])
+def test_trial_0_checks_the_server_only_after_an_invalid_warm_up(tmp_path, monkeypatch, warmup_valid):
+    """The warm-up right after deploy showed the server answering: trial 0 then goes without the
+    check (through the agents, no playbook), as every trial after a valid one does; an invalid
+    warm-up (or an invalid trial) makes the next trial check the server first."""
+    import dataclasses
+
+    from workbench.config import paths
+    from workbench.controller.trial import TrialResult
+    from workbench.measure.playbook import PlaybookRun
+    from workbench.measure.simulated import SimulatedServer
+    from workbench.params.plan import plan_from_params
+    from workbench.pipeline import steps
+    from workbench.pipeline.runner import run_rating
+
+    monkeypatch.setattr(paths, "LEASES", tmp_path / "leases")
+    (tmp_path / "fstress").write_text("")
+    monkeypatch.setattr(steps, "FSTRESS", tmp_path / "fstress")
+    server, checks = SimulatedServer(capacity_ops_s=800.0, seed=0), {}
+
+    class Harness:
+        def __init__(self, **kw):
+            self.results_dir = tmp_path / "work"
+
+        def provision(self):
+            self.results_dir.mkdir(parents=True, exist_ok=True)
+            (self.results_dir / "sysinfo.json").write_text('{"host": "simulated"}')
+            return PlaybookRun(rc=0, status="successful")
+
+        deploy = teardown = lambda self: PlaybookRun(rc=0, status="successful")
+
+        def warm_up(self, load, duration_s):
+            return TrialResult(mean_ms=1.0, p95_ms=2.0, achieved_rate=load, load_ops_s=load, runlength_s=duration_s,
+                               valid=warmup_valid, reason="" if warmup_valid else "3 errors, 0 timeouts")
+
+        def measure(self, load, runlength_s, *, trial_id=None, check_server=None):
+            checks[trial_id] = check_server
+            t = server.measure(load, runlength_s)
+            return dataclasses.replace(t, valid=False, reason="5 errors") if trial_id == 2 else t
+
+    plan = dataclasses.replace(plan_from_params({"profile": "smoke", "slot": "slot1", "max_trials": 5}, "w1"),
+                               workdir=str(tmp_path / "work"))
+    store = LocalStore(tmp_path / "store")
+    run_rating(plan, store, log=lambda s: None, make=Harness)
+    assert store.get_json(store.timing_key("w1", "deploy"))["warmup_valid"] is warmup_valid
+    assert checks == {0: not warmup_valid, 1: False, 2: False, 3: True, 4: False}, checks

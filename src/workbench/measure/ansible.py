@@ -280,8 +280,9 @@ class AnsibleHarness:
         """A discarded trial after deploy (Auto-pilot, seed 001 §4: run n+1 times, drop the first):
         the first trial on a fresh server pays for cold metadata and page cache. Its own seed: with
         trial 0's, trial 0 replayed its files from the cache (0.2 ms after the warm-up's 2 s, then
-        642 ms at the same load). Recorded as trials/warmup.json only."""
-        return self.measure(load_ops_s, duration_s, trial_id="warmup", check_server=True)
+        642 ms at the same load). Recorded as trials/warmup.json only. No server check first: deploy has
+        just built (or found) the file set through the server."""
+        return self.measure(load_ops_s, duration_s, trial_id="warmup", check_server=False)
 
     def measure(self, load_ops_s: float, runlength_s: float, *, trial_id: int | str | None = None,
                 check_server: bool | None = None) -> TrialResult:

@@ -54,10 +54,10 @@ def provision(plan: RatingPlan, store: Store, make: HarnessFactory = AnsibleHarn
     return info
 
 
-def _record_time(plan: RatingPlan, store: Store, step: str, t0: float) -> None:
-    """timings/<step>.json: when the step started and how long it took (the measured cost)."""
+def _record_time(plan: RatingPlan, store: Store, step: str, t0: float, **more: Any) -> None:
+    """timings/<step>.json: when the step started and how long it took (the measured cost), and `more`."""
     store.put_json(store.timing_key(plan.rating_id, step),
-                   {"start_unix": t0, "wall_s": time.time() - t0})
+                   {"start_unix": t0, "wall_s": time.time() - t0, **more})
 
 
 def deploy(plan: RatingPlan, store: Store, make: HarnessFactory = AnsibleHarness) -> str:
@@ -71,7 +71,7 @@ def deploy(plan: RatingPlan, store: Store, make: HarnessFactory = AnsibleHarness
             return "no warm-up trial"
         spec = plan.rating_spec()
         w = h.warm_up(spec.seed_load or spec.first_load, plan.warmup_trial_s)
-    _record_time(plan, store, "deploy", t0)
+    _record_time(plan, store, "deploy", t0, warmup_valid=w.valid)
     return (f"warm-up trial (discarded): {w.load_ops_s:g} ops/s × {w.runlength_s:g} s → mean {w.mean_ms:.2f} ms"
             + ("" if w.valid else f" ({w.reason})"))
 
@@ -121,6 +121,12 @@ def _pending_record(plan: RatingPlan, k: int, d: NextTrial) -> dict[str, Any] | 
     return None
 
 
+def _warm(plan: RatingPlan, store: Store) -> bool:
+    """Whether deploy's warm-up trial was valid: the server answered a moment ago, so trial 0 need not
+    check it first (through the agents, no playbook run)."""
+    return bool(store.get_json(store.timing_key(plan.rating_id, "deploy"), {}).get("warmup_valid"))
+
+
 def trial_step(plan: RatingPlan, store: Store, k: int,
                make: HarnessFactory = AnsibleHarness) -> dict[str, Any]:
     """Run trial k (or return it if an earlier attempt already recorded it) and record it.
@@ -144,7 +150,7 @@ def trial_step(plan: RatingPlan, store: Store, k: int,
         # LeaseLost (the lease lost: the trial stopped at once) / RatingKilled: the trial is not recorded
         with holding(plan, on_lost=stop_children), killable(plan):
             t = harness_for(plan, make).measure(d.load_ops_s, d.runlength_s, trial_id=k,
-                                                check_server=k == 0 or not prev[-1].valid)
+                                                check_server=not prev[-1].valid if prev else not _warm(plan, store))
         record = checked_record({"n": k, "decision": d.reason, **t.at(d.load_ops_s, d.runlength_s).to_dict(),
                                  "started_unix": t0, "wall_s": time.time() - t0})
         path = _pending_path(plan, k)

@@ -439,10 +439,8 @@ def test_a_background_tenant_lowers_the_rated_peak(tmp_path):
     assert all("background" not in (t.get("raw") or {}) for t in idle_trials)
     measured = [t for t in busy_trials if (t.get("raw") or {}).get("background")]
     assert len(measured) == len(busy_trials) >= 4, busy_trials
-    # one common start: B's trial runs beside A's, not before or after it (3.6-5.1 s apart when Mitogen's
-    # strategy ran the playbook's tasks of the two local load hosts one after the other); B has an agent
-    # beside A's, so the trials after the first take no playbook
-    assert (procs[9][0] / "work" / "agent-tload9b.log").is_file()
+    # one common start: B's trial runs beside A's (0.02-0.29 s apart here), not before or after it (3.6-5.1 s
+    # apart when Mitogen's strategy ran the two local load hosts' tasks one after the other)
     work = procs[9][0] / "work" / "trials"
     starts_s = [[json.loads(f.read_text())["start_unix_ns"] / 1e9
                  for f in (b.with_name(b.name.replace(".background", "")), b)]

@@ -237,41 +237,16 @@ def test_a_deploy_whose_agents_do_not_start_fails(tmp_path, monkeypatch):
         h.deploy()
 
 
-def test_a_cache_policy_between_trials_takes_the_playbook(tmp_path, monkeypatch):
+@pytest.mark.parametrize("what", ["cache policy", "background tenant"])
+def test_what_the_agents_cannot_do_takes_the_playbook(tmp_path, monkeypatch, what):
     r = DeployingRunner()
-    h = agent_harness(tmp_path, r, monkeypatch, extravars={"nfs_server_cache_policy": "drop"})
+    h = agent_harness(tmp_path, r, monkeypatch,
+                      **({"extravars": {"nfs_server_cache_policy": "drop"}} if what == "cache policy" else {}))
     h.deploy()
+    if what == "background tenant":
+        h.background = {"ops_s": 100.0, "workload": "web_server", "load_hosts": 1}
     h.measure(500, 5, check_server=False)
     assert h.timings[-1]["path"] == "playbook"
-
-
-class TenantsDeployingRunner(FakeRunner):
-    """FakeRunner whose deploy writes an agent spec for each of A's and B's load hosts, as the role does."""
-
-    def __call__(self, playbook, extravars, **kw):
-        if Path(playbook).name == "deploy_loadgen.yml":
-            d = Path(extravars["fstress_agent_spec_dir"])
-            for h in f"{extravars['wb_load_hosts']},{extravars['wb_background_hosts']}".split(","):
-                (d / f"{h}.json").write_text(json.dumps(fake_spec(h)))
-        return super().__call__(playbook, extravars, **kw)
-
-
-def test_tenant_b_runs_through_the_agents_beside_a(tmp_path, monkeypatch):
-    """Tenant B's host in the same fleet, from the same start, at B's rate, with client id and seed after
-    A's (run_trial.yml's), its result merged apart into raw["background"], never into A's."""
-    r = TenantsDeployingRunner()
-    h = agent_harness(tmp_path, r, monkeypatch, inventory=REPO / "inventory" / "tenants" / "hosts.yml",
-                      background={"ops_s": 120.0, "workload": "web_server", "load_hosts": 1})
-    h.deploy()
-    t = h.measure(500, 5, trial_id=2, check_server=False)
-    assert [c[0] for c in r.calls] == ["deploy_loadgen.yml"] and h.timings[-1]["path"] == "agent"
-    assert t.valid, t.reason
-    a, b = t.raw, t.raw["background"]
-    assert [x["host"] for x in a["per_host"]] == ["tload1"] and a["offered_rate"] == 500.0
-    assert [x["host"] for x in b["per_host"]] == ["tload1b"] and b["offered_rate"] == 120.0
-    assert (a["client_id"], a["seed"]) == (0, 3) and b["per_host"][0]["seed"] == 3 + 1000003
-    parts = json.loads((tmp_path / "trials" / "2.background.json").read_text())
-    assert parts["client_id"] == 1 and parts["start_at"] == a["start_at"]
 
 
 # ------------------------------------------------------------------ integration: slot3

@@ -2,16 +2,18 @@
 deploy, asked to run trial k over its stdin/stdout (loadgen/README.md, "Agent"), stopped at teardown.
 
 A trial costs its runlength, warm-up and start margin plus ~0.1 s (a run_trial.yml run: 2-6 s more).
-Deploy (``roles/fstress/tasks/main.yml``, "Write this host's agent spec") writes each load host's
-command prefix (``ip netns exec``, ``taskset``, ``chrt``, the binary) and the trial-independent
-``fstress run`` flags (``_fstress_run_args``, as run.yml) to ``<results_dir>/agent/<host>.json``, tenant
-B's hosts too; this module adds the trial's own flags as run_trial.yml does (`trial_args`).
+The flags are the role's: deploy (``roles/fstress/tasks/main.yml``, "Write this host's agent spec") writes
+each load host's command prefix (``ip netns exec``, ``taskset``, ``chrt``, the binary) and the
+trial-independent ``fstress run`` flags (``_fstress_run_args``, the same fact run.yml uses) to
+``<results_dir>/agent/<host>.json``; this module adds the trial's own flags exactly as run_trial.yml
+does (`trial_args`: rate share, runlength, warm-up, client id, seed, common start).
 
 Scope: the agents live in this process (a `subprocess.Popen` per load host, over `ip netns exec` for
 the local slots or ``ssh -T`` for SSH hosts; the end of their stdin ends them). A rating run in one
-process (`workbench rate`, `pipeline.runner.run_rating`: map_surface's and nightly_regression's
-rating tasks; the main job's `dag.test()`, workbench.dagrun) re-creates its harness per step but
-keeps the process: the agents are kept in a registry keyed by inventory and slot (`fleet_for`). Under
+process (`workbench rate`, `pipeline.runner.run_rating`, so map_surface's and nightly_regression's
+rating tasks) re-creates its harness per step but keeps the process, so the agents are kept in a
+registry keyed by inventory and slot (`fleet_for`) and the harness of each step finds them; so
+does the main job's rate_peak under `dag.test()` (workbench.dagrun: every task in its process). Under
 a scheduler or Celery (one task process per trial) rate_peak stays on the playbook: its harness is
 created with the agents off unless the process opted in (`enable`) or WB_FSTRESS_AGENT=1.
 
@@ -267,34 +269,29 @@ def merge(parts: Sequence[Path], out: Path) -> str:
 
 
 def run_trial(fleet: Fleet, trial_id: int | str, *, load_ops_s: float, runlength_s: float, warmup_s: float,
-              start_margin_s: float, timeout_s: float, out: Path,
-              background: tuple[int, float, Path] | None = None) -> list[str]:
+              start_margin_s: float, timeout_s: float, out: Path) -> list[str]:
     """Trial `trial_id` (an int, or the warm-up) as run_trial.yml runs it: each load host its share of
-    `load_ops_s` from one common start, its JSON to <out>.d/<host>.json, merged into `out`; `background`
-    (n, ops_s, out_b): the fleet's last n hosts are tenant B's, ops_s / n each, client ids after A's,
-    merged into out_b. The failures ([]: merged); AgentError: an agent died or was silent past timeout_s."""
-    n_b, ops_b, out_b = background or (0, 0.0, out)
-    hosts, n_a = fleet.hosts, len(fleet.hosts) - n_b
+    `load_ops_s` from one common start, its JSON to <out>.d/<host>.json, merged into `out`. The
+    failures ([]: merged); AgentError when an agent died or did not answer within `timeout_s`."""
+    hosts = fleet.hosts
     warm = not isinstance(trial_id, int)
     start_at = time.time() + start_margin_s
-    per_host = [trial_args(spec, rate=float(load_ops_s) / n_a if i < n_a else float(ops_b) / n_b,
-                           runlength_s=runlength_s, warmup_s=warmup_s, client_id=i,
-                           seed=trial_seed(0 if warm else int(trial_id), i, warm), start_at=start_at)
+    per_host = [trial_args(spec, rate=float(load_ops_s) / len(hosts), runlength_s=runlength_s, warmup_s=warmup_s,
+                           client_id=i, seed=trial_seed(0 if warm else int(trial_id), i, warm), start_at=start_at)
                 for i, spec in enumerate(fleet.specs)]
     replies = fleet.run(per_host, timeout_s)
-    tenants = [(hosts[:n_a], out)] + ([(hosts[n_a:], out_b)] if n_b else [])
-    for _, dest in tenants:
-        Path(f"{dest}.d").mkdir(parents=True, exist_ok=True)
+    parts_dir = Path(f"{out}.d")
+    parts_dir.mkdir(parents=True, exist_ok=True)
     failures = []
-    for i, r in enumerate(replies):
+    for r in replies:
         if r.result is not None and r.exit in (0, 3):
-            (Path(f"{out if i < n_a else out_b}.d") / f"{r.host}.json").write_text(json.dumps(r.result))
+            (parts_dir / f"{r.host}.json").write_text(json.dumps(r.result))
         else:
             failures.append(f"{r.host}: agent run failed (exit {r.exit}): {r.error or 'no result'}")
     if failures:
         return failures
-    errors = [merge([Path(f"{dest}.d") / f"{h}.json" for h in group], dest) for group, dest in tenants]
-    return [e for e in errors if e]
+    err = merge([parts_dir / f"{h}.json" for h in hosts], out)
+    return [err] if err else []
 
 
 # ---------------------------------------------------------------- the process's fleets

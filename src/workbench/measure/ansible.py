@@ -15,15 +15,16 @@ maps the merged JSON to a `TrialResult` and judges its validity:
   drain to its idle round-trip time before the load, so none was sent) or no / unreadable merged
   JSON                                      → harness failure "harness: <task>: <message>"
 
-An invalid trial is the server's: the controller counts it (max_invalid_per_load) and re-runs the load.
-A harness failure measured nothing of the server: the controller ignores it, re-runs the same trial and
-stops only when the harness keeps failing (TrialResult.harness_failure). Either way the harness keeps
-going (the next run_trial starts the server again if it died — nfs_server's ``start`` tasks).
+An invalid trial is the server's: the controller counts it (max_invalid_per_load) and re-runs the
+load. A harness failure measured nothing of the server: the controller ignores it for every
+statistical purpose, re-runs the same trial and stops only when the harness keeps failing
+(TrialResult.harness_failure). Either way the harness keeps going (the next run_trial starts the
+server again if it died — nfs_server's ``start`` tasks).
 
 With the resident agents on (``agent=True``, or None and a process that opted in:
 measure/agent.py), deploy also starts one ``fstress agent`` per load host and a trial whose server
-needs no check (not the first, not after an invalid one) and with the cache policy ``keep`` runs
-through them instead of run_trial.yml (tenant B's hosts beside A's): the same flags (the role writes
+needs no check (not after an invalid trial; trial 0 only after a valid warm-up), without a background
+tenant and with the cache policy ``keep`` runs through them instead of run_trial.yml: the same flags (the role writes
 them at deploy), the same per-host JSON under ``<trial_out>.d/``, the same ``fstress merge`` and the
 same judgement; a dead or silent agent is a harness failure and the agents are restarted for the
 next trial. The other trials take the playbook.
@@ -103,6 +104,12 @@ def background_out(out: Path) -> Path:
     return out.with_name(f"{out.stem}.background.json")
 
 
+def background_vars(background: Mapping[str, Any], hosts: list[str]) -> dict[str, Any]:
+    """run_trial.yml's and deploy_loadgen.yml's extra-vars of tenant B (config.tenants) on `hosts`."""
+    return {"wb_background_hosts": ",".join(hosts), "background_ops_s": float(background["ops_s"]),
+            "background_workload": background["workload"]}
+
+
 class HarnessError(RuntimeError):
     """A provisioning / deployment / teardown step failed (measure() never raises this)."""
 
@@ -169,11 +176,15 @@ class AnsibleHarness:
             self.extravars.setdefault("fstress_workload_files", [str(wl_file.resolve())])
         self.results_dir = (Path(results_dir) if results_dir is not None else Path(
             tempfile.mkdtemp(prefix="workbench-"))).resolve()
-        self.warmup_s, self.fileset_rate = float(warmup_s), float(fileset_rate)
+        self.warmup_s = float(warmup_s)
+        self.fileset_rate = float(fileset_rate)
         self.runner: Runner = runner or ansible_runner_run
         self.playbook_dir = Path(playbook_dir) if playbook_dir is not None else PLAYBOOKS
-        self.start_margin_s, self.min_achieved = float(start_margin_s), float(min_achieved)
-        self.overload_ms, self.keep_parts, self.trial_count = overload_ms, keep_parts, 0
+        self.start_margin_s = float(start_margin_s)
+        self.min_achieved = float(min_achieved)
+        self.overload_ms = overload_ms
+        self.keep_parts = keep_parts
+        self.trial_count = 0
         self._server_suspect = True      # first trial, or the last one failed: check the server first
         self.last_run: PlaybookRun | None = None
         self.timings: list[dict[str, float]] = []
@@ -184,11 +195,9 @@ class AnsibleHarness:
             self.load_hosts = slot_load_hosts(self.inventory, slot, load_hosts, server=self.external is None)
             self.extravars["wb_load_hosts"] = ",".join(self.load_hosts)
         self.background = dict(background) if tenants.is_active(background) else {}
-        self.background_hosts: list[str] = (slot_background_hosts(self.inventory, slot, self.background["load_hosts"])
-                                            if self.background and self.inventory.is_file() else [])
-        if self.background:          # run_trial.yml's and deploy_loadgen.yml's extra-vars of tenant B
-            self.extravars.update(wb_background_hosts=",".join(self.background_hosts), background_workload=
-                                  self.background["workload"], background_ops_s=float(self.background["ops_s"]))
+        if self.background:
+            self.extravars.update(background_vars(self.background, slot_background_hosts(
+                self.inventory, slot, self.background["load_hosts"]) if self.inventory.is_file() else []))
         (self.results_dir / "trials").mkdir(parents=True, exist_ok=True)
         self.agent, self.last_path = agents.enabled() if agent is None else bool(agent), ""  # last: agent/playbook
 
@@ -253,7 +262,7 @@ class AnsibleHarness:
         shutil.rmtree(self.agent_spec_dir, ignore_errors=True)
         self.agent_spec_dir.mkdir(parents=True)
         run = self._must("deploy_loadgen.yml", fstress_agent_spec_dir=str(self.agent_spec_dir))
-        missing = [h for h in self._agent_hosts if not (self.agent_spec_dir / f"{h}.json").is_file()]
+        missing = [h for h in self.load_hosts if not (self.agent_spec_dir / f"{h}.json").is_file()]
         if missing:              # a deploy that wrote no spec (a test's runner): the playbook path
             with open(self.log_path, "a", encoding="utf-8") as log:
                 log.write(f"=== no agent spec for {', '.join(missing)}: trials through run_trial.yml\n")
@@ -264,10 +273,8 @@ class AnsibleHarness:
             raise HarnessError(f"deploy: the fstress agents did not start: {e}") from e
         return run
 
-    _agent_hosts = property(lambda self: self.load_hosts + self.background_hosts)   # A's, then B's (run_trial's order)
-
     def _fleet(self) -> agents.Fleet:
-        return agents.fleet_for(self.inventory, self.slot, self.agent_spec_dir, self._agent_hosts,
+        return agents.fleet_for(self.inventory, self.slot, self.agent_spec_dir, self.load_hosts,
                                 log_dir=self.results_dir)
 
     def teardown(self) -> PlaybookRun:
@@ -336,10 +343,10 @@ class AnsibleHarness:
 
     def _agent_trial_ok(self) -> bool:
         """The agents can run this trial: on, the server needs no check (ensure_server is the
-        playbook's), the cache policy keep, and deploy wrote every spec (tenant B's hosts too)."""
-        return (self.agent and not self._server_suspect
+        playbook's), no background tenant, the cache policy keep, and deploy wrote every spec."""
+        return (self.agent and not self._server_suspect and not self.background
                 and str(self._vars().get("nfs_server_cache_policy", "keep")) == "keep" and bool(self.load_hosts)
-                and all((self.agent_spec_dir / f"{h}.json").is_file() for h in self._agent_hosts))
+                and all((self.agent_spec_dir / f"{h}.json").is_file() for h in self.load_hosts))
 
     def _agent_trial(self, n: int | str, load_ops_s: float, runlength_s: float, out: Path) -> PlaybookRun:
         """One trial through the agents (agents.run_trial); a failed agent → a failed run (a harness
@@ -350,9 +357,7 @@ class AnsibleHarness:
             fleet = self._fleet()
             failures = agents.run_trial(fleet, n, load_ops_s=load_ops_s, runlength_s=runlength_s,
                                         warmup_s=self.warmup_s, start_margin_s=self.start_margin_s,
-                                        timeout_s=self.trial_timeout_s(runlength_s), out=out,
-                                        background=(len(self.background_hosts), float(self.background["ops_s"]),
-                                                    background_out(out)) if self.background else None)
+                                        timeout_s=self.trial_timeout_s(runlength_s), out=out)
         except agents.AgentError as e:
             if fleet is not None:
                 agents.drop_fleet(self.inventory, self.slot, fleet)

@@ -500,8 +500,10 @@ def test_a_rating_started_twice_is_refused_and_a_lost_lease_stops_its_trial(tmp_
     inventory = renumbered_inventory(tmp_path / "hosts.yml", {2: 5})
     results = tmp_path / "rating"
     trials_dir = rating_dir_of(results) / "trials"
+    # the playbook per trial (--agent off): its `fstress run` process shows when a trial runs (an agent
+    # is resident, and after a valid warm-up every trial goes through it)
     cmd = [WORKBENCH, "rate", "--workload", "web_server", "--profile", "smoke", "--slot", "slot5",
-           "--inventory", str(inventory), "--runlength-s", "20", "--quiet", "--results", str(results)]
+           "--inventory", str(inventory), "--runlength-s", "20", "--agent", "off", "--quiet", "--results", str(results)]
     proc = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                             start_new_session=True)
     try:

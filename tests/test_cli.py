@@ -9,6 +9,7 @@ Also: the CLI's input checks and results with a fake harness, a rating with faul
 and two ratings at once on two slots."""
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -212,17 +213,18 @@ def test_cli_plan(capsys):
     assert "expected cost" in out and "convergence" in out
 
 
-def _pids_of(exe: str) -> list[int]:
-    """Pids whose argv[0] is exactly `exe` (processes this test's harness started)."""
+def _pids_of(exe: str, sub: str | None = None) -> list[int]:
+    """Pids whose argv[0] is exactly `exe` (processes this test's harness started), and argv[1] `sub`
+    if given (fstress's `run` or `agent`)."""
     out = []
     for p in Path("/proc").iterdir():
         if not p.name.isdigit():
             continue
         try:
-            argv0 = (p / "cmdline").read_bytes().split(b"\0")[0].decode()
+            argv = [a.decode() for a in (p / "cmdline").read_bytes().split(b"\0")]
         except OSError:
             continue
-        if argv0 == exe:
+        if argv[0] == exe and (sub is None or argv[1:2] == [sub]):
             out.append(int(p.name))
     return out
 
@@ -282,9 +284,12 @@ def test_smoke_rating_end_to_end_with_faults(tmp_path, capsys):
             th = None
             if n in (1, 3):
                 kills[n] = []
-                victim = (lambda: _pids_of(fstress_exe)) if n == 1 else (lambda: _ganesha_pid(slot))
-                th = _kill_later(self.warmup_s + runlength / 2, victim, kills[n],
-                                 start_when=lambda: _pids_of(fstress_exe))
+                # the process that runs this trial: the resident agent, or the playbook's `fstress run`
+                # (after an invalid trial, e.g. trial 0 invalid for send lag on a stalling VM)
+                self._server_suspect = kw.get("check_server", self._server_suspect)
+                running = functools.partial(_pids_of, fstress_exe, "agent" if self._agent_trial_ok() else "run")
+                victim = running if n == 1 else (lambda: _ganesha_pid(slot))
+                th = _kill_later(self.warmup_s + runlength / 2, victim, kills[n], start_when=running)
             t = super().measure(load, runlength, **kw)
             if th is not None:
                 th.join()

@@ -24,13 +24,11 @@ import math
 from dataclasses import dataclass
 from typing import Sequence
 
-from scipy import stats as _st
-
 from workbench.controller.fit import LOCAL_MIN_TRIALS, local_fit
 from workbench.controller.state import LoadSummary, load_key
 from workbench.controller.trial import TrialResult
 from workbench.stats.sequential import (count_deficit, look_sizes, lower_log_mean, mean_exceeds, running, spend,
-                                        upper_mean)
+                                        upper_mean, z_upper)
 
 SHARES = (0.3, 0.3, 0.4)     # of 1 − c: the lower end, the upper end, the local fit
 MIN_SHORTFALL = 0.01         # the count test also needs ≥ 1 % fewer completions than offered
@@ -98,7 +96,7 @@ def _saturated_by(ts: list[TrialResult], r_sat: float, l_sat: float, alpha: floa
     for k, n in enumerate(look_sizes(len(ts), 1), start=1):
         z = count_deficit(load, [t.achieved_rate for t in ts[:n]], rls[:n])
         done = sum(t.achieved_rate * r for t, r in zip(ts[:n], rls[:n]))
-        if z < -float(_st.norm.ppf(1.0 - spend(a / max_loads, k))) and done < (1 - MIN_SHORTFALL) * load * sum(rls[:n]):
+        if z < -z_upper(spend(a / max_loads, k)) and done < (1 - MIN_SHORTFALL) * load * sum(rls[:n]):
             return f"completions short of offered (z {z:.1f} on {n} trials)"
     return ""
 

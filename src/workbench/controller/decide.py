@@ -27,10 +27,9 @@ every call: no hidden state, deterministic, resumable after a crash.
 from __future__ import annotations
 
 import itertools
+import statistics
 from dataclasses import dataclass
 from typing import Callable, Sequence
-
-import numpy as np
 
 from workbench.controller.fit import near_r_sat
 from workbench.controller.result import PeakResult, result_of
@@ -77,7 +76,7 @@ def _probe(spec: RatingSpec, r_sat: float, valid: Sequence[TrialResult], why: st
         return None
     if not valid:
         return probe_s
-    med = float(np.median([t.mean_ms for t in valid]))
+    med = float(statistics.median([t.mean_ms for t in valid]))
     return None if near_r_sat(med, r_sat) else probe_s
 
 

@@ -10,11 +10,10 @@ checked against the loads that cannot be measured and those already classified.
 from __future__ import annotations
 
 import math
+import statistics
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, Callable, Mapping, Sequence
-
-import numpy as np
 
 from workbench.controller.certify import LoadBounds, certified, load_bounds, load_shown
 from workbench.controller.fit import FIT_STOP_MIN_TRIALS, LocalFit, fit_peak, local_fit
@@ -161,7 +160,7 @@ def keep_sampling(g: Goal) -> Step | None:
     if holder is not None and holder.n <= cur.n:
         # the lower load's median on fewer trials is the likelier fluke: one more trial there
         return "next", (holder.load, f"monotone check: {holder.load:g} ops/s (median "
-                                     f"{np.median(holder.means):.4g} ms, {holder.n} trials) reads above "
+                                     f"{statistics.median(holder.means):.4g} ms, {holder.n} trials) reads above "
                                      f"{cur.load:g} ops/s ({cur.n} trials): another trial at the lower load")
     spec = g.spec
     if cur.n < spec.min_trials:
@@ -221,7 +220,7 @@ CHAIN: tuple[Callable[[Goal], Step | None], ...] = (
 
 
 def _median(s: LoadSummary) -> float:
-    return float(np.median(s.means)) if s.means else s.mean
+    return float(statistics.median(s.means)) if s.means else s.mean
 
 
 CERTIFY_MAX_TRIALS = 11    # certification trials stop at a load with this many (a look of stats.sequential)

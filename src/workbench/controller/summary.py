@@ -7,9 +7,8 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import statistics
 from typing import Sequence
-
-import numpy as np
 
 from workbench.controller.fit import near_r_sat
 from workbench.controller.spec import RatingSpec
@@ -135,7 +134,7 @@ def summarize(spec: RatingSpec, trials: Sequence[TrialResult],
             lat = lat_ci.mean
         else:
             lat, lat_ci = math.nan, ci
-        median_ms = float(np.median(means)) if means else math.nan
+        median_ms = float(statistics.median(means)) if means else math.nan
         lspec, n_min, far = spec, spec.min_trials_at(key), spec.policy.far_threshold_ms(r_sat)
         if n_min > spec.min_trials:             # the seed sample: n_min trials, even past the cap
             lspec, far = dataclasses.replace(spec, min_trials=n_min,
@@ -172,7 +171,7 @@ def _monotone_check(loads: list[LoadSummary], floor_ms: float) -> list[LoadSumma
     (a quick rating resampled 200 ops/s four times behind 800 and 3200 ops/s at 0.1 ms)."""
     out, run_max, holder = [], 0.0, None
     for s in sorted(loads, key=lambda s: s.load):
-        med = float(np.median(s.means)) if s.means else s.mean
+        med = float(statistics.median(s.means)) if s.means else s.mean
         if s.side < 0 and med * MONOTONE_FACTOR < run_max:
             s = dataclasses.replace(s, status=LoadStatus.OPEN, side=0, confident=False, held_by=holder)
         elif s.n >= 2 and math.isfinite(med) and med > run_max and med >= floor_ms:

@@ -69,9 +69,15 @@ def mean_ci(x: Sequence[float], confidence: float = 0.95,
     [CC] Eq. 1 / Appendix A: mean ± q·σ/√N with σ the (N−1) sample std and q = t_{p;N−1}
     for N ≤ 30, z_p above. With `weights` w_i (runlengths: trial variance ∝ 1/r, [CC] §3.2),
     the weighted mean Σw·x/Σw with σ_w² = Σw(x−m)²/(N−1) and SE = σ_w/√Σw; equal weights
-    reduce exactly to Eq. 1. N < 2 gives an infinite interval.
+    reduce exactly to Eq. 1. N < 2 gives an infinite interval. Cached: the controller re-reads
+    every load's unchanged trials after each trial.
     """
     _check_confidence(confidence)
+    return _mean_ci(tuple(map(float, x)), float(confidence), None if weights is None else tuple(map(float, weights)))
+
+
+@lru_cache(maxsize=1 << 14)
+def _mean_ci(x: tuple[float, ...], confidence: float, weights: tuple[float, ...] | None) -> MeanCI:
     a = np.asarray(x, dtype=float)
     n = int(a.size)
     if n == 0:

@@ -32,7 +32,8 @@ from typing import Sequence
 import numpy as np
 from scipy import stats as _st
 
-__all__ = ["spend", "look_sizes", "upper_mean", "lower_log_mean", "count_deficit", "running", "mean_exceeds"]
+__all__ = ["spend", "look_sizes", "upper_mean", "lower_log_mean", "count_deficit", "running", "mean_exceeds",
+           "z_upper"]
 
 BETS = (0.25, 0.5, 1.0)     # the fractions of capital `mean_exceeds` bets, mixed with equal weight
 
@@ -53,6 +54,12 @@ def _wmean_se(x: np.ndarray, w: np.ndarray) -> tuple[float, float]:
 @lru_cache(maxsize=65536)
 def _t(p: float, df: int) -> float:
     return float(_st.t.ppf(p, df))
+
+
+@lru_cache(maxsize=65536)
+def z_upper(alpha: float) -> float:
+    """z_{1−α}, the standard normal's upper-α point (cached: the controller asks the same few)."""
+    return float(_st.norm.ppf(1.0 - alpha))
 
 
 def upper_mean(x: Sequence[float], alpha: float, weights: Sequence[float] | None = None) -> float:
@@ -136,10 +143,17 @@ def running(bound, x: Sequence[float], alpha: float, weights: Sequence[float] | 
     """The tightest bound over the looks k = 1, 2, … at the sizes `look_sizes` of the trials in log
     order, look k at α_k (`spend`): (bound, n at which it was reached). upper: the smallest upper
     bound, else the largest lower bound. The looks' union bound makes it valid at every stopping time."""
+    xs = tuple(map(float, x))
+    ws = None if weights is None else tuple(map(float, weights))
     best, at = (math.inf if upper else 0.0), 0
-    for k, n in enumerate(look_sizes(len(x)), start=1):
-        w = None if weights is None else list(weights)[:n]
-        b = bound(list(x)[:n], spend(alpha, k), w)
+    for k, n in enumerate(look_sizes(len(xs)), start=1):
+        b = _bound_at(bound, xs[:n], spend(alpha, k), None if ws is None else ws[:n])
         if (b < best) if upper else (b > best):
             best, at = b, n
     return best, at
+
+
+@lru_cache(maxsize=1 << 14)
+def _bound_at(bound, x: tuple[float, ...], alpha: float, weights: tuple[float, ...] | None) -> float:
+    """One look's bound (cached: the controller re-reads a load's earlier looks after every trial)."""
+    return bound(x, alpha, weights)

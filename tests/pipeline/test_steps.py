@@ -2,9 +2,20 @@
 provisioning to the summary, split into provision, deploy, trials and orchestration."""
 from __future__ import annotations
 
+import dataclasses
+import json
+from pathlib import Path
+
 import pytest
 
 from workbench.analysis.cost import cost_text
+from workbench.config import paths
+from workbench.controller.trial import TrialResult
+from workbench.measure.playbook import PlaybookRun
+from workbench.measure.simulated import SimulatedServer
+from workbench.params.plan import plan_from_params
+from workbench.pipeline import steps
+from workbench.pipeline.runner import run_rating
 from workbench.pipeline.steps import measured_cost
 from workbench.store.local import LocalStore
 
@@ -34,53 +45,63 @@ def test_a_rating_without_timings_keeps_the_controller_s_account(tmp_path):
     assert cost_text({"cost_s": 36.0, **out}) == "36 s (controller's account: runlength + overhead per trial)"
 
 
-def test_a_custom_workload_is_what_the_harness_runs_and_is_stored_with_the_rating(tmp_path, monkeypatch):
-    """Params' workload text plus a workload factor: the harness gets the rendered text as a file,
-    the store keeps it (workload.wl, result.json), the report shows it."""
-    import dataclasses
-    import json
-    from pathlib import Path
+class FakeHarness:
+    """A harness whose playbooks succeed at once and whose trials run on one SimulatedServer (shared by
+    every instance of a rating, as the real server is); each test's subclass brings its own server and
+    may watch or spoil a step."""
 
-    from workbench.config import paths
-    from workbench.controller.trial import TrialResult
-    from workbench.measure.playbook import PlaybookRun
-    from workbench.measure.simulated import SimulatedServer
-    from workbench.pipeline import steps
-    from workbench.params.plan import plan_from_params
-    from workbench.pipeline.runner import run_rating
+    server: SimulatedServer
+    warmup_valid = True
 
+    def __init__(self, **kw):
+        self.results_dir = Path(kw["results_dir"])
+        self.workload = Path(kw["workload"])
+
+    def provision(self):
+        self.results_dir.mkdir(parents=True, exist_ok=True)
+        (self.results_dir / "sysinfo.json").write_text(json.dumps({"host": "simulated"}))
+        return PlaybookRun(rc=0, status="successful")
+
+    deploy = teardown = lambda self: PlaybookRun(rc=0, status="successful")
+
+    def warm_up(self, load, duration_s):
+        ok = self.warmup_valid
+        return TrialResult(mean_ms=1.0, p95_ms=2.0, achieved_rate=load, load_ops_s=load, runlength_s=duration_s,
+                           valid=ok, reason="" if ok else "3 errors, 0 timeouts")
+
+    def measure(self, load, runlength_s, *, trial_id=None, check_server=None):
+        return self.server.measure(load, runlength_s)
+
+
+@pytest.fixture
+def rate_fake(tmp_path, monkeypatch):
+    """rate_fake(params, rating_id, harness) → (plan, store, result): run_rating over a fake harness."""
     monkeypatch.setattr(paths, "LEASES", tmp_path / "leases")
     (tmp_path / "fstress").write_text("")
     monkeypatch.setattr(steps, "FSTRESS", tmp_path / "fstress")
-    server, given = SimulatedServer(capacity_ops_s=800.0, seed=0), []
 
-    class Harness:
+    def rate(params, rid, harness):
+        plan = dataclasses.replace(plan_from_params(params, rid), workdir=str(tmp_path / "work"))
+        store = LocalStore(tmp_path / "store")
+        return plan, store, run_rating(plan, store, log=lambda s: None, make=harness)
+    return rate
+
+
+def test_a_custom_workload_is_what_the_harness_runs_and_is_stored_with_the_rating(rate_fake):
+    """Params' workload text plus a workload factor: the harness gets the rendered text as a file,
+    the store keeps it (workload.wl, result.json), the report shows it."""
+    given = []
+
+    class Harness(FakeHarness):
+        server = SimulatedServer(capacity_ops_s=800.0, seed=0)
+
         def __init__(self, **kw):
-            self.results_dir = Path(kw["results_dir"])
-            given.append(Path(kw["workload"]).read_text())
-
-        def provision(self):
-            self.results_dir.mkdir(parents=True, exist_ok=True)
-            (self.results_dir / "sysinfo.json").write_text(json.dumps({"host": "simulated"}))
-            return PlaybookRun(rc=0, status="successful")
-
-        def deploy(self):
-            return PlaybookRun(rc=0, status="successful")
-
-        def warm_up(self, load, duration_s):
-            return TrialResult(mean_ms=1.0, p95_ms=2.0, achieved_rate=load, load_ops_s=load, runlength_s=duration_s)
-
-        def teardown(self):
-            return PlaybookRun(rc=0, status="successful")
-
-        def measure(self, load, runlength_s, *, trial_id=None, check_server=None):
-            return server.measure(load, runlength_s)
+            super().__init__(**kw)
+            given.append(self.workload.read_text())
 
     text = "base = web_server\nname = mine\ndescription = <b>my</b> web\n"
-    plan = plan_from_params({"profile": "smoke", "slot": "slot1", "workload_text": text, "zipf_alpha": 0.6}, "c1")
-    plan = dataclasses.replace(plan, workdir=str(tmp_path / "work"))
-    store = LocalStore(tmp_path / "store")
-    res = run_rating(plan, store, log=lambda s: None, make=Harness)
+    plan, store, res = rate_fake({"profile": "smoke", "slot": "slot1", "workload_text": text, "zipf_alpha": 0.6},
+                                 "c1", Harness)
     assert res["converged"] and given and set(given) == {plan.workload_text}
     assert plan.workload_text == text + "# workload factors: zipf_alpha=0.6\nfile_popularity = zipf:0.6\n"
     assert store.get_bytes(store.rating_key("c1", "workload.wl")).decode() == plan.workload_text
@@ -92,48 +113,21 @@ def test_a_custom_workload_is_what_the_harness_runs_and_is_stored_with_the_ratin
 
 
 @pytest.mark.parametrize("warmup_valid", [True, False])
-def test_trial_0_checks_the_server_only_after_an_invalid_warm_up(tmp_path, monkeypatch, warmup_valid):
+def test_trial_0_checks_the_server_only_after_an_invalid_warm_up(rate_fake, warmup_valid):
     """The warm-up right after deploy showed the server answering: trial 0 then goes without the
     check (through the agents, no playbook), as every trial after a valid one does; an invalid
     warm-up (or an invalid trial) makes the next trial check the server first."""
-    import dataclasses
+    checks = {}
 
-    from workbench.config import paths
-    from workbench.controller.trial import TrialResult
-    from workbench.measure.playbook import PlaybookRun
-    from workbench.measure.simulated import SimulatedServer
-    from workbench.params.plan import plan_from_params
-    from workbench.pipeline import steps
-    from workbench.pipeline.runner import run_rating
-
-    monkeypatch.setattr(paths, "LEASES", tmp_path / "leases")
-    (tmp_path / "fstress").write_text("")
-    monkeypatch.setattr(steps, "FSTRESS", tmp_path / "fstress")
-    server, checks = SimulatedServer(capacity_ops_s=800.0, seed=0), {}
-
-    class Harness:
-        def __init__(self, **kw):
-            self.results_dir = tmp_path / "work"
-
-        def provision(self):
-            self.results_dir.mkdir(parents=True, exist_ok=True)
-            (self.results_dir / "sysinfo.json").write_text('{"host": "simulated"}')
-            return PlaybookRun(rc=0, status="successful")
-
-        deploy = teardown = lambda self: PlaybookRun(rc=0, status="successful")
-
-        def warm_up(self, load, duration_s):
-            return TrialResult(mean_ms=1.0, p95_ms=2.0, achieved_rate=load, load_ops_s=load, runlength_s=duration_s,
-                               valid=warmup_valid, reason="" if warmup_valid else "3 errors, 0 timeouts")
+    class Harness(FakeHarness):
+        server = SimulatedServer(capacity_ops_s=800.0, seed=0)
 
         def measure(self, load, runlength_s, *, trial_id=None, check_server=None):
             checks[trial_id] = check_server
-            t = server.measure(load, runlength_s)
+            t = super().measure(load, runlength_s)
             return dataclasses.replace(t, valid=False, reason="5 errors") if trial_id == 2 else t
 
-    plan = dataclasses.replace(plan_from_params({"profile": "smoke", "slot": "slot1", "max_trials": 5}, "w1"),
-                               workdir=str(tmp_path / "work"))
-    store = LocalStore(tmp_path / "store")
-    run_rating(plan, store, log=lambda s: None, make=Harness)
+    Harness.warmup_valid = warmup_valid
+    _, store, _ = rate_fake({"profile": "smoke", "slot": "slot1", "max_trials": 5}, "w1", Harness)
     assert store.get_json(store.timing_key("w1", "deploy"))["warmup_valid"] is warmup_valid
     assert checks == {0: not warmup_valid, 1: False, 2: False, 3: True, 4: False}, checks

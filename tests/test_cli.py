@@ -286,8 +286,8 @@ def test_smoke_rating_end_to_end_with_faults(tmp_path, capsys):
                 kills[n] = []
                 # the process that runs this trial: the resident agent, or the playbook's `fstress run`
                 # (after an invalid trial, e.g. trial 0 invalid for send lag on a stalling VM)
-                self._server_suspect = kw.get("check_server", self._server_suspect)
-                running = functools.partial(_pids_of, fstress_exe, "agent" if self._agent_trial_ok() else "run")
+                path = self.trial_path(kw.get("check_server"))
+                running = functools.partial(_pids_of, fstress_exe, "agent" if path == "agent" else "run")
                 victim = running if n == 1 else (lambda: _ganesha_pid(slot))
                 th = _kill_later(self.warmup_s + runlength / 2, victim, kills[n], start_when=running)
             t = super().measure(load, runlength, **kw)

@@ -298,21 +298,19 @@ class AnsibleHarness:
         trial_id: number of the trial's JSON (default: the next of this harness); check_server:
         make sure the server runs first (default: on the first trial and after an invalid one).
         A harness re-created per trial (one Airflow task per trial) passes both."""
-        if not (isinstance(load_ops_s, (int, float)) and math.isfinite(load_ops_s) and load_ops_s > 0):
-            raise ValueError(f"load_ops_s must be a number > 0, got {load_ops_s!r}")
-        if not (isinstance(runlength_s, (int, float)) and math.isfinite(runlength_s) and runlength_s > 0):
-            raise ValueError(f"runlength_s must be a number > 0, got {runlength_s!r}")
+        for name, v in (("load_ops_s", load_ops_s), ("runlength_s", runlength_s)):
+            if not (isinstance(v, (int, float)) and math.isfinite(v) and v > 0):
+                raise ValueError(f"{name} must be a number > 0, got {v!r}")
         n = self.trial_count if trial_id is None else trial_id
         if isinstance(n, int):
             self.trial_count = n + 1
-        if check_server is not None:
-            self._server_suspect = bool(check_server)
+        self._server_suspect = self._server_suspect if check_server is None else bool(check_server)
         out = (self.results_dir / "trials" / f"{n}.json").resolve()
         for stale in (out, background_out(out)):
             stale.unlink(missing_ok=True)
             shutil.rmtree(f"{stale}.d", ignore_errors=True)
         t0 = time.monotonic()
-        self.last_path = "agent" if self._agent_trial_ok() else "playbook"
+        self.last_path = self.trial_path()
         try:
             if self.last_path == "agent":
                 run = self.last_run = self._agent_trial(n, load_ops_s, runlength_s, out)
@@ -333,20 +331,22 @@ class AnsibleHarness:
                              "runlength_s": float(runlength_s), "warmup_s": self.warmup_s,
                              "overhead_s": wall - float(runlength_s) - self.warmup_s})
         result = self._judge(run, out, load_ops_s, runlength_s)
-        if not self.keep_parts:
-            shutil.rmtree(f"{out}.d", ignore_errors=True)
-            shutil.rmtree(f"{background_out(out)}.d", ignore_errors=True)
+        for part in ([] if self.keep_parts else [out, background_out(out)]):
+            shutil.rmtree(f"{part}.d", ignore_errors=True)
         # after any invalid trial (a killed server shows up as errors or a failed run) the next
         # run_trial first makes sure the server runs
         self._server_suspect = not result.valid
         return result
 
-    def _agent_trial_ok(self) -> bool:
-        """The agents can run this trial: on, the server needs no check (ensure_server is the
-        playbook's), no background tenant, the cache policy keep, and deploy wrote every spec."""
-        return (self.agent and not self._server_suspect and not self.background
-                and str(self._vars().get("nfs_server_cache_policy", "keep")) == "keep" and bool(self.load_hosts)
-                and all((self.agent_spec_dir / f"{h}.json").is_file() for h in self.load_hosts))
+    def trial_path(self, check_server: bool | None = None) -> str:
+        """"agent" or "playbook": the path of the next trial (check_server as `measure`'s). The agents run
+        it when on, the server needs no check (ensure_server is the playbook's), no background tenant,
+        the cache policy keep, and deploy wrote every spec."""
+        suspect = self._server_suspect if check_server is None else bool(check_server)
+        ok = self.agent and not suspect and not self.background and bool(self.load_hosts)
+        ok = ok and str(self._vars().get("nfs_server_cache_policy", "keep")) == "keep"
+        ok = ok and all((self.agent_spec_dir / f"{h}.json").is_file() for h in self.load_hosts)
+        return "agent" if ok else "playbook"
 
     def _agent_trial(self, n: int | str, load_ops_s: float, runlength_s: float, out: Path) -> PlaybookRun:
         """One trial through the agents (agents.run_trial); a failed agent → a failed run (a harness

@@ -321,3 +321,43 @@ def test_seed_sample_is_completed_before_the_fit_places_loads():
     res = find_peak(spec, srv.measure)
     first = [t.load_ops_s for t in res.trials[:6]]
     assert first == [950.0] * 6
+
+
+# rate_peak end to end in the suite (2026-11-27, 20:35 UTC): the smoke profile with goals 10 and 40 ms
+# on Ganesha at 100 read IOPS, 2 s trials: (load, mean ms, p95 ms, valid)
+WALL_EDGE_LOG = [(400, 0.76, 3.44, 1), (400, 0.86, 3.45, 1), (1600, 1646, 2078, 1), (800, 2.36, 7.50, 1),
+                 (800, 0.76, 3.61, 1), (1200, 284, 501, 1), (1000, 20.0, 95.7, 1), (1000, 1.20, 4.61, 1),
+                 (1000, 1.75, 5.03, 1), (1012.12, 0.74, 3.15, 1), (1012.12, 0.69, 2.00, 1), (1012.12, 0.85, 3.29, 1),
+                 (1000, 0.54, 2.74, 1), (800, 0.55, 2.96, 1), (1012.12, 32.0, 117, 1), (1000, 0.83, 3.68, 1),
+                 (1012.12, 0.76, 2.94, 1), (1000, 2.44, 10.7, 1), (1012.12, 2.39, 8.80, 1), (1000, 1.36, 5.91, 1),
+                 (1012.12, 1.95, 6.69, 0), (1012.12, 170, 287, 1), (1000, 4.96, 33.9, 1), (1012.12, 3.63, 24.8, 1)]
+
+
+def test_the_monotone_check_judges_a_hold_its_trials_cannot_settle_by_the_mean():
+    """At a wall's edge a load's trial means are bimodal (1012 ops/s: 0.7 ms mostly, 32 and 170 ms now
+    and then), so its median may stay below a lower load's for ever. The check alternated 1000 and 1012
+    ops/s for 12 trials, and the rating spent its 25 without showing the upper end. Once the held load
+    and its holder have HOLD_MAX_TRIALS trials each, the held load is judged by its mean (not
+    confidently) and the search moves on."""
+    from workbench.controller.summary import HOLD_MAX_TRIALS
+    spec = RatingSpec(**{**PROFILES["smoke"]["spec"], "goals_ms": (10.0, 40.0), "budget_s": 150.0, "max_trials": 25})
+    trials = [TrialResult(mean_ms=m, p95_ms=p, achieved_rate=x, valid=bool(v),
+                          reason="" if v else "generator saturated").at(x, 2.0) for x, m, p, v in WALL_EDGE_LOG]
+
+    def at(k, goal=10.0):
+        return {s.load: s for s in summarize(spec.at_goal(goal), [t for t in trials[:k] if t.valid], r_sat_ms=goal)}
+
+    # three trials each: still held open, and the holder is resampled
+    assert at(12)[1012.12].status == LoadStatus.OPEN and at(12)[1012.12].held_by == 1000.0
+    assert decide(spec, trials[:12]).reason.startswith("goal 10 ms: monotone check: 1000 ops/s")
+    # four each: judged by the mean, 8.6 ms (trial 14 read 32 ms), below the 10 ms goal; the search moves on
+    s = at(15)[1012.12]
+    assert (s.n, at(15)[1000.0].n) == (HOLD_MAX_TRIALS, HOLD_MAX_TRIALS)
+    assert s.status == LoadStatus.BELOW_BY_MEAN and s.mean == pytest.approx(8.57, abs=0.01)
+    assert not s.confident and s.held_by == 1000.0
+    assert decide(spec, trials[:15]).load_ops_s not in (1000.0, 1012.12)
+    # after its 170 ms trial the mean is 29.6 ms: above, the bracket [1000, 1012.12] is resolved, and the
+    # next trial goes to certify the upper end where it is cheapest (1200 ops/s read 284 ms)
+    assert at(22)[1012.12].status == LoadStatus.ABOVE_BY_MEAN
+    d = decide(spec, trials[:22])
+    assert d.load_ops_s == 1200.0 and "certify upper end" in d.reason, d

@@ -45,7 +45,7 @@ class LoadSummary:
     latency_saturated: bool = False
     runlengths: tuple[float, ...] = ()
     means: tuple[float, ...] = ()
-    held_by: float | None = None       # the lower load whose median keeps this one open (monotone check)
+    held_by: float | None = None       # the lower load whose median holds this one (monotone check)
     achieved_ops_s: float = float("nan")   # Σ achieved·r / Σ r over the valid trials
     throughput_z: float = 0.0          # (Σ achieved·r − Σ λ·r)/√(Σ λ·r): completions against offered
 

@@ -150,32 +150,41 @@ def summarize(spec: RatingSpec, trials: Sequence[TrialResult],
             achieved_ops_s=(sum(t.achieved_rate * r for t, r in zip(valid, rls)) / sum(rls)) if valid else math.nan,
             throughput_z=_throughput_z(valid) if valid else 0.0))
     if spec.policy.monotone_check:
-        out = _monotone_check(out, MONOTONE_FLOOR * r_sat)
+        out = _monotone_check(out, r_sat)
     out.sort(key=lambda s: s.order)
     return out
 
 
 MONOTONE_FACTOR = 1.5   # policy "local": a load reading this much below a lower load is not "below"
 MONOTONE_FLOOR = 0.1    # … unless that lower load reads below this share of R_sat (the flat part)
+HOLD_MAX_TRIALS = 4     # … and once both have this many trials, the held load is judged by its mean
 
 
-def _monotone_check(loads: list[LoadSummary], floor_ms: float) -> list[LoadSummary]:
+def _monotone_check(loads: list[LoadSummary], r_sat: float) -> list[LoadSummary]:
     """R(λ) is monotone: a load classified unsaturated whose median trial is below 1/MONOTONE_FACTOR
     of the median at a lower load (with ≥ 2 trials) contradicts it — past capacity a trial's noise
     can read far below R_sat — so it stays open (more trials) instead of raising the bracket's low
     end. Medians, not means: one outlier trial at a lower load must not keep every load above it
     open for ever (a knee server sampled 200 ops/s 397 times behind one 3× outlier at 50 ops/s).
     The open load names the lower load (held_by) with the highest median, for decide to resample
-    when that one has fewer trials. A lower load whose median is below floor_ms witnesses nothing:
-    in the flat part of the curve 0.2 against 0.1 ms is cache and scheduling noise, not a queue
-    (a quick rating resampled 200 ops/s four times behind 800 and 3200 ops/s at 0.1 ms)."""
+    when that one has fewer trials. A lower load whose median is below MONOTONE_FLOOR·R_sat witnesses
+    nothing: in the flat part of the curve 0.2 against 0.1 ms is cache and scheduling noise, not a
+    queue (a quick rating resampled 200 ops/s four times behind 800 and 3200 ops/s at 0.1 ms). Once
+    the load and its holder have HOLD_MAX_TRIALS trials each, more trials will not settle the medians
+    (at a wall's edge a load's trials are bimodal: 1012 ops/s read 0.7 ms mostly, 32 and 170 ms now and
+    then, and a smoke rating alternated it with 1000 ops/s for 12 trials): it is judged by its mean,
+    the quantity R_sat bounds, not confidently (never an end of the λ* interval)."""
     out, run_max, holder = [], 0.0, None
     for s in sorted(loads, key=lambda s: s.load):
         med = float(statistics.median(s.means)) if s.means else s.mean
         if s.side < 0 and med * MONOTONE_FACTOR < run_max:
-            s = dataclasses.replace(s, status=LoadStatus.OPEN, side=0, confident=False, held_by=holder)
-        elif s.n >= 2 and math.isfinite(med) and med > run_max and med >= floor_ms:
-            run_max, holder = med, s.load
+            if min(s.n, holder.n) >= HOLD_MAX_TRIALS:
+                status, side = (LoadStatus.BELOW_BY_MEAN, -1) if s.mean < r_sat else (LoadStatus.ABOVE_BY_MEAN, +1)
+            else:
+                status, side = LoadStatus.OPEN, 0
+            s = dataclasses.replace(s, status=status, side=side, confident=False, held_by=holder.load)
+        elif s.n >= 2 and math.isfinite(med) and med > run_max and med >= MONOTONE_FLOOR * r_sat:
+            run_max, holder = med, s
         out.append(s)
     return out
 

@@ -44,6 +44,11 @@ def _throughput_z(valid: Sequence[TrialResult]) -> float:
     return (done - offered) / math.sqrt(offered) if offered > 0 else 0.0
 
 
+def _side_by(centre_ms: float, r_sat: float) -> tuple[LoadStatus, int, bool]:
+    """A load classified by a centre (its mean or median trial mean) against R_sat, not confidently."""
+    return (LoadStatus.BELOW_BY_MEAN, -1, False) if centre_ms < r_sat else (LoadStatus.ABOVE_BY_MEAN, +1, False)
+
+
 def _classify(spec: RatingSpec, r_sat: float, n: int, ci: MeanCI, lat: float,
               lat_ci: MeanCI, median_ms: float = math.nan,
               far_ms: float | None = None) -> tuple[LoadStatus, int, bool]:
@@ -90,7 +95,7 @@ def _classify(spec: RatingSpec, r_sat: float, n: int, ci: MeanCI, lat: float,
         if acc >= spec.accuracy and abs(ci.mean - r_sat) > spec.edge_patience * spec.width * r_sat:
             # accurate, straddling a region edge and R_sat: fitting it inside would take many
             # trials; a load nearer R_sat is cheaper. Classified by its mean (not confident).
-            return (LoadStatus.BELOW_BY_MEAN, -1, False) if ci.mean < r_sat else (LoadStatus.ABOVE_BY_MEAN, +1, False)
+            return _side_by(ci.mean, r_sat)
     if far_ms is not None and median_ms > far_ms:
         # undecided, but half its trials read above far_factor·R_sat: past capacity (a queue's
         # transient swings trial means by orders of magnitude), and no number of trials will put
@@ -101,7 +106,7 @@ def _classify(spec: RatingSpec, r_sat: float, n: int, ci: MeanCI, lat: float,
         # (316 ms among 0.25 ms trials) must not flip the side; with n this small Auto-pilot's
         # z-score warning (seed 001 §3.3) cannot flag it, since |z| ≤ (n−1)/√n (Shiffler 1988).
         centre = median_ms if math.isfinite(median_ms) else ci.mean
-        return (LoadStatus.BELOW_BY_MEAN, -1, False) if centre < r_sat else (LoadStatus.ABOVE_BY_MEAN, +1, False)
+        return _side_by(centre, r_sat)
     return LoadStatus.OPEN, 0, False
 
 
@@ -178,10 +183,8 @@ def _monotone_check(loads: list[LoadSummary], r_sat: float) -> list[LoadSummary]
     for s in sorted(loads, key=lambda s: s.load):
         med = float(statistics.median(s.means)) if s.means else s.mean
         if s.side < 0 and med * MONOTONE_FACTOR < run_max:
-            if min(s.n, holder.n) >= HOLD_MAX_TRIALS:
-                status, side = (LoadStatus.BELOW_BY_MEAN, -1) if s.mean < r_sat else (LoadStatus.ABOVE_BY_MEAN, +1)
-            else:
-                status, side = LoadStatus.OPEN, 0
+            settled = min(s.n, holder.n) >= HOLD_MAX_TRIALS
+            status, side, _ = _side_by(s.mean, r_sat) if settled else (LoadStatus.OPEN, 0, False)
             s = dataclasses.replace(s, status=status, side=side, confident=False, held_by=holder.load)
         elif s.n >= 2 and math.isfinite(med) and med > run_max and med >= MONOTONE_FLOOR * r_sat:
             run_max, holder = med, s

@@ -12,7 +12,6 @@ local model) every load in the interval, λ̂* included, has its mean response w
 from __future__ import annotations
 
 import math
-import statistics
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -121,7 +120,7 @@ def on_curve(loads: Sequence[LoadSummary]) -> list[LoadSummary]:
     monotone, so a load above a saturated one reads at least as high; one that reads lower is past
     capacity, where a trial reads a transient (the noise of a growing queue can put it anywhere,
     R_sat included), and a fit through it would place λ* past capacity."""
-    med = {id(s): float(statistics.median(s.means)) if s.means else s.mean for s in loads}
+    med = {id(s): s.median_ms for s in loads}
     sat = [s for s in loads if s.side > 0]
     return [s for s in loads if not any(t.load < s.load and med[id(t)] > med[id(s)] for t in sat)]
 
@@ -138,7 +137,7 @@ def local_fit(loads: Sequence[LoadSummary], r_sat: float, width: float, confiden
     trial at a new load) is fitted only when some load in the window has a second trial; λ* is
     read off the warm line."""
     near = [s for s in on_curve(loads) if s.n >= 1 and not s.latency_saturated and all(m > 0 for m in s.means)
-            and near_r_sat(float(statistics.median(s.means)), r_sat, window)]
+            and near_r_sat(s.median_ms, r_sat, window)]
     rows = []
     for s in near:
         rls = s.runlengths or (1.0,) * len(s.means)

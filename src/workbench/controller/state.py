@@ -1,6 +1,7 @@
 """What the controller knows about each tested load: the summaries its pickers read."""
 from __future__ import annotations
 
+import statistics
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Sequence
@@ -48,6 +49,11 @@ class LoadSummary:
     held_by: float | None = None       # the lower load whose median holds this one (monotone check)
     achieved_ops_s: float = float("nan")   # Σ achieved·r / Σ r over the valid trials
     throughput_z: float = 0.0          # (Σ achieved·r − Σ λ·r)/√(Σ λ·r): completions against offered
+
+    @property
+    def median_ms(self) -> float:
+        """The median trial mean (the mean when the load has no valid trial)."""
+        return float(statistics.median(self.means)) if self.means else self.mean
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,6 @@ checked against the loads that cannot be measured and those already classified.
 from __future__ import annotations
 
 import math
-import statistics
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, Callable, Mapping, Sequence
@@ -160,7 +159,7 @@ def keep_sampling(g: Goal) -> Step | None:
     if holder is not None and holder.n <= cur.n:
         # the lower load's median on fewer trials is the likelier fluke: one more trial there
         return "next", (holder.load, f"monotone check: {holder.load:g} ops/s (median "
-                                     f"{statistics.median(holder.means):.4g} ms, {holder.n} trials) reads above "
+                                     f"{holder.median_ms:.4g} ms, {holder.n} trials) reads above "
                                      f"{cur.load:g} ops/s ({cur.n} trials): another trial at the lower load")
     spec = g.spec
     if cur.n < spec.min_trials:
@@ -219,10 +218,6 @@ CHAIN: tuple[Callable[[Goal], Step | None], ...] = (
     stop_rule_met, local_fit_step, keep_sampling, strawman_end, bracket_resolved, loads_exhausted, picker_step)
 
 
-def _median(s: LoadSummary) -> float:
-    return float(statistics.median(s.means)) if s.means else s.mean
-
-
 CERTIFY_MAX_TRIALS = 11    # certification trials stop at a load with this many (a look of stats.sequential)
 CERTIFY_MIN_TRIALS = 3     # ... and may take a load to this many whatever max_trials_per_load: on two
                            # trials a one-sided bound is t on 1 df (t_0.99 = 31.8 standard errors)
@@ -232,7 +227,7 @@ STEP_OUT = 1.25            # with no load clearly beyond λ*, certification trie
 def _clearly_saturated(s: LoadSummary, r_sat: float) -> bool:
     """Median ≥ 2·R_sat, or completions short of offered by > 1 % beyond Poisson noise: the loads whose
     next trials show the upper end soonest (certify.py's log-mean and completions tests)."""
-    return _median(s) >= 2 * r_sat or (s.throughput_z < -3 and s.achieved_ops_s < 0.99 * s.load)
+    return s.median_ms >= 2 * r_sat or (s.throughput_z < -3 and s.achieved_ops_s < 0.99 * s.load)
 
 
 def _certify_step(g: Goal, room: list[LoadSummary], clear: list[LoadSummary], edge: LoadSummary,
@@ -279,13 +274,13 @@ def _certify_next(g: Goal) -> Step | None:
     cap = max(CERTIFY_MIN_TRIALS, min(spec.max_trials_per_load, CERTIFY_MAX_TRIALS))
     inside = [s for s in g.loads if b.low < s.load < b.high and s.n < cap and load_key(s.load) not in g.unmeasurable]
     ups = [s for s in inside if _clearly_saturated(s, g.r_sat)]
-    downs = [s for s in inside if _median(s) <= g.r_sat / 2]
+    downs = [s for s in inside if s.median_ms <= g.r_sat / 2]
     need = {(s.load, up): _trials_to_show(g, s, cap, level, up)
             for up, ss in ((True, ups), (False, downs)) for s in ss}
     # cheapest to show first (fewest more trials like its typical one), then the tighter end; loads
     # no look-ahead shows, the clearest first
-    ups.sort(key=lambda s: (need[s.load, True], s.load if need[s.load, True] < math.inf else -_median(s)))
-    downs.sort(key=lambda s: (need[s.load, False], -s.load if need[s.load, False] < math.inf else _median(s)))
+    ups.sort(key=lambda s: (need[s.load, True], s.load if need[s.load, True] < math.inf else -s.median_ms))
+    downs.sort(key=lambda s: (need[s.load, False], -s.load if need[s.load, False] < math.inf else s.median_ms))
     if not math.isfinite(b.high):
         top = max(g.loads, key=lambda s: s.load)
         step = _certify_step(g, inside, ups, top, STEP_OUT * top.load, "certify upper end: no load shown saturated yet")
@@ -348,7 +343,7 @@ def _trials_to_show(g: Goal, s: LoadSummary, cap: int, level: float, upper: bool
     ts = [t for t in g.trials if load_key(t.load_ops_s) == load_key(s.load) and t.valid and not t.harness_failure]
     if not ts or (not upper and s.latency_saturated):
         return math.inf
-    typical = min(ts, key=lambda t: abs(t.mean_ms - _median(s)))
+    typical = min(ts, key=lambda t: abs(t.mean_ms - s.median_ms))
     for n in sorted({*look_sizes(cap, 1), *look_sizes(cap, 2)}):
         if n > len(ts) and load_shown(ts + [typical] * (n - len(ts)), g.r_sat, g.spec.l_sat_ms, level,
                                       g.spec.max_loads, upper):

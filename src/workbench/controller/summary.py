@@ -181,7 +181,7 @@ def _monotone_check(loads: list[LoadSummary], r_sat: float) -> list[LoadSummary]
     the quantity R_sat bounds, not confidently (never an end of the λ* interval)."""
     out, run_max, holder = [], 0.0, None
     for s in sorted(loads, key=lambda s: s.load):
-        med = float(statistics.median(s.means)) if s.means else s.mean
+        med = s.median_ms
         if s.side < 0 and med * MONOTONE_FACTOR < run_max:
             settled = min(s.n, holder.n) >= HOLD_MAX_TRIALS
             status, side, _ = _side_by(s.mean, r_sat) if settled else (LoadStatus.OPEN, 0, False)

@@ -277,3 +277,15 @@ def test_seed_trials_fix_the_sample_at_the_seed_load_only():
         RatingSpec(policy="binsearch", seed_trials=4)                       # no seed load
     with pytest.raises(ValueError, match="seed_trials"):
         RatingSpec(policy="binsearch", seed_load=900.0, seed_trials=1)
+
+
+@pytest.mark.parametrize("throughput_rule", [False, True])
+def test_a_seed_sample_of_min_trials_is_kept_at_a_seed_load_far_past_capacity(throughput_rule):
+    # seed_trials 2 = min_trials: the seed load twice before it is classified, although one trial there
+    # reads 60× R_sat (the far rule) and falls short of its offered rate (the throughput rule)
+    policy = dict(name="local", throughput_rule=throughput_rule, probe_share=None)
+    spec = RatingSpec(policy=policy, r_sat_ms=40, width=0.5, confidence=0.8, accuracy=0.6, runlength_s=2.0,
+                      max_trials_per_load=2, resolution=0.15, seed_load=900.0, seed_trials=2, max_trials=20)
+    r = find_peak(spec, SimulatedServer(capacity_ops_s=450, seed=7).measure)
+    assert r.trials[0].mean_ms > 60 * 40
+    assert [t.load_ops_s for t in r.trials[:3]] == [900.0, 900.0, pytest.approx(900.0 / 1.1)]

@@ -77,12 +77,14 @@ class RatingSpec(Search, Budget, Goals):
         out["policy"] = self.policy.to_dict()
         return out
 
+    def is_seed_sample(self, load: float) -> bool:
+        """`load` is the seed load of a fixed seed sample (seed_trials set)."""
+        return bool(self.seed_trials) and self.seed_load is not None and load_key(load) == load_key(self.seed_load)
+
     def min_trials_at(self, load: float) -> int:
         """Valid trials a load needs before it is classified: min_trials, or seed_trials at the seed
         load."""
-        if self.seed_trials and self.seed_load is not None and load_key(load) == load_key(self.seed_load):
-            return max(self.min_trials, self.seed_trials)
-        return self.min_trials
+        return max(self.min_trials, self.seed_trials) if self.is_seed_sample(load) else self.min_trials
 
     @property
     def strawman(self) -> bool:

@@ -282,15 +282,17 @@ def test_nightly_flags_a_worse_configuration(airflow_env, tmp_path, notify_recei
     seeded at the history's reference load, suspected, re-rated (the confirming branch), flagged naming
     the night and read_iops, the run red, the report linking the night's rating report, an e-mail and a
     webhook saying so. (At 40 the seeded search needs ~2 more
-    bracketing steps down from the seed.)"""
+    bracketing steps down from the seed.) Two seed trials (the Welch test's least) and at most 12
+    trials a rating, as the lab-change test: the seed load and its down steps bracket tonight's λ*
+    near half the history's in 12; more trials only narrow a bracket the verdict does not need."""
     _root()
     store = airflow_env
     load_recorded_nights(store, "2026-11-01", "2026-11-02")
     history = nightly.nightly_history(store, "web", "2026-11-03")
     cfg = tmp_path / "nightly.yml"
     monkeypatch.setenv(nightly.CONFIG_DIRS_ENV, str(tmp_path))     # the UI's config_path: operator-listed dirs only
-    worse = {"workload": "web_server", "profile": "smoke", "read_iops": 50, "slot": "slot2"}
-    cfg.write_text("tolerance: 0.25\nconfidence: 0.95\nbaselines:\n"
+    worse = {"workload": "web_server", "profile": "smoke", "read_iops": 50, "slot": "slot2", "max_trials": 12}
+    cfg.write_text("tolerance: 0.25\nconfidence: 0.95\nseed_trials: 2\nbaselines:\n"
                    f"  - name: web\n    params: {json.dumps(worse)}\n")
     bad = _dag("nightly_regression").test(
         run_conf={"config_path": str(cfg)}, logical_date=dt.datetime(2026, 11, 3, 3, tzinfo=dt.timezone.utc))

@@ -141,10 +141,11 @@ def summarize(spec: RatingSpec, trials: Sequence[TrialResult],
             lat, lat_ci = math.nan, ci
         median_ms = float(statistics.median(means)) if means else math.nan
         lspec, n_min, far = spec, spec.min_trials_at(key), spec.policy.far_threshold_ms(r_sat)
-        seeding = spec.is_seed_sample(key) and len(valid) < n_min
-        if spec.is_seed_sample(key):            # the seed sample: n_min trials, even past the cap or far off
+        seed = spec.is_seed_sample(key)
+        if seed:                                # the seed sample: n_min trials, even past the cap or far off
             lspec, far = dataclasses.replace(spec, min_trials=n_min,
                                              max_trials_per_load=max(n_min, spec.max_trials_per_load)), None
+        seeding = seed and len(valid) < n_min   # … nor does the throughput rule classify it sooner
         if spec.policy.throughput_rule and valid and not seeding and _throughput_z(valid) < -THROUGHPUT_Z:
             status, side, conf = LoadStatus.ABOVE, +1, True      # it does not keep up: saturated
         else:

@@ -2,6 +2,7 @@
 interval, its placement of loads and its stop."""
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -361,3 +362,20 @@ def test_the_monotone_check_judges_a_hold_its_trials_cannot_settle_by_the_mean()
     assert at(22)[1012.12].status == LoadStatus.ABOVE_BY_MEAN
     d = decide(spec, trials[:22])
     assert d.load_ops_s == 1200.0 and "certify upper end" in d.reason, d
+
+
+# The smoke fault test's valid trials up to its first model step (accf970's suite): (load, mean ms, p95 ms)
+LAST_BISECTION_LOG = [(400, 0.65, 2.10), (400, 0.75, 1.90), (1600, 1433, 2230), (800, 2.30, 10.0), (800, 0.43, 1.53),
+                      (1200, 277, 498), (1000, 1.46, 5.97), (1000, 74.8, 240), (1000, 0.66, 3.63)]
+
+
+def test_no_model_step_when_the_next_bisection_ends_the_search_either_way():
+    """Bracket [1000, 1200] at smoke's 15 % resolution: a trial at 1100 leaves [1000, 1100] or
+    [1100, 1200], both within it. The picker's model step went to 1004.1 ops/s, then 1011.2 (a
+    crawl along the edge that spent the rating's trials); now Binsearch's load is taken."""
+    spec = RatingSpec(**PROFILES["smoke"]["spec"])
+    trials = [TrialResult(mean_ms=m, p95_ms=p, achieved_rate=x).at(x, 2.0) for x, m, p in LAST_BISECTION_LOG]
+    d = decide(spec, trials)
+    assert d.load_ops_s == pytest.approx(1100.0) and "within the resolution: no model step" in d.reason, d
+    fine = decide(dataclasses.replace(spec, resolution=0.05), trials)   # 1100 could leave a 9 % bracket
+    assert fine.reason.startswith("local: model step 1: mm1 fit") and fine.load_ops_s == pytest.approx(1004.04, abs=0.01)

@@ -30,7 +30,8 @@ class Local:
     def __init__(self, spec) -> None:
         self.spec = spec
         self.fallback = Safeguarded(spec.model_form, spec.seed_step,
-                                    capacity_cut=getattr(spec.policy, "capacity_cut", None))
+                                    capacity_cut=getattr(spec.policy, "capacity_cut", None),
+                                    resolution=spec.resolution)
 
     def place(self, st: SearchState, last_load: float | None, fit: LocalFit | None) -> tuple[float, str] | None:
         """(load, reason) from the local fit of this decision (`fit.local_fit` at the policy's stop

@@ -5,7 +5,7 @@ import math
 from typing import Sequence
 
 from workbench.controller.pickers import Binsearch, bisect, two_point_fit
-from workbench.controller.state import LoadSummary, SearchState, bracket_of
+from workbench.controller.state import LoadSummary, SearchState, bracket_of, within_resolution
 
 
 class Safeguarded:
@@ -195,7 +195,7 @@ class Safeguarded:
         (a smoke rating crept 1000 → 1004 → 1011 ops/s on model steps at a 15 % resolution)."""
         lo, hi = st.lo.load, st.hi.load
         return (self.resolution is not None and lo < load < hi
-                and load - lo <= self.resolution * load and hi - load <= self.resolution * hi)
+                and within_resolution(lo, load, self.resolution) and within_resolution(load, hi, self.resolution))
 
     def next_load(self, st: SearchState) -> tuple[float, str]:
         g = self._gallop(st)
@@ -208,13 +208,11 @@ class Safeguarded:
         lo0, hi0, after, widths = self._bracket_phase(st, 2.0 if (self.gallop > 2.0 and not st.seeded) else None)
         total, used = self._model_steps(st, lo0, hi0, after)
         used += self._opening_extra(st, lo0, hi0)
+        load, r = self._shadow(st, lo0.load, hi0.load)     # every step but a model step is this one
         if used >= self.max_model or total >= self.max_total:
-            load, r = self._shadow(st, lo0.load, hi0.load)
             return load, f"{r} ({total} model steps, {used} of them bad)"
         if len(widths) >= 3 and widths[-1] > 0.5 * widths[-3] * (1 + 1e-9):
-            load, r = self._shadow(st, lo0.load, hi0.load)
             return load, f"{r} (bracket did not halve in two steps: Brent safeguard)"
-        load, r = self._shadow(st, lo0.load, hi0.load)
         if self._ends_search(st, load):
             return load, f"{r} (either outcome leaves the bracket within the resolution: no model step)"
         p1, p2 = self._fit_points(st)
@@ -222,11 +220,9 @@ class Safeguarded:
         why = (f"model step {total + 1}: {self.form} fit through {p1.load:g} and {p2.load:g} "
                f"→ {pred:.6g} inside [{lo.load:g}, {hi.load:g}]")
         if max(p1.mean, p2.mean) < self.near * st.r_sat_ms:
-            load, r = self._shadow(st, lo0.load, hi0.load)
             return load, (f"{r} (no load on the curve within {self.near:g}·R_sat yet: the fit "
                           f"would extrapolate from the flat part)")
         if not (math.isfinite(pred) and lo.load + self.margin * w < pred < hi.load - self.margin * w):
-            load, r = self._shadow(st, lo0.load, hi0.load)
             return load, f"{r} (model proposal {pred:.6g} not strictly inside the bracket)"
         if self._dyadic(pred, lo0.load, hi0.load):
             pred = pred * (1 + 1e-9)

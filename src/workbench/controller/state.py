@@ -71,6 +71,11 @@ class SearchState:
         return [s.load for s in self.loads]
 
 
+def within_resolution(lo_ops_s: float, hi_ops_s: float, resolution: float) -> bool:
+    """The bracket [lo, hi] is resolved: (hi − lo) ≤ resolution·hi (the stop rule `resolution`)."""
+    return hi_ops_s - lo_ops_s <= resolution * hi_ops_s
+
+
 def bracket_of(loads: Sequence[LoadSummary]) -> tuple[LoadSummary | None, LoadSummary | None]:
     """[highest unsaturated, lowest saturated]: hi = min load with side +1, lo = max load with
     side −1 below hi (noise can misorder sides; loads above hi never raise lo)."""

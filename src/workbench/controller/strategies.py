@@ -17,7 +17,7 @@ from typing import Any, Callable, Mapping, Sequence
 from workbench.controller.certify import LoadBounds, certified, load_bounds, load_shown
 from workbench.controller.fit import FIT_STOP_MIN_TRIALS, LocalFit, fit_peak, local_fit
 from workbench.controller.spec import RatingSpec
-from workbench.controller.state import LoadStatus, LoadSummary, SearchState, load_key
+from workbench.controller.state import LoadStatus, LoadSummary, SearchState, load_key, within_resolution
 from workbench.controller.summary import search_state, summarize
 from workbench.controller.trial import TrialResult
 from workbench.stats.intervals import accuracy as _accuracy
@@ -193,7 +193,7 @@ def strawman_end(g: Goal) -> Step | None:
 
 def bracket_resolved(g: Goal) -> Step | None:
     lo, hi = g.st.lo, g.st.hi
-    if lo is None or hi is None or (hi.load - lo.load) > g.spec.resolution * hi.load:
+    if lo is None or hi is None or not within_resolution(lo.load, hi.load, g.spec.resolution):
         return None
     if hi.latency_saturated:
         return "done", (True, f"latency rule: bracket [{lo.load:g}, {hi.load:g}] resolved", None, g.loads)

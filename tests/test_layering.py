@@ -6,7 +6,7 @@ Layers, low → high (a module may import its own layer or lower):
   0 workbench.config   1 workbench.stats   2 workbench.controller
   3 workbench.measure, workbench.planning (planning may import measure, not the reverse)
   4 workbench.analysis, workbench.params, workbench.store   5 workbench.lease, workbench.output
-  6 workbench.pipeline   7 workbench.cli, workbench.dagrun   8 dags/
+  6 workbench.pipeline   7 workbench.cli, workbench.dagrun, workbench.preload   8 dags/
 """
 from __future__ import annotations
 
@@ -35,6 +35,7 @@ LAYERS = {
     "workbench.pipeline": 6,     # the workflows: rating steps, run_rating, sweeps, nights, comparisons
     "workbench.cli": 7,
     "workbench.dagrun": 7,
+    "workbench.preload": 7,    # Airflow's task-forking processes import the pipeline once (airflow_local_settings)
     "dags": 8,
 }
 # Imports between different units of one rank: allowed only where listed (importer, imported).

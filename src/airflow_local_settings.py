@@ -1,0 +1,14 @@
+"""Airflow imports this module at start in each of its processes (airflow.settings
+.import_local_settings; src/ is on the PYTHONPATH of every Airflow here, and the package installs it).
+
+The processes that fork task processes — `airflow scheduler` (LocalExecutor) and `airflow celery
+worker` — import what the tasks import once, so that no task process pays for it again
+(workbench.preload; `WB_PRELOAD=0` turns it off, to compare).
+"""
+import os
+import sys
+
+from workbench.preload import forks_tasks, preload
+
+if os.environ.get("WB_PRELOAD", "1") != "0" and forks_tasks(sys.argv):
+    preload()

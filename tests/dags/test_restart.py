@@ -128,7 +128,7 @@ def test_a_long_trial_keeps_its_slot_and_a_killed_one_stops_its_generator_and_fr
             assert time.monotonic() - t_kill < 30, f"fstress still running 30 s after the kill: {load_host_fstress(slot)}"
             time.sleep(0.5)
         t_stopped = time.monotonic() - t_kill
-        while (paths.LEASES / slot).exists():  # the killed task's detached teardown releases it
+        while (paths.LEASES / slot).exists():  # a teardown (the killed task's or the run's) releases it
             assert time.monotonic() - t_kill < 90, "lease not released 90 s after the kill"
             time.sleep(0.5)
         states = af.task_states(DAG_ID, run_id)
@@ -139,7 +139,11 @@ def test_a_long_trial_keeps_its_slot_and_a_killed_one_stops_its_generator_and_fr
             af.set_run_state(DAG_ID, run_id, "failed")
     assert states["trial_0.run"] == "failed", states
     log = paths.rating_dir(rid) / "teardown-after-kill.log"
-    assert log.is_file() and "torn down" in log.read_text(), "no teardown started by the killed task"
+    text = log.read_text() if log.is_file() else ""
+    assert "teardown after a kill" in text, "no teardown started by the killed task"
+    # its detached teardown and the run's teardown task (all_done) take turns: whichever comes first
+    # tears the slot down, the other finds the lease released (stop.py)
+    assert "torn down" in text or "nothing to tear down" in text, text
     netns = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, timeout=10).stdout
     assert f"wb-{load_host(slot)}" not in netns, "the slot was not torn down"
     assert not store.list_keys(f"ratings/{rid}/trials/"), "the killed trial was recorded"

@@ -9,7 +9,7 @@ with great_expectations (`pipeline.steps.checked_record`) — from a parent like
 (Airflow initialized, nothing else) and from one that ran `workbench.preload.preload()` too, in
 alternation, and prints each child's CPU and wall medians and their ratios.
 
-    PYTHONPATH=src:. .venv/bin/python bench/task_preload.py [--children 6]
+    PYTHONPATH=src:. .venv/bin/python bench/task_preload.py [--children 6] [--rounds 2]
 """
 from __future__ import annotations
 
@@ -77,7 +77,7 @@ def run_parent(children: int, warm: bool, home: str) -> list[tuple[float, float]
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--children", type=int, default=6, help="forks per parent (the first one of each is shown apart)")
+    ap.add_argument("--children", type=int, default=6, help="forks per parent, one after another")
     ap.add_argument("--rounds", type=int, default=2, help="cold and warm parents, in alternation")
     ap.add_argument("--as-parent", choices=("cold", "warm"), help=argparse.SUPPRESS)
     args = ap.parse_args(argv)

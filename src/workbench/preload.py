@@ -22,6 +22,7 @@ TASK_MODULES = (
     "workbench.pipeline",
     "workbench.pipeline.nightly",
     "workbench.pipeline.sweep",
+    "workbench.pipeline.compare",
     "workbench.output.notify",
     "great_expectations",
 )

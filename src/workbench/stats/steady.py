@@ -5,7 +5,11 @@
    the kept mean; d > 0 means the start of the trial was still paying for something (the previous
    trial's backlog, a cold cache).
 2. Trend: the Mann–Kendall test on the kept means (Mann 1945, Kendall 1975), which is Kendall's τ
-   between the means and their positions; two-sided p from scipy.stats.kendalltau. A start that
+   between the means and their positions; two-sided p from scipy.stats.kendalltau; pre-whitened
+   (`trend_test`): the interval means of a queue are positively autocorrelated, and on steady AR(1)
+   series with lag-1 correlation 0.6 the plain test at α 0.01 calls 9 / 17 / 17 % of them trends at
+   10 / 30 / 60 intervals, the whitened one 6 / 5 / 3 % (1500 seeded series; at 0.8: 10 / 8 / 5 %
+   against 17–36 %: fewer false alarms, not none; tests/stats/test_steady.py). A start that
    MSER would drop although it reads *below* the rest is no warm-up (the drain leaves an empty
    queue, a cold cache reads high): it is where a rise begins, and the trend is tested on the whole
    series — MSER's cut (d ≤ n/2) on a 10-interval rise of 6 → 730 ms kept 5 intervals, on which the
@@ -23,7 +27,7 @@ no stall and no backlog; `short` when too few intervals remain to judge.
 from __future__ import annotations
 
 import math
-from typing import Any, Mapping, Sequence
+from typing import Any, Mapping, NamedTuple, Sequence
 
 import numpy as np
 from scipy import stats as _st
@@ -60,6 +64,39 @@ def mann_kendall(x: Sequence[float]) -> tuple[float, float]:
     return float(res.statistic), float(res.pvalue)
 
 
+def lag1_autocorrelation(x: Sequence[float]) -> float:
+    """r1 = Σ(x_t − x̄)(x_{t+1} − x̄) / Σ(x_t − x̄)² (Box, Jenkins & Reinsel §2.1.4); 0 if x is constant."""
+    a = np.asarray(x, float) - float(np.mean(x))
+    den = float(np.dot(a, a))
+    return float(np.dot(a[:-1], a[1:])) / den if a.size >= 2 and den > 0 else 0.0
+
+
+class Trend(NamedTuple):
+    tau: float            # Kendall's τ of the pre-whitened series against time
+    p: float              # its two-sided p
+    r1: float             # the lag-1 autocorrelation whitened out (0: none)
+    change: float         # Theil–Sen slope × (n − 1): the trend's rise over the series, in its units
+
+
+def trend_test(x: Sequence[float]) -> Trend:
+    """Mann–Kendall on the pre-whitened series y_t = x_t − r1·x_{t−1} (Kulkarni & von Storch 1995,
+    Hydrologie und Wasserbewirtschaftung 39(2)); r1 the lag-1 autocorrelation of x less its
+    Theil–Sen line (a trend would read as persistence and whiten itself away; Yue et al. 2002),
+    corrected for its small-sample bias and kept in [0, 0.95]."""
+    a = np.asarray(x, float)
+    if a.size < 4:
+        return Trend(*mann_kendall(a), 0.0, 0.0)
+    t = np.arange(a.size, dtype=float)
+    slope = float(_st.theilslopes(a, t).slope)
+    resid = a - slope * t
+    r1 = 0.0
+    if np.ptp(resid) > 0 and a.size > 4:
+        # E[r] ≈ φ − (1 + 4φ)/n (Marriott & Pope 1954, Biometrika 41): φ̂ = (n·r + 1)/(n − 4)
+        r1 = min(max(0.0, (a.size * lag1_autocorrelation(resid) + 1.0) / (a.size - 4.0)), 0.95)
+    tau, p = mann_kendall(a[1:] - r1 * a[:-1] if r1 > 0 else a)
+    return Trend(tau, p, r1, slope * (a.size - 1))
+
+
 def judge(series: Mapping[str, Any] | None, load_ops_s: float) -> dict[str, Any]:
     """The steady-state verdict of one trial from its compact series (measure.timeseries)."""
     if not series:
@@ -77,19 +114,21 @@ def judge(series: Mapping[str, Any] | None, load_ops_s: float) -> dict[str, Any]
     out.update(outstanding_at_stop=outstanding, backlog_ratio=ratio)
     if len(kept) < MIN_INTERVALS:
         return {**out, "verdict": "short"}
-    tau, p = mann_kendall(kept)
+    trend = trend_test(kept)
     if d and np.mean(means[:d]) < mean_ms:
-        tau_all, p_all = mann_kendall(means)
-        if p_all < ALPHA and tau_all > 0:          # a rise from a low start, not a warm-up: judged whole
-            tau, p = tau_all, p_all
+        whole = trend_test(means)
+        if whole.p < ALPHA and whole.tau > 0:      # a rise from a low start, not a warm-up: judged whole
+            trend = whole
             out.update(warmup_intervals=0, intervals=len(means), low_start=d)
-    out.update(mk_tau=tau, mk_p=p)
-    if p < ALPHA:
-        return {**out, "verdict": "trend up" if tau > 0 else "trend down"}
+    out.update(mk_tau=trend.tau, mk_p=trend.p, mk_r1=trend.r1, trend_change_ms=trend.change)
     median = float(np.median(kept))
     stalled = [i + d for i, m in enumerate(kept) if m > STALL_FACTOR * median and m > median + STALL_MS]
+    behind = ratio is not None and ratio > BACKLOG_RATIO
+    if trend.p < ALPHA:       # a trend names the verdict; a stall or backlog beside it is kept as well
+        return {**out, "verdict": "trend up" if trend.tau > 0 else "trend down", "backlog": behind,
+                **({"stall_intervals": stalled} if stalled else {})}
     if stalled:
         return {**out, "verdict": "stall", "stall_intervals": stalled}
-    if ratio is not None and ratio > BACKLOG_RATIO:
+    if behind:
         return {**out, "verdict": "backlog"}
     return {**out, "verdict": "steady"}

@@ -129,7 +129,11 @@ def test_trials_excluded_as_not_steady_are_marked_and_do_not_count(rating):
     html = report.rating_report_html(rating["spec"], result, trials)
     assert f'<tr class="excluded"><td>{gone["n"]}</td>' in html and html.count('<tr class="excluded">') == 1
     assert "<td>EXCLUDED</td>" in html and "stall: excluded, re-run" in html and why in html
-    assert "trend up: counted (re-runs at this load spent)" in html
+    assert "trend up: counted (past R_sat, or re-runs at this load spent)" in html
+    # a trend whose change is under s·R_sat counts (controller.steadiness): the cell says why
+    kept["raw"]["steady"] = {"verdict": "trend up", "trend_change_ms": 0.63}
+    html = report.rating_report_html(rating["spec"], result, trials)
+    assert "trend up: counted (a change of +0.63 ms, under s·R_sat)" in html
     assert "<td>excluded as not steady</td><td class=\"l\">1 trial(s)" in html
     # not counted in the load's statistics (plots read the records as the controller did)
     rows = {r["load_ops_s"]: r for r in plots.load_summary(records_as_read(result["not_steady"], trials), 0.9)}

@@ -56,6 +56,28 @@ def test_a_long_warmup_makes_the_rerun_longer_up_to_the_max_runlength():
                                                   "a rise from a low start of 5 intervals, judged whole)"), d
 
 
+def test_a_trend_whose_change_is_under_the_region_s_half_width_counts_without_a_rerun():
+    # a real quick rating (make run, 2026-11-28) re-ran a trial at 3600 ops/s for R_sat 40 ms: +0.63 ms
+    # over 10 s (τ 0.83, p 0.00085); a change under s·R_sat = 4 ms cannot move the load across the region
+    drift = {"verdict": "trend up", "warmup_intervals": 1, "intervals": 9, "mk_tau": 0.83, "mk_p": 0.00085,
+             "trend_change_ms": 0.63}
+    log = [trial(10.0, STEADY), trial(0.85, drift)]
+    assert excluding_not_steady(SPEC, log)[1] == {}
+    assert not decide(SPEC, log).reason.startswith("re-run")
+    for change in (4.0, -4.0, 12.5):                  # at or past s·R_sat (either way): excluded, re-run
+        log = [trial(10.0, STEADY), trial(30.0, {**drift, "trend_change_ms": change})]
+        assert list(excluding_not_steady(SPEC, log)[1]) == [1], change
+        d = decide(SPEC, log)
+        assert d.reason.startswith("re-run not steady: trend up") and f"{change:+.3g} ms" in d.reason, d
+    # a stall or a backlog beside the trend: excluded whatever the change
+    for beside in ({"stall_intervals": [4]}, {"backlog": True}):
+        assert list(excluding_not_steady(SPEC, [trial(0.85, {**drift, **beside})])[1]) == [0], beside
+    # the lowest goal decides: 0.63 ms is material for none, 3 ms is for the 20 ms goal (2 ms)
+    two = dataclasses.replace(SPEC, goals_ms=(20.0, 40.0))
+    assert excluding_not_steady(two, [trial(30.0, {**drift, "trend_change_ms": 3.0})])[1] != {}
+    assert excluding_not_steady(two, [trial(30.0, drift)])[1] == {}
+
+
 def test_a_rise_overloaded_from_its_first_interval_counts_without_a_rerun():
     # 4800 ops/s on the quick profile's server: 437 → 2854 ms; its first second already > 4·R_sat
     spec = dataclasses.replace(SPEC, policy=LocalPolicy(probe_share=None))

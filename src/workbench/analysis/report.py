@@ -21,7 +21,8 @@ from workbench.analysis.tenants import BACKGROUND_HEADERS, background_rows, tena
 from workbench.analysis.trial_series import intervals_png
 from workbench.analysis.workload import workload_html
 from workbench.config.external import external_text
-from workbench.controller.steadiness import records_as_read
+from workbench.controller.parts import Goals
+from workbench.controller.steadiness import immaterial_trend, records_as_read
 from workbench.controller.trial import record_outcome, steady_verdict
 from workbench.stats.steady import NOT_STEADY
 
@@ -230,18 +231,25 @@ def _warnings_html(result: Mapping[str, Any]) -> str:
     return (f'<ul class="warnings">{items}</ul>' if items else '<p>none</p>') + note
 
 
-def _steady_cell(result: Mapping[str, Any], t: Mapping[str, Any]) -> str:
-    """The trial's steady-state verdict and what the controller did with it."""
+def _steady_cell(result: Mapping[str, Any], t: Mapping[str, Any], r_sat: float | None, width: float) -> str:
+    """The trial's steady-state verdict and what the controller did with it (controller.steadiness)."""
     v = steady_verdict(t)
     if t.get("excluded") == "not steady":
         return f"{v}: excluded, re-run"
-    counted = v in NOT_STEADY and t.get("valid") and "not_steady" in result
-    return f"{v}: counted (re-runs at this load spent)" if counted else v or "—"
+    if not (v in NOT_STEADY and t.get("valid") and "not_steady" in result):
+        return v or "—"
+    verdict = (t.get("raw") or {}).get("steady") or {}
+    if r_sat is not None and immaterial_trend(verdict, float(r_sat), width):
+        return f"{v}: counted (a change of {verdict['trend_change_ms']:+.3g} ms, under s·R_sat)"
+    return f"{v}: counted (past R_sat, or re-runs at this load spent)"
 
 
-def _trials_html(result: Mapping[str, Any], trials: Sequence[Mapping[str, Any]]) -> str:
+def _trials_html(result: Mapping[str, Any], trials: Sequence[Mapping[str, Any]], rs: Mapping[str, Any]) -> str:
     """The trial table: a harness failure measured nothing of the server (shown, marked, never one
     of its invalid trials); a trial excluded as not steady is marked EXCLUDED."""
+    width = float(rs.get("width") or Goals().width)
+    r_sat = min([x for x in (result.get("r_sat_ms"), *(rs.get("goals_ms") or ())) if _plots._finite(x)], default=None)
+
     def kind(t):                                    # (valid column, row class)
         if record_outcome(t) == "harness":
             return "HARNESS FAILURE", "harness"
@@ -250,7 +258,7 @@ def _trials_html(result: Mapping[str, Any], trials: Sequence[Mapping[str, Any]])
     rows = [[t.get("n"), _num(t.get("load_ops_s")), _num(t.get("runlength_s")),
              *(["—"] * 3 if record_outcome(t) == "harness" else
                [_num(t.get(k)) for k in ("mean_ms", "p95_ms", "achieved_rate")]),
-             kind(t)[0], _num((t.get("raw") or {}).get("host_steal_pct"), ".2f"), _steady_cell(result, t),
+             kind(t)[0], _num((t.get("raw") or {}).get("host_steal_pct"), ".2f"), _steady_cell(result, t, r_sat, width),
              _num(t.get("drain_s"), ".2f"), t.get("reason") or "", t.get("decision") or ""] for t in trials]
     return _table(["n", "load ops/s", "runlength s", "mean ms", "p95 ms", "achieved ops/s", "valid",
                    "host steal %", "steady", "drain s", "reason", "decision"], rows, left=(8, 10, 11),
@@ -311,7 +319,7 @@ def rating_report_html(spec: Mapping[str, Any], result: Mapping[str, Any],
         "<h2>Warnings</h2>", _warnings_html(result),
         "<h2>Plots</h2>", _plots_html(plots),
         f"<h2>Per-operation breakdown at {_num(near)} ops/s (load nearest λ*)</h2>", op_html,
-        "<h2>Trials</h2>", _trials_html(result, trials),
+        "<h2>Trials</h2>", _trials_html(result, trials, rs),
         "<h2>Data validation</h2>", _validation_html(validation),
         "<h2>Workload</h2>", workload_html(result), "<h2>System</h2>", _sysinfo_html(sysinfo),
     ])

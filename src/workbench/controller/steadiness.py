@@ -9,12 +9,17 @@ trials, the not-steady ones included (the server does not settle at that load, a
 there is all there is to judge; a saturated server's queue grows in every trial). A trial counted
 that way is not excluded, and the report marks it "counted". Nor is a rise that is saturated on its
 own: one whose mean is above every R_sat goal, or whose first interval already read above
-far_factor·R_sat. A trial starts on a drained server; latency that climbs all through it is a queue
-growing (arrivals above the service rate), and its mean understates where that load settles, so
-"above R_sat" read from it is conservative. Re-runs only grow it again: a quick rating re-ran 6400
-and 4800 ops/s twice each (1197 and 437 ms to 6.1 and 2.9 s every time), and 4400 ops/s twice from a
-low start (1.9 → 1092 ms; means 599, 564, 1407 ms), and stopped on six invalid trials in a row. A rise
-that stays below R_sat is still re-run: it may be a transient.
+far_factor·R_sat. Nor is an immaterial trend: one whose Theil–Sen change over the trial is under
+the region's half-width s·R_sat (of the lowest goal), with no stall or backlog beside it: its mean
+lies within s·R_sat/2 of where the trial ended, and a re-run cannot move its load across the region
+(a real quick rating, R_sat 40 ms, re-ran three such trials at 3200 and 3600 ops/s: means 0.9–2.1 ms,
+changes −0.9 to +1.7 ms; bench/steady_replay.py). A trial starts on a drained server; latency
+that climbs all through it is a queue growing (arrivals above the service rate), and its mean
+understates where that load settles, so "above R_sat" read from it is conservative. Re-runs only
+grow it again: a quick rating re-ran 6400 and 4800 ops/s twice each (1197 and 437 ms to 6.1 and
+2.9 s every time), and 4400 ops/s twice from a low start (1.9 → 1092 ms; means 599, 564, 1407 ms),
+and stopped on six invalid trials in a row. A rise that stays below R_sat is still re-run: it may
+be a transient.
 """
 from __future__ import annotations
 
@@ -45,7 +50,9 @@ def _why(v: Mapping[str, Any]) -> str:
     if v.get("verdict") == "stall":
         parts.append("interval " + ", ".join(str(i) for i in v.get("stall_intervals") or []))
     elif str(v.get("verdict")).startswith("trend") and v.get("mk_p") is not None:
-        parts.append(f"Mann–Kendall τ {v.get('mk_tau', float('nan')):.2f}, p {v['mk_p']:.2g}")
+        change = v.get("trend_change_ms")
+        parts.append(f"Mann–Kendall τ {v.get('mk_tau', float('nan')):.2f}, p {v['mk_p']:.2g}"
+                     + (f", {change:+.3g} ms" if isinstance(change, (int, float)) else ""))
     elif v.get("verdict") == "backlog" and v.get("backlog_ratio") is not None:
         parts.append(f"{v.get('outstanding_at_stop')} calls outstanding at the stop, "
                      f"{v['backlog_ratio']:.1f}× Little's L")
@@ -69,13 +76,23 @@ def saturated_rise(spec, t: TrialResult) -> bool:
                                              and first > far_ms)
 
 
+def immaterial_trend(v: Mapping[str, Any], r_sat_ms: float, width: float) -> bool:
+    """A trend verdict whose Theil–Sen change over the trial (stats.steady: trend_change_ms) is
+    under the region's half-width width·R_sat, with no stall or backlog beside it: no re-run of it
+    can move its load across the region."""
+    change = v.get("trend_change_ms")
+    return (str(v.get("verdict")).startswith("trend") and isinstance(change, (int, float))
+            and abs(change) < width * r_sat_ms and not v.get("stall_intervals") and not v.get("backlog"))
+
+
 def not_steady_excluded(spec, trials: Sequence[TrialResult]) -> dict[int, str]:
     """{trial index: reason} of the not-steady trials the controller excludes: all of a load's
     while it has at most spec.max_unsteady_reruns of them, none once it has more; never a saturated
-    rise."""
+    rise or an immaterial trend."""
     at: dict[float, list[int]] = {}
     for i, t in enumerate(trials):
-        if is_not_steady(t) and not saturated_rise(spec, t):
+        if (is_not_steady(t) and not saturated_rise(spec, t)
+                and not immaterial_trend(verdict_of(t), min(spec.goals), spec.width)):
             at.setdefault(load_key(t.load_ops_s), []).append(i)
     return {i: _why(verdict_of(trials[i])) for idx in at.values()
             if len(idx) <= spec.max_unsteady_reruns for i in idx}

@@ -78,6 +78,16 @@ def test_a_trend_whose_change_is_under_the_region_s_half_width_counts_without_a_
     assert excluding_not_steady(two, [trial(30.0, drift)])[1] == {}
 
 
+def test_a_stall_or_backlog_whose_median_interval_is_above_every_goal_counts():
+    # past the wall the whitened test may read no trend, and the spikes a stall: saturated either way
+    for verdict in ("stall", "backlog"):
+        above = {**STALL, "verdict": verdict, "median_ms": 85.0}
+        assert excluding_not_steady(SPEC, [trial(10.0, STEADY), trial(109.0, above)])[1] == {}, verdict
+        below = {**above, "median_ms": 30.0}      # the median below R_sat: the stall may be what lifts it
+        assert list(excluding_not_steady(SPEC, [trial(10.0, STEADY), trial(109.0, below)])[1]) == [1], verdict
+    assert list(excluding_not_steady(SPEC, [trial(300.0, STALL)])[1]) == [0]      # no median recorded
+
+
 def test_a_rise_overloaded_from_its_first_interval_counts_without_a_rerun():
     # 4800 ops/s on the quick profile's server: 437 → 2854 ms; its first second already > 4·R_sat
     spec = dataclasses.replace(SPEC, policy=LocalPolicy(probe_share=None))

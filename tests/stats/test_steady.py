@@ -100,6 +100,7 @@ def test_judge_names_what_is_not_steady():
     assert judge(_series([40.0, 30.0, 20.0, 12.0, 5.0] + flat[:5]), 1000)["verdict"] == "steady"
     stall = judge(_series(flat[:4] + [1400.0] + flat[4:]), 1000)
     assert stall["verdict"] == "stall" and stall["stall_intervals"] == [4]
+    assert stall["median_ms"] == pytest.approx(float(np.median(flat[:4] + [1400.0] + flat[4:])))
     # 300 calls in flight where Little's law expects 1000 ops/s × 1 ms = 1: the server fell behind
     backlog = judge(_series(flat, outstanding=300), 1000)
     assert backlog["verdict"] == "backlog" and backlog["backlog_ratio"] == pytest.approx(300 / 1.0, rel=0.05)

@@ -66,8 +66,13 @@ def _why(v: Mapping[str, Any]) -> str:
 
 def saturated_rise(spec, t: TrialResult) -> bool:
     """A rise (trend up) whose mean is above every R_sat goal, or whose first interval read above
-    far_factor·R_sat: a queue growing at a load past capacity, not a transient."""
+    far_factor·R_sat: a queue growing at a load past capacity, not a transient. Or a stall or a
+    backlog whose median interval is above every goal: saturated without its stall or backlog too
+    (at 4400 ops/s a 109 ms trial no longer a trend once whitened read as a stall and was re-run)."""
     v = verdict_of(t)
+    if v.get("verdict") in ("stall", "backlog"):
+        median = v.get("median_ms")
+        return isinstance(median, (int, float)) and median > max(spec.goals)
     if v.get("verdict") != "trend up":
         return False
     first = v.get("first_ms")

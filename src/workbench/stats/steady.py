@@ -120,8 +120,8 @@ def judge(series: Mapping[str, Any] | None, load_ops_s: float) -> dict[str, Any]
         if whole.p < ALPHA and whole.tau > 0:      # a rise from a low start, not a warm-up: judged whole
             trend = whole
             out.update(warmup_intervals=0, intervals=len(means), low_start=d)
-    out.update(mk_tau=trend.tau, mk_p=trend.p, mk_r1=trend.r1, trend_change_ms=trend.change)
     median = float(np.median(kept))
+    out.update(mk_tau=trend.tau, mk_p=trend.p, mk_r1=trend.r1, trend_change_ms=trend.change, median_ms=median)
     stalled = [i + d for i, m in enumerate(kept) if m > STALL_FACTOR * median and m > median + STALL_MS]
     behind = ratio is not None and ratio > BACKLOG_RATIO
     if trend.p < ALPHA:       # a trend names the verdict; a stall or backlog beside it is kept as well

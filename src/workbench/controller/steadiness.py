@@ -9,10 +9,10 @@ trials, the not-steady ones included (the server does not settle at that load, a
 there is all there is to judge; a saturated server's queue grows in every trial). A trial counted
 that way is not excluded, and the report marks it "counted". Nor is a rise that is saturated on its
 own: one whose mean is above every R_sat goal, or whose first interval already read above
-far_factor·R_sat. Nor is an immaterial trend: one whose Theil–Sen change over the trial is under
-the region's half-width s·R_sat (of the lowest goal), with no stall or backlog beside it: its mean
-lies within s·R_sat/2 of where the trial ended, and a re-run cannot move its load across the region
-(a real quick rating, R_sat 40 ms, re-ran three such trials at 3200 and 3600 ops/s: means 0.9–2.1 ms,
+far_factor·R_sat; nor a stall or backlog whose median interval is above every goal. Nor is an
+immaterial trend: one whose Theil–Sen change over the trial is under the region's half-width
+s·R_sat (of the lowest goal), with no stall or backlog beside it: its mean lies within s·R_sat/2 of
+where the trial ended, and a re-run cannot move its load across the region (a real quick rating, R_sat 40 ms, re-ran three such trials at 3200 and 3600 ops/s: means 0.9–2.1 ms,
 changes −0.9 to +1.7 ms; bench/steady_replay.py). A trial starts on a drained server; latency
 that climbs all through it is a queue growing (arrivals above the service rate), and its mean
 understates where that load settles, so "above R_sat" read from it is conservative. Re-runs only
@@ -64,11 +64,12 @@ def _why(v: Mapping[str, Any]) -> str:
     return f"not steady: {v.get('verdict')}" + (f" ({'; '.join(parts)})" if parts else "")
 
 
-def saturated_rise(spec, t: TrialResult) -> bool:
-    """A rise (trend up) whose mean is above every R_sat goal, or whose first interval read above
-    far_factor·R_sat: a queue growing at a load past capacity, not a transient. Or a stall or a
-    backlog whose median interval is above every goal: saturated without its stall or backlog too
-    (at 4400 ops/s a 109 ms trial no longer a trend once whitened read as a stall and was re-run)."""
+def saturated_anyway(spec, t: TrialResult) -> bool:
+    """A not-steady trial that reads saturated whatever a re-run shows: a rise (trend up) whose mean
+    is above every R_sat goal, or whose first interval read above far_factor·R_sat (a queue growing
+    at a load past capacity, not a transient); a stall or a backlog whose median interval is above
+    every goal (saturated without its stall or backlog too: at 4400 ops/s a 109 ms trial, no longer
+    a trend once whitened, read as a stall and was re-run)."""
     v = verdict_of(t)
     if v.get("verdict") in ("stall", "backlog"):
         median = v.get("median_ms")
@@ -92,11 +93,11 @@ def immaterial_trend(v: Mapping[str, Any], r_sat_ms: float, width: float) -> boo
 
 def not_steady_excluded(spec, trials: Sequence[TrialResult]) -> dict[int, str]:
     """{trial index: reason} of the not-steady trials the controller excludes: all of a load's
-    while it has at most spec.max_unsteady_reruns of them, none once it has more; never a saturated
-    rise or an immaterial trend."""
+    while it has at most spec.max_unsteady_reruns of them, none once it has more; never one saturated
+    anyway or an immaterial trend."""
     at: dict[float, list[int]] = {}
     for i, t in enumerate(trials):
-        if (is_not_steady(t) and not saturated_rise(spec, t)
+        if (is_not_steady(t) and not saturated_anyway(spec, t)
                 and not immaterial_trend(verdict_of(t), min(spec.goals), spec.width)):
             at.setdefault(load_key(t.load_ops_s), []).append(i)
     return {i: _why(verdict_of(trials[i])) for idx in at.values()

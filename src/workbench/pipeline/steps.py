@@ -28,6 +28,7 @@ from workbench.controller.trial import TrialResult
 from workbench.lease.leases import holding, mark_dirty
 from workbench.measure.ansible import AnsibleHarness
 from workbench.measure.protocol import HarnessFactory
+from workbench.output.console import WIDTH, short
 from workbench.params.plan import RatingPlan, strict_json
 from workbench.pipeline.slot import harness_for, teardown_or_raise
 from workbench.pipeline.stop import killable, stop_children
@@ -72,8 +73,9 @@ def deploy(plan: RatingPlan, store: Store, make: HarnessFactory = AnsibleHarness
         spec = plan.rating_spec()
         w = h.warm_up(spec.seed_load or spec.first_load, plan.warmup_trial_s)
     _record_time(plan, store, "deploy", t0, warmup_valid=w.valid)
-    return (f"warm-up trial (discarded): {w.load_ops_s:g} ops/s × {w.runlength_s:g} s → mean {w.mean_ms:.2f} ms"
-            + ("" if w.valid else f" ({w.reason})"))
+    head = f"warm-up trial (discarded): {w.load_ops_s:g} ops/s × {w.runlength_s:g} s → mean {w.mean_ms:.2f} ms"
+    # the reason cut to fit a console line with its indent (output.console.WIDTH)
+    return head if w.valid else f"{head} ({short(w.reason or 'invalid', max(20, WIDTH - 5 - len(head)))})"
 
 
 def trial_records(store: Store, rating_id: str) -> list[dict[str, Any]]:

@@ -50,12 +50,16 @@ def _trial_numbers(store, rating_id: str) -> list[int]:
 
 
 def _wait_slot_free(slot: str, timeout_s: float = 900) -> None:
-    """Other tests on this machine (dag.test ratings, nightly) may hold the slot's lease."""
-    from workbench.config import paths
+    """Wait while a live holder leases the slot (another test on this machine: a dag.test rating, a
+    nightly). A lease whose holder has ended (a suite killed before this one) is not waited for: the
+    rating takes it over and tears the slot down first, as any rating would (lease.try_lease)."""
+    from workbench.lease import leases
     deadline = time.monotonic() + timeout_s
-    while (paths.LEASES / slot).exists():
+    while (lease := leases.read_lease(slot)) is not None and not leases.holder_gone(lease):
         if time.monotonic() > deadline:
-            raise AssertionError(f"{slot} still leased after {timeout_s:.0f} s: {paths.LEASES / slot}")
+            held = {k: lease.get(k) for k in ("rating_id", "token", "holder", "dirty")}
+            raise AssertionError(f"{slot} still held after {timeout_s:.0f} s by a live holder: {held}, "
+                                 f"heartbeat {time.time() - lease['heartbeat_unix']:.0f} s ago")
         time.sleep(5)
 
 

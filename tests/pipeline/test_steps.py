@@ -10,6 +10,8 @@ import pytest
 
 from workbench.analysis.cost import cost_text
 from workbench.config import paths
+from workbench.lease.leases import lease_slot
+from workbench.output.console import WIDTH
 from workbench.controller.trial import TrialResult
 from workbench.measure.playbook import PlaybookRun
 from workbench.measure.simulated import SimulatedServer
@@ -80,10 +82,10 @@ def rate_fake(tmp_path, monkeypatch):
     (tmp_path / "fstress").write_text("")
     monkeypatch.setattr(steps, "FSTRESS", tmp_path / "fstress")
 
-    def rate(params, rid, harness):
+    def rate(params, rid, harness, log=lambda s: None):
         plan = dataclasses.replace(plan_from_params(params, rid), workdir=str(tmp_path / "work"))
         store = LocalStore(tmp_path / "store")
-        return plan, store, run_rating(plan, store, log=lambda s: None, make=harness)
+        return plan, store, run_rating(plan, store, log=log, make=harness)
     return rate
 
 
@@ -131,3 +133,25 @@ def test_trial_0_checks_the_server_only_after_an_invalid_warm_up(rate_fake, warm
     _, store, _ = rate_fake({"profile": "smoke", "slot": "slot1", "max_trials": 5}, "w1", Harness)
     assert store.get_json(store.timing_key("w1", "deploy"))["warmup_valid"] is warmup_valid
     assert checks == {0: not warmup_valid, 1: False, 2: False, 3: True, 4: False}, checks
+
+
+def test_an_invalid_warm_up_s_reason_is_cut_on_the_console_and_whole_in_a_task_log(rate_fake):
+    """The runner's warm-up line fits a console line (its reason cut, its gist kept); the step's
+    own line (what rate_peak's deploy task prints) keeps the reason whole."""
+    reason = "send-lag p99 12.263 ms > bound 10.000 ms (host steal 2.30 %, " + "a long aside " * 10 + ")"
+
+    class Harness(FakeHarness):
+        server = SimulatedServer(capacity_ops_s=800.0, seed=0)
+        warmup_valid = False
+
+        def warm_up(self, load, duration_s):
+            return dataclasses.replace(super().warm_up(load, duration_s), reason=reason)
+
+    lines = []
+    plan, store, _ = rate_fake({"profile": "smoke", "slot": "slot1", "max_trials": 2}, "w2", Harness,
+                               log=lambda s: lines.extend(s.splitlines()))
+    warm = [ln for ln in lines if "warm-up trial" in ln]
+    assert len(warm) == 1 and len(warm[0]) <= WIDTH, warm
+    assert warm[0].endswith("(send-lag p99 12.263 ms > bound 10.000 ms)"), warm
+    task_line = steps.deploy(lease_slot(plan), store, Harness)
+    assert task_line.endswith(f"({reason})") and len(task_line) > WIDTH, task_line

@@ -15,7 +15,7 @@ from workbench.lease.leases import LEASE_WAIT_S, holding, lease_slot
 from workbench.measure import agent as agents
 from workbench.measure.ansible import AnsibleHarness
 from workbench.measure.protocol import HarnessFactory
-from workbench.output.console import fmt_num, short, trial_line
+from workbench.output.console import WIDTH, fmt_num, short, trial_line
 from workbench.params.plan import RatingPlan
 from workbench.pipeline.slot import reap_slots, teardown
 from workbench.pipeline.steps import (decide_step, deploy, provision, publish_step, report_step,
@@ -69,7 +69,7 @@ def _run_rating(plan: RatingPlan, store: Store, log: Callable[[str], None],
 def _rate(plan: RatingPlan, store: Store, log: Callable[[str], None],
           on_trial: Callable[[Mapping[str, Any]], None] | None, make: HarnessFactory) -> dict[str, Any]:
     provision(plan, store, make)
-    log(f"  {deploy(plan, store, make)}")
+    log(f"  {deploy(plan, store, make, width=WIDTH - 2)}")        # a console line with its indent
     stored = len(trial_log(store, plan.rating_id))
     if stored:
         log(f"  resuming after {stored} stored trial(s)")

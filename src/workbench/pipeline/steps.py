@@ -28,7 +28,7 @@ from workbench.controller.trial import TrialResult
 from workbench.lease.leases import holding, mark_dirty
 from workbench.measure.ansible import AnsibleHarness
 from workbench.measure.protocol import HarnessFactory
-from workbench.output.console import WIDTH, short
+from workbench.output.console import short
 from workbench.params.plan import RatingPlan, strict_json
 from workbench.pipeline.slot import harness_for, teardown_or_raise
 from workbench.pipeline.stop import killable, stop_children
@@ -61,8 +61,10 @@ def _record_time(plan: RatingPlan, store: Store, step: str, t0: float, **more: A
                    {"start_unix": t0, "wall_s": time.time() - t0, **more})
 
 
-def deploy(plan: RatingPlan, store: Store, make: HarnessFactory = AnsibleHarness) -> str:
-    """fstress and the file set on the load hosts, then the discarded warm-up trial."""
+def deploy(plan: RatingPlan, store: Store, make: HarnessFactory = AnsibleHarness,
+           width: int | None = None) -> str:
+    """fstress and the file set on the load hosts, then the discarded warm-up trial; its line, an
+    invalid warm-up's reason cut to fit `width` columns (None: whole, as in a task's log)."""
     t0 = time.time()
     with holding(plan, on_lost=stop_children), killable(plan):
         h = harness_for(plan, make)
@@ -74,8 +76,8 @@ def deploy(plan: RatingPlan, store: Store, make: HarnessFactory = AnsibleHarness
         w = h.warm_up(spec.seed_load or spec.first_load, plan.warmup_trial_s)
     _record_time(plan, store, "deploy", t0, warmup_valid=w.valid)
     head = f"warm-up trial (discarded): {w.load_ops_s:g} ops/s × {w.runlength_s:g} s → mean {w.mean_ms:.2f} ms"
-    # the reason cut to fit a console line with its indent (output.console.WIDTH)
-    return head if w.valid else f"{head} ({short(w.reason or 'invalid', max(20, WIDTH - 5 - len(head)))})"
+    reason = w.reason or "invalid"
+    return head if w.valid else f"{head} ({reason if width is None else short(reason, max(20, width - 3 - len(head)))})"
 
 
 def trial_records(store: Store, rating_id: str) -> list[dict[str, Any]]:

@@ -12,8 +12,9 @@ own: one whose mean is above every R_sat goal, or whose first interval already r
 far_factor·R_sat; nor a stall or backlog whose median interval is above every goal. Nor is an
 immaterial trend: one whose Theil–Sen change over the trial is under the region's half-width
 s·R_sat (of the lowest goal), with no stall or backlog beside it: its mean lies within s·R_sat/2 of
-where the trial ended, and a re-run cannot move its load across the region (a real quick rating, R_sat 40 ms, re-ran three such trials at 3200 and 3600 ops/s: means 0.9–2.1 ms,
-changes −0.9 to +1.7 ms; bench/steady_replay.py). A trial starts on a drained server; latency
+where the trial ended, and a re-run cannot move its load across the region (a real quick rating,
+R_sat 40 ms, re-ran three such trials at 3200 and 3600 ops/s: means 0.9–2.1 ms, changes −0.9 to
++1.7 ms; bench/steady_replay.py). A trial starts on a drained server; latency
 that climbs all through it is a queue growing (arrivals above the service rate), and its mean
 understates where that load settles, so "above R_sat" read from it is conservative. Re-runs only
 grow it again: a quick rating re-ran 6400 and 4800 ops/s twice each (1197 and 437 ms to 6.1 and

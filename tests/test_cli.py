@@ -334,6 +334,7 @@ def test_smoke_rating_end_to_end_with_faults(tmp_path, capsys):
     assert (rating / "sysinfo.json").is_file() and (rating / "spec.json").is_file()
     assert len(list((tmp_path / "work" / "trials").glob("*.json"))) >= len(trials) - 2
     assert "peak rate λ*" in out.out
+    assert "bottleneck" in out.out and res["bottleneck"]["line"] in " ".join(out.out.split()), res["bottleneck"]
     # issue 30: no negative latency bound or accuracy, no open interval on a converged rating
     assert result_bad_fields(res) == [] and bad_figures(out.out + out.err) == []
     assert bad_figures((rating / "report.html").read_text()) == []
@@ -364,6 +365,12 @@ def test_a_rating_over_nfs41_on_a_real_slot(tmp_path, capsys):
         raw = t["raw"]
         assert raw["nfs_version"] == "4.1" and raw["ops_total"] > 0 and raw["errors"] == 0, raw
         assert raw["nfs4"]["slots"] >= 1 and raw["nfs4"]["sessions_recreated"] == 0, raw["nfs4"]
+        # issue 50: the server's own telemetry over the trial's window, from its process and cgroups
+        tel = raw["telemetry"]["hosts"]["sut4"]
+        assert tel["n_intervals"] >= 1 and tel["mean"]["server_cpu_cores"] > 0, raw["telemetry"]
+        assert tel["mean"]["disk_read_iops_limit"] == res["factors"]["read_iops"] and tel["mean"]["mem_limit_bytes"] > 0
+        assert tel["mean"]["net_rx_Bps"] > 0 and tel["mean"]["server_cpu_limit_cores"] == 1, tel["mean"]
+    assert res["bottleneck"]["line"] and res["bottleneck"]["loads"], res["bottleneck"]
     info = json.loads((rating / "sysinfo.json").read_text())
     assert info["server"]["settings"]["nfs_server_nfs_version"] == "4.1"
     assert info["server"]["config"].count("Protocols = 3, 4;") == 2

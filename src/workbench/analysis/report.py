@@ -13,6 +13,7 @@ import math
 from typing import Any, Iterable, Mapping, Sequence
 
 from workbench.analysis import plots as _plots
+from workbench.analysis.bottleneck_report import bottleneck_table_rows, utilization_png
 from workbench.analysis.cost import cost_text
 from workbench.analysis.goals import GOAL_HEADERS, goal_rows
 from workbench.analysis.peak_interval import interval_text
@@ -130,6 +131,7 @@ def rating_plots(spec: Mapping[str, Any], result: Mapping[str, Any],
         "latency_cdf.png": _plots.latency_cdf_png(trials, result),
         "intervals.png": intervals_png(trials, result, spec),
         **({"tenants.png": tenants_png(trials, result, spec)} if (result.get("background") or {}).get("by_load") else {}),
+        **({"utilization.png": utilization_png(result)} if (result.get("bottleneck") or {}).get("loads") else {}),
     }
 
 
@@ -265,6 +267,14 @@ def _trials_html(result: Mapping[str, Any], trials: Sequence[Mapping[str, Any]],
                   row_class=[kind(t)[1] for t in trials])
 
 
+def _bottleneck_html(result: Mapping[str, Any]) -> str:
+    """The verdict's figures per trial read (analysis.bottleneck), when the rating has telemetry."""
+    v = result.get("bottleneck") or {}
+    return (f"<h2>Bottleneck: {_e(v['line'])}</h2><p class=\"muted\">utilization of each resource, % of its "
+            f"limit, per trial up to the first overloaded load</p>" + _table(*bottleneck_table_rows(result))
+            if v.get("loads") else "")
+
+
 def rating_report_html(spec: Mapping[str, Any], result: Mapping[str, Any],
                        trials: Sequence[Mapping[str, Any]], sysinfo: Mapping[str, Any] | None = None,
                        validation: Mapping[str, Any] | None = None,
@@ -302,6 +312,7 @@ def rating_report_html(spec: Mapping[str, Any], result: Mapping[str, Any],
              *([("excluded as not steady", f"{result['n_not_steady']} trial(s), each re-run at its load "
                                             f"(trial table: steady column)")] if "n_not_steady" in result else []),
              *([("shared tenant", (result.get("background") or {}).get("text"))] if result.get("background") else []),
+             *([("bottleneck", result["bottleneck"]["line"])] if result.get("bottleneck") else []),
              ("cost", cost_text(result))]),
     ]
     ops = per_op_rows(trials, near) if near is not None else []
@@ -316,7 +327,7 @@ def rating_report_html(spec: Mapping[str, Any], result: Mapping[str, Any],
         *head, *(["<h2>Goals: one search, one trial log</h2>", _table(GOAL_HEADERS, goals, left=(7,))] if goals else []),
         *(["<h2>Shared tenants: B's own figures beside A's, per A load (valid trials)</h2>",
            _table(BACKGROUND_HEADERS, tenant_rows)] if tenant_rows else []),
-        "<h2>Warnings</h2>", _warnings_html(result),
+        _bottleneck_html(result), "<h2>Warnings</h2>", _warnings_html(result),
         "<h2>Plots</h2>", _plots_html(plots),
         f"<h2>Per-operation breakdown at {_num(near)} ops/s (load nearest λ*)</h2>", op_html,
         "<h2>Trials</h2>", _trials_html(result, trials, rs),

@@ -28,7 +28,6 @@ from __future__ import annotations
 import json
 import os
 import queue
-import shlex
 import signal
 import subprocess
 import threading
@@ -39,6 +38,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from workbench.config.paths import FSTRESS
+from workbench.measure.remote import host_argv
 
 __all__ = ["AgentError", "Agent", "Fleet", "trial_seed", "trial_args", "agent_argv", "fleet_for", "close_fleet",
            "enabled", "enable", "in_process_default", "run_trial", "merge"]
@@ -71,19 +71,7 @@ def trial_args(spec: Mapping[str, Any], *, rate: float, runlength_s: float, warm
 def agent_argv(spec: Mapping[str, Any], deployment: str) -> list[str]:
     """The command that starts the host's agent: the role's prefix (netns, taskset, chrt, binary) with
     `agent`, locally (the local connection) or through `ssh -T` (anything else)."""
-    cmd = [*spec["prefix"], "agent", "--deployment", deployment, "--pid-file", spec["pid_file"]]
-    if spec.get("connection", "ssh") == "local":
-        return cmd
-    ssh = ["ssh", "-T", "-o", "BatchMode=yes", "-o", "ServerAliveInterval=5", "-o", "ServerAliveCountMax=3"]
-    ssh += shlex.split(str(spec.get("ssh_args") or ""))     # ansible_ssh_common_args / _extra_args
-    if spec.get("ssh_port"):
-        ssh += ["-p", str(spec["ssh_port"])]
-    if spec.get("ssh_key"):
-        ssh += ["-i", str(spec["ssh_key"])]
-    target = spec.get("ssh_host") or spec["host"]
-    if spec.get("ssh_user"):
-        target = f"{spec['ssh_user']}@{target}"
-    return [*ssh, target, shlex.join(cmd)]
+    return host_argv(spec, [*spec["prefix"], "agent", "--deployment", deployment, "--pid-file", spec["pid_file"]])
 
 
 class Agent:

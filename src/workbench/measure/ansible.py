@@ -51,8 +51,9 @@ from workbench.measure import agent as agents
 from workbench.controller.trial import TrialResult
 from workbench.measure.inventory import slot_background_hosts, slot_load_hosts
 from workbench.measure.playbook import PlaybookRun, Runner, ansible_runner_run
-from workbench.measure.trialjson import (MIN_ACHIEVED_FRACTION, background_figures, harness_result, per_host_figures,
-                                        result_from_json, with_timeseries)
+from workbench.measure import telemetry
+from workbench.measure.trialjson import (MIN_ACHIEVED_FRACTION, background_figures, background_out, harness_result,
+                                        host_parts, per_host_figures, read_json, result_from_json, with_timeseries)
 
 
 __all__ = ["AnsibleHarness", "HarnessError"]
@@ -79,29 +80,6 @@ def probes_sut(server_vars: Mapping[str, Any]) -> bool:
     with probe_dest): over NFSv4.1, for the session limits it grants (max slots, request and response
     sizes), which only a client learns."""
     return str(server_vars.get("nfs_server_nfs_version", "3")) != "3"
-
-
-def _parts(parts_dir: Path) -> dict[str, dict[str, Any]]:
-    """The load hosts' own results of a trial (run_trial.yml fetches <host>.json before merging)."""
-    out = {}
-    for f in sorted(parts_dir.glob("*.json")):
-        try:
-            out[f.stem] = json.loads(f.read_text())
-        except (OSError, ValueError):
-            continue                  # the merge read them all, or the run failed already
-    return out
-
-
-def _read_json(path: Path) -> dict[str, Any] | None:
-    try:
-        return json.loads(path.read_text())
-    except (OSError, ValueError):
-        return None
-
-
-def background_out(out: Path) -> Path:
-    """Where run_trial.yml merges tenant B's result of the trial whose result is `out`."""
-    return out.with_name(f"{out.stem}.background.json")
 
 
 def background_vars(background: Mapping[str, Any], hosts: list[str]) -> dict[str, Any]:
@@ -239,9 +217,13 @@ class AnsibleHarness:
         probe = self.results_dir / "probe.json"
         probe.unlink(missing_ok=True)
         if self.external is None:
+            specs = telemetry.spec_dir(self.results_dir)
+            shutil.rmtree(specs, ignore_errors=True)
+            specs.mkdir(parents=True)
+            more = {"sysinfo_dest": str(dest), "nfs_server_telemetry_spec_dir": str(specs)}
             if not probes_sut(self.server_vars):
-                return self._must("provision_sut.yml", sysinfo_dest=str(dest))
-            run = self._must("provision_sut.yml", sysinfo_dest=str(dest), probe_dest=str(probe))
+                return self._must("provision_sut.yml", **more)
+            run = self._must("provision_sut.yml", probe_dest=str(probe), **more)
             dest.write_text(json.dumps({**json.loads(dest.read_text()), "probe": json.loads(probe.read_text())},
                                        indent=1))
             return run
@@ -311,18 +293,11 @@ class AnsibleHarness:
             shutil.rmtree(f"{stale}.d", ignore_errors=True)
         t0 = time.monotonic()
         self.last_path = self.trial_path()
+        sampling = telemetry.Samplers(telemetry.spec_dir(self.results_dir), self.trial_timeout_s(runlength_s),
+                                      self.results_dir / "telemetry.log")
         try:
-            if self.last_path == "agent":
-                run = self.last_run = self._agent_trial(n, load_ops_s, runlength_s, out)
-            else:
-                run = self._play("run_trial.yml", timeout_s=self.trial_timeout_s(runlength_s),
-                                 trial_id=n if isinstance(n, int) else 0,   # seeds fstress
-                                 warmup_trial=not isinstance(n, int),
-                                 load_ops_s=float(load_ops_s),
-                                 runlength_s=float(runlength_s), warmup_s=self.warmup_s,
-                                 trial_out=str(out), start_margin_s=self.start_margin_s,
-                                 **({"background_out": str(background_out(out))} if self.background else {}),
-                                 ensure_server=self._server_suspect and self.external is None)
+            with sampling:
+                run = self._trial_run(n, load_ops_s, runlength_s, out)
         except Exception as e:  # the runner itself broke: this trial is lost, the rating goes on
             run = PlaybookRun(rc=-1, status="error", failures=[f"runner error: {type(e).__name__}: {e}"],
                               elapsed_s=time.monotonic() - t0)
@@ -330,13 +305,26 @@ class AnsibleHarness:
         self.timings.append({"trial": n, "path": self.last_path, "wall_s": wall, "playbook_s": run.elapsed_s,
                              "runlength_s": float(runlength_s), "warmup_s": self.warmup_s,
                              "overhead_s": wall - float(runlength_s) - self.warmup_s})
-        result = self._judge(run, out, load_ops_s, runlength_s)
+        result = self._judge(run, out, load_ops_s, runlength_s, sampling)
         for part in ([] if self.keep_parts else [out, background_out(out)]):
             shutil.rmtree(f"{part}.d", ignore_errors=True)
         # after any invalid trial (a killed server shows up as errors or a failed run) the next
         # run_trial first makes sure the server runs
         self._server_suspect = not result.valid
         return result
+
+    def _trial_run(self, n: int | str, load_ops_s: float, runlength_s: float, out: Path) -> PlaybookRun:
+        """The trial through the agents or run_trial.yml (`trial_path`)."""
+        if self.last_path == "agent":
+            return self._agent_trial(n, load_ops_s, runlength_s, out)
+        return self._play("run_trial.yml", timeout_s=self.trial_timeout_s(runlength_s),
+                          trial_id=n if isinstance(n, int) else 0,   # seeds fstress
+                          warmup_trial=not isinstance(n, int),
+                          load_ops_s=float(load_ops_s),
+                          runlength_s=float(runlength_s), warmup_s=self.warmup_s,
+                          trial_out=str(out), start_margin_s=self.start_margin_s,
+                          **({"background_out": str(background_out(out))} if self.background else {}),
+                          ensure_server=self._server_suspect and self.external is None)
 
     def trial_path(self, check_server: bool | None = None) -> str:
         """"agent" or "playbook": the path of the next trial (check_server as `measure`'s). The agents run
@@ -371,7 +359,8 @@ class AnsibleHarness:
         drain_s = float(self.extravars.get("fstress_drain_timeout_s", DRAIN_TIMEOUT_S))
         return float(runlength_s) + self.warmup_s + self.start_margin_s + drain_s + TRIAL_SLACK_S
 
-    def _judge(self, run: PlaybookRun, out: Path, load_ops_s: float, runlength_s: float) -> TrialResult:
+    def _judge(self, run: PlaybookRun, out: Path, load_ops_s: float, runlength_s: float,
+               sampling: telemetry.Samplers | None = None) -> TrialResult:
         """The merged result judged by result_from_json; a harness failure when there is none to
         judge (see the module docstring): the server was not measured."""
         raw: dict[str, Any] | None = None
@@ -384,13 +373,15 @@ class AnsibleHarness:
             return harness_result(load_ops_s, runlength_s, f"harness: {run.message()}", raw)
         if raw is None:
             return harness_result(load_ops_s, runlength_s, f"harness: no merged result at {out}")
-        parts = _parts(Path(f"{out}.d"))
+        parts = host_parts(Path(f"{out}.d"))
         raw["per_host"] = per_host_figures(parts)
+        if sampling is not None:
+            raw["telemetry"] = telemetry.of_trial(sampling, raw, runlength_s)
         if not raw.get("series"):              # merged by an fstress without series: the hosts' own
             raw = with_timeseries(raw, parts)
         if self.background:
             bg = background_out(out)
-            raw["background"] = background_figures(self.background, _read_json(bg), _parts(Path(f"{bg}.d")))
+            raw["background"] = background_figures(self.background, read_json(bg), host_parts(Path(f"{bg}.d")))
         return result_from_json(raw, load_ops_s, runlength_s, self.min_achieved, self.overload_ms)
 
     __call__ = measure

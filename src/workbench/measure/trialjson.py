@@ -1,8 +1,10 @@
 """fstress's merged trial JSON → a `TrialResult`, with the harness's validity rules (see ansible)."""
 from __future__ import annotations
 
+import json
 import math
 import re
+from pathlib import Path
 from typing import Any, Mapping
 
 from workbench.controller.trial import TrialResult
@@ -202,3 +204,25 @@ def harness_result(load_ops_s: float, runlength_s: float, reason: str,
     m = _NOT_DRAINED.search(reason)
     return invalid_result(load_ops_s, runlength_s, reason, raw, harness_failure=True,
                           drain=float(m.group(1)) if m else None)
+
+
+def host_parts(parts_dir: Path) -> dict[str, dict[str, Any]]:
+    """The load hosts' own results of a trial (run_trial.yml fetches <host>.json before merging)."""
+    out = {}
+    for f in sorted(parts_dir.glob("*.json")):
+        part = read_json(f)
+        if part is not None:          # else the merge read them all, or the run failed already
+            out[f.stem] = part
+    return out
+
+
+def read_json(path: Path) -> dict[str, Any] | None:
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def background_out(out: Path) -> Path:
+    """Where run_trial.yml merges tenant B's result of the trial whose result is `out`."""
+    return out.with_name(f"{out.stem}.background.json")

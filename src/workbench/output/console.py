@@ -121,6 +121,7 @@ def result_block(result: Mapping[str, Any], wall_s: float | None = None) -> str:
         ("converged", f"{result.get('converged')} ({result.get('reason')})"),
         ("bracket", f"{_pair(result.get('bracket'))} ops/s"),
         ("λ* interval", interval_text(result)),
+        *([("bottleneck", result["bottleneck"]["line"])] if result.get("bottleneck") else []),
         (f"R̄ at {fmt_num(near, 'g')} ops/s" if near is not None else "R̄ at peak",
          f"{fmt_num(result.get('mean_ms_at_peak'), '.2f')} ms, {mci_text}; the tested load nearest λ*)"),
         *_goal_rows(result),

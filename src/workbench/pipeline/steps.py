@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from workbench.analysis.anomalies import rating_warnings
+from workbench.analysis.bottleneck import verdict as bottleneck_verdict
 from workbench.analysis.report import rating_plots, rating_report_html
 from workbench.analysis.tenants import background_result
 from workbench.analysis.validate import validate_trials
@@ -27,12 +28,13 @@ from workbench.controller.state import load_key
 from workbench.controller.trial import TrialResult
 from workbench.lease.leases import holding, mark_dirty
 from workbench.measure.ansible import AnsibleHarness
+from workbench.measure.telemetry import table_rows
 from workbench.measure.protocol import HarnessFactory
 from workbench.output.console import short
 from workbench.params.plan import RatingPlan, strict_json
 from workbench.pipeline.slot import harness_for, teardown_or_raise
 from workbench.pipeline.stop import killable, stop_children
-from workbench.store.base import Store, TrialConflict, encode_json
+from workbench.store.base import PARQUET_TYPE, Store, TrialConflict, encode_json
 
 
 def provision(plan: RatingPlan, store: Store, make: HarnessFactory = AnsibleHarness) -> dict[str, Any]:
@@ -220,6 +222,7 @@ def summarise_step(plan: RatingPlan, store: Store, validation: Mapping[str, Any]
     out.update(rating_warnings(seen, plan.rating_spec().confidence))   # Auto-pilot's warnings (seed 001)
     if plan.background:
         out["background"] = background_result(plan.background, records)
+    out["bottleneck"] = bottleneck_verdict(out, records)
     out.update(measured_cost(store, plan.rating_id, records, out["cost_s"], out["finished_unix"]))
     out = strict_json(out)
     store.put_json(store.result_key(plan.rating_id), out)
@@ -275,9 +278,16 @@ def report_step(plan: RatingPlan, store: Store) -> str:
 
 
 def publish_step(plan: RatingPlan, store: Store) -> dict[str, str]:
-    """trials.parquet beside the JSON trial log; returns the S3 locations."""
+    """trials.parquet beside the JSON trial log, and telemetry.parquet (each trial's server telemetry,
+    when it has any); returns the S3 locations."""
+    import pandas as pd
+
     rid = plan.rating_id
     pq = store.write_trials_parquet(rid)
+    rows = table_rows(store.trials(rid))
+    tel = store.put_bytes(store.telemetry_parquet_key(rid), pd.DataFrame(rows).to_parquet(index=False),
+                          PARQUET_TYPE) if rows else None
     return {"rating": store.url(store.rating_prefix(rid)), "result": store.url(store.result_key(rid)),
             "report": store.url(store.rating_report_key(rid)), "trials": store.url(pq),
+            **({"telemetry": store.url(tel)} if tel else {}),
             "local_report": str(plan.local_dir() / "report.html")}

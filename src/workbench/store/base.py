@@ -3,7 +3,7 @@
 Layout (keys follow from validated ids, so a retried task rewrites the same object; the `Store`
 methods of the layout section build every one, nothing outside the store spells an object name):
   ratings/<rating_id>/{spec,result,sysinfo,gx}.json, workload.wl, timings/<step>.json,
-      trials/<n:05d>.json, trials.parquet, plots/<name>, report.html
+      trials/<n:05d>.json, trials.parquet, telemetry.parquet, plots/<name>, report.html
   surfaces/<sweep_id>/plan.json, samples/<i:03d>.json, rounds/<k:03d>.json, model.json,
       samples.parquet, plots/<name>, report.html
   nightly/<YYYY-MM-DD>/config.json, <baseline>.json, verdicts.json, report.html
@@ -203,6 +203,9 @@ class Store(ABC):
 
     def trials_parquet_key(self, rating_id: str) -> str:
         return self.rating_key(rating_id, "trials.parquet")
+
+    def telemetry_parquet_key(self, rating_id: str) -> str:
+        return self.rating_key(rating_id, "telemetry.parquet")
 
     # a sweep (map_surface)
     def surface_prefix(self, sweep_id: str) -> str:

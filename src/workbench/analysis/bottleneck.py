@@ -1,0 +1,173 @@
+"""Why λ* is where it is: the resource that saturates first as the offered load rises to λ*.
+
+The USE method (Gregg: utilization, saturation, errors per resource) over each trial's server
+telemetry (measure.telemetry, raw["telemetry"]) and the generator's own figures:
+
+  resource            utilization (per trial, the window's mean)          its limit
+  disk read IOPS      disk_read_iops / disk_read_iops_limit                the cgroup's throttle
+  disk write IOPS     disk_write_iops / disk_write_iops_limit
+  disk read bandwidth, disk write bandwidth   Bps / Bps limit
+  server CPU          server_cpu_cores / server_cpu_limit_cores           allowed CPUs or the quota
+  network             max(rx, tx) Bps / the link's qdisc rate
+  generator           1 when fstress says it saturated, else its CPU share (generator_cpu_s over
+                      the trial's wall time, per allowed CPU)
+  memory              mem_used_bytes / mem_limit_bytes; *pressure* only with reclaim at the limit
+                      (mem_failcnt_s > 0) and cache misses (major faults or disk reads)
+
+A resource is saturated in a trial at utilization ≥ SATURATED (0.85). The verdict looks at the
+trials up to the first overloaded load above λ* (the bracket's upper end; loads far past λ* load
+every resource): the resource saturated at the lowest offered load is the bottleneck (ties: the
+higher utilization). Server CPU with no quota that saturates while memory is under pressure is
+named memory: the CPU goes to reclaim and cache misses. With no resource saturated, or without
+telemetry, the verdict is "unknown", with what is missing or the highest utilization seen — never a
+guess presented as a finding.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any, Mapping, Sequence
+
+__all__ = ["SATURATED", "trial_utilization", "verdict"]
+
+SATURATED = 0.85
+# utilization: (name, numerator series, limit series) over the server telemetry's means
+_CAPPED = (("disk read IOPS", "disk_read_iops", "disk_read_iops_limit"),
+           ("disk write IOPS", "disk_write_iops", "disk_write_iops_limit"),
+           ("disk read bandwidth", "disk_read_Bps", "disk_read_Bps_limit"),
+           ("disk write bandwidth", "disk_write_Bps", "disk_write_Bps_limit"),
+           ("server CPU", "server_cpu_cores", "server_cpu_limit_cores"))
+
+
+def _num(x: Any) -> float | None:
+    return float(x) if isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) else None
+
+
+def _server_utilization(mean: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    out: dict[str, dict[str, Any]] = {}
+    for name, used, limit in _CAPPED:
+        u, lim = _num(mean.get(used)), _num(mean.get(limit))
+        if u is not None and lim:
+            out[name] = {"u": u / lim, "used": u, "limit": lim}
+    rate = _num(mean.get("net_rate_limit_Bps"))
+    flow = max((v for v in (_num(mean.get("net_rx_Bps")), _num(mean.get("net_tx_Bps"))) if v is not None),
+               default=None)
+    if rate and flow is not None:
+        out["network"] = {"u": flow / rate, "used": flow, "limit": rate}
+    used, limit = _num(mean.get("mem_used_bytes")), _num(mean.get("mem_limit_bytes"))
+    if used is not None and limit:
+        misses = (_num(mean.get("mem_majfault_s")) or 0.0) + (_num(mean.get("disk_read_iops")) or 0.0)
+        out["memory"] = {"u": used / limit, "used": used, "limit": limit,
+                         "pressure": used / limit >= SATURATED and (_num(mean.get("mem_failcnt_s")) or 0) > 0
+                         and misses > 0}
+    return out
+
+
+def _worst(a: dict[str, Any] | None, b: dict[str, Any]) -> dict[str, Any]:
+    """Of two server hosts' figures for one resource, the more utilized."""
+    return b if a is None or b["u"] > a["u"] else a
+
+
+def _generator(raw: Mapping[str, Any]) -> dict[str, Any] | None:
+    if raw.get("generator_saturated"):
+        return {"u": 1.0, "why": str(raw.get("saturation_reason") or "fstress saturated")}
+    cpu_s, wall_s = _num(raw.get("generator_cpu_s")), _num(raw.get("duration_s"))
+    if cpu_s is None or not wall_s:
+        return None
+    n_cpu = max(1, len(raw.get("per_host") or []) or 1)
+    wall_s += _num(raw.get("warmup_s")) or 0.0
+    return {"u": cpu_s / wall_s / n_cpu, "used": cpu_s / wall_s, "limit": float(n_cpu)}
+
+
+def trial_utilization(record: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """Each resource's utilization in one trial ({} for a harness failure or a trial without figures)."""
+    raw = record.get("raw") or {}
+    if record.get("harness_failure") or not raw:
+        return {}
+    out: dict[str, dict[str, Any]] = {}
+    for host_figures in ((raw.get("telemetry") or {}).get("hosts") or {}).values():
+        for name, fig in _server_utilization(host_figures.get("mean") or {}).items():
+            out[name] = _worst(out.get(name), fig)
+    gen = _generator(raw)
+    if gen is not None:
+        out["generator"] = gen
+    return out
+
+
+def _saturated(name: str, fig: Mapping[str, Any]) -> bool:
+    return bool(fig.get("pressure")) if name == "memory" else fig["u"] >= SATURATED
+
+
+def _pct(fig: Mapping[str, Any]) -> str:
+    return f"{100 * fig['u']:.0f} %"
+
+
+def _figure(name: str, fig: Mapping[str, Any]) -> str:
+    """'398/400' for a counted limit, '31 %' otherwise."""
+    if name.endswith("IOPS") and "limit" in fig:
+        return f"{fig['used']:.0f}/{fig['limit']:.0f}"
+    if name == "server CPU" and "limit" in fig:
+        return f"{_pct(fig)} of {fig['limit']:g} core{'s' if fig['limit'] != 1 else ''}"
+    if name == "memory" and "limit" in fig:
+        return f"{fig['used'] / 2**20:.0f}/{fig['limit'] / 2**20:.0f} MiB"
+    if name == "generator" and fig.get("why"):
+        return f"saturated ({fig['why']})"
+    return _pct(fig)
+
+
+def _rows(result: Mapping[str, Any], records: Sequence[Mapping[str, Any]]) -> list[tuple[float, dict[str, Any]]]:
+    """(offered load, utilization) of the trials the verdict reads: up to the bracket's upper end."""
+    bracket = result.get("bracket") or [None, None]
+    top = _num(bracket[1]) if len(bracket) > 1 else None
+    rows = [(float(r["load_ops_s"]), u) for r in records
+            if _num(r.get("load_ops_s")) is not None and (u := trial_utilization(r))]
+    near = [(x, u) for x, u in rows if top is None or x <= top * 1.0001]
+    return sorted(near or rows, key=lambda p: p[0])
+
+
+def verdict(result: Mapping[str, Any], records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """result.json's "bottleneck": {resource, line, at_ops_s, utilization (at that load), loads (each
+    trial's utilization, for the report's plot)}; resource "unknown" when the evidence is thin."""
+    rows = _rows(result, records)
+    loads = [{"load_ops_s": x, **{k: round(v["u"], 4) for k, v in u.items()}} for x, u in rows]
+    first: dict[str, tuple[float, dict[str, Any]]] = {}
+    for x, u in rows:
+        for name, fig in u.items():
+            if _saturated(name, fig) and name not in first:
+                first[name] = (x, fig)
+    if not first:
+        return _unknown(rows, loads, records)
+    hard = {k: v for k, v in first.items() if k != "memory"} or first
+    name = min(hard, key=lambda k: (hard[k][0], -hard[k][1]["u"]))
+    at, fig = hard[name]
+    if name == "server CPU" and "memory" in first and first["memory"][0] <= at and not _quota(records):
+        name, (at, fig) = "memory", first["memory"]
+    util = dict(rows)[at] if at in dict(rows) else {}
+    others = ", ".join(f"{k} {_figure(k, v)}" for k, v in sorted(util.items()) if k != name)
+    line = f"{name} — {_figure(name, fig)} at {at:g} ops/s" + (f", {others}" if others else "")
+    return {"resource": name, "line": line, "at_ops_s": at,
+            "utilization": {k: round(v["u"], 4) for k, v in util.items()}, "loads": loads}
+
+
+def _quota(records: Sequence[Mapping[str, Any]]) -> bool:
+    """Whether the server's CPU was capped by a cgroup quota (then its CPU is the limit, not reclaim)."""
+    for r in records:
+        for fig in (((r.get("raw") or {}).get("telemetry") or {}).get("hosts") or {}).values():
+            if (fig.get("mean") or {}).get("server_cpu_throttled_frac"):
+                return True
+    return False
+
+
+def _unknown(rows: list[tuple[float, dict[str, Any]]], loads: list[dict[str, Any]],
+             records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    missing = sorted({f"{h}: {why}" for r in records
+                      for h, why in (((r.get("raw") or {}).get("telemetry") or {}).get("missing") or {}).items()})
+    if rows:
+        x, u = rows[-1]
+        name, fig = max(u.items(), key=lambda kv: kv[1]["u"])
+        seen = f"no resource near its limit; the highest at {x:g} ops/s: {name} {_figure(name, fig)}"
+    else:
+        seen = "no telemetry in any trial"
+    line = f"unknown — {seen}" + (f" (missing: {'; '.join(missing[:2])})" if missing else "")
+    return {"resource": "unknown", "line": line, "at_ops_s": rows[-1][0] if rows else None,
+            "utilization": {k: round(v["u"], 4) for k, v in (rows[-1][1] if rows else {}).items()},
+            "loads": loads, **({"missing": missing} if missing else {})}

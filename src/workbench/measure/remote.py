@@ -1,0 +1,27 @@
+"""A command on an inventory host, as the roles describe the host in the specs they write for the
+controller (the fstress agents' and the server telemetry's): over the local connection as it is, else
+through ``ssh -T`` with the inventory's user, port, key and ssh arguments."""
+from __future__ import annotations
+
+import shlex
+from typing import Any, Mapping, Sequence
+
+__all__ = ["host_argv"]
+
+
+def host_argv(spec: Mapping[str, Any], cmd: Sequence[str]) -> list[str]:
+    """`cmd` on the spec's host: as it is over the local connection, else through `ssh -T` with the
+    inventory's user, port, key and ssh arguments (the role writes them into the spec)."""
+    cmd = list(cmd)
+    if spec.get("connection", "ssh") == "local":
+        return cmd
+    ssh = ["ssh", "-T", "-o", "BatchMode=yes", "-o", "ServerAliveInterval=5", "-o", "ServerAliveCountMax=3"]
+    ssh += shlex.split(str(spec.get("ssh_args") or ""))     # ansible_ssh_common_args / _extra_args
+    if spec.get("ssh_port"):
+        ssh += ["-p", str(spec["ssh_port"])]
+    if spec.get("ssh_key"):
+        ssh += ["-i", str(spec["ssh_key"])]
+    target = spec.get("ssh_host") or spec["host"]
+    if spec.get("ssh_user"):
+        target = f"{spec['ssh_user']}@{target}"
+    return [*ssh, target, shlex.join(cmd)]

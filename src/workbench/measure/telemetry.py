@@ -1,0 +1,250 @@
+"""The server's telemetry beside each trial: the sampler of the nfs_server role, run for the trial.
+
+Provisioning writes one spec per server host (``<results_dir>/telemetry/<host>.json``: how to reach
+the host and the sampler's command, role nfs_server "Write this host's telemetry spec"). For each
+trial the harness starts ``wb-telemetry.py`` on every such host (`Samplers`: locally, or through
+``ssh -T`` as the agents are), which prints the server's cumulative counters once a second until its
+standard input ends; after the trial `summary` turns the samples inside the measured window into
+per-second rates on the trial's own time base (seconds since the window's start), and the means
+the bottleneck verdict (analysis.bottleneck) reads. A host without a spec, or a sampler that
+printed nothing, gives no telemetry, said so in the trial's record; it never fails the trial.
+
+Series (one value per interval between two samples, named with their units):
+  server_cpu_cores        Ganesha's CPU time per second of wall time
+  server_cpu_limit_cores  the CPUs it may use: min(allowed CPUs, the cgroup's quota)
+  server_cpu_throttled_frac  time its cpu cgroup was throttled, per second
+  disk_read_iops / disk_write_iops, disk_read_Bps / disk_write_Bps   dispatched by its blkio cgroup
+  disk_read_iops_limit ...    the cgroup's throttles, summed over the throttled devices
+  disk_busy_frac, disk_queue  the busiest device's io_ticks and time_in_queue per second
+  mem_used_bytes, mem_limit_bytes, mem_cache_bytes, mem_majfault_s, mem_failcnt_s
+  net_rx_Bps / net_tx_Bps, net_drops_s, net_backlog_bytes, net_overlimits_s,
+  net_rate_limit_Bps, net_delay_ms   its network namespace's links and their qdiscs
+"""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import threading
+from pathlib import Path
+from typing import Any, Iterable, Mapping, Sequence
+
+from workbench.measure.remote import host_argv
+
+__all__ = ["Samplers", "spec_dir", "summary", "intervals", "of_trial", "table_rows"]
+
+INTERVAL_S = 1.0
+STOP_TIMEOUT_S = 5.0
+
+
+def spec_dir(results_dir: Path) -> Path:
+    """Where provisioning writes the server hosts' telemetry specs."""
+    return results_dir / "telemetry"
+
+
+class _Sampler:
+    """One host's sampler process; a reader thread keeps its lines."""
+
+    def __init__(self, spec: Mapping[str, Any], max_s: float, log: Any) -> None:
+        self.host = str(spec["host"])
+        self.samples: list[dict[str, Any]] = []
+        self._seen = threading.Condition()
+        cmd = [*spec["prefix"], "--interval-s", str(INTERVAL_S), "--max-s", "%.0f" % max(1.0, max_s)]
+        self.proc = subprocess.Popen(host_argv(spec, cmd), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=log, start_new_session=True)
+        self._reader = threading.Thread(target=self._read, name=f"telemetry-{self.host}", daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            try:
+                msg = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(msg, dict) and isinstance(msg.get("t"), (int, float)):
+                with self._seen:
+                    self.samples.append(msg)
+                    self._seen.notify_all()
+        with self._seen:
+            self._seen.notify_all()
+
+    def wait_for(self, n: int, timeout_s: float) -> bool:
+        """Whether `n` samples arrived within `timeout_s` (False at once when the sampler ended sooner)."""
+        with self._seen:
+            return self._seen.wait_for(lambda: len(self.samples) >= n or not self._reader.is_alive(), timeout_s) \
+                and len(self.samples) >= n
+
+    def stop(self) -> None:
+        """The end of its stdin (it exits at once), then SIGKILL of its group if it does not."""
+        try:
+            assert self.proc.stdin is not None
+            self.proc.stdin.close()
+            self.proc.wait(timeout=STOP_TIMEOUT_S)
+        except (OSError, subprocess.TimeoutExpired):
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except OSError:
+                pass
+            try:
+                self.proc.wait(timeout=STOP_TIMEOUT_S)
+            except subprocess.TimeoutExpired:
+                pass
+        self._reader.join(timeout=STOP_TIMEOUT_S)
+
+
+class Samplers:
+    """The samplers of every server host with a spec, for one trial: ``with Samplers(dir, max_s) as s``;
+    after the block `s.samples` maps each host to its raw lines. A sampler that cannot start is
+    noted in `s.missing` (host → why); nothing here raises into the trial."""
+
+    def __init__(self, specs_dir: Path, max_s: float, log_path: Path | None = None) -> None:
+        self.specs_dir, self.max_s, self.log_path = Path(specs_dir), float(max_s), log_path
+        self.samples: dict[str, list[dict[str, Any]]] = {}
+        self.missing: dict[str, str] = {}
+        self.running: list[_Sampler] = []
+        self._log: Any = subprocess.DEVNULL
+
+    def __enter__(self) -> "Samplers":
+        specs = sorted(self.specs_dir.glob("*.json")) if self.specs_dir.is_dir() else []
+        if specs and self.log_path is not None:
+            self._log = open(self.log_path, "ab")
+        for f in specs:
+            try:
+                self.running.append(_Sampler(json.loads(f.read_text()), self.max_s, self._log))
+            except (OSError, ValueError, KeyError, TypeError) as e:
+                self.missing[f.stem] = f"the sampler did not start: {e}"
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        for s in self.running:
+            s.stop()
+            self.samples[s.host] = s.samples
+        if self._log is not subprocess.DEVNULL:
+            self._log.close()
+
+
+def _sum(values: Iterable[float | None]) -> float | None:
+    vals = [v for v in values if v is not None]
+    return float(sum(vals)) if vals else None
+
+
+def _limit_sum(devs: Mapping[str, Mapping[str, Any]], key: str) -> float | None:
+    """The devices' limit `key` summed, when every device the server used has one (else unlimited)."""
+    used = [d for d in devs.values() if d.get("r") or d.get("w")] or list(devs.values())
+    vals = [d.get(key) for d in used]
+    return float(sum(vals)) if vals and all(isinstance(v, (int, float)) and v > 0 for v in vals) else None
+
+
+def _rate(a: Mapping[str, Any], b: Mapping[str, Any], key: str, dt: float) -> float | None:
+    if isinstance(a.get(key), (int, float)) and isinstance(b.get(key), (int, float)):
+        return max(0.0, (b[key] - a[key]) / dt)
+    return None
+
+
+def _cpu(a: Mapping[str, Any], b: Mapping[str, Any], dt: float) -> dict[str, float | None]:
+    ca, cb = a.get("cpu") or {}, b.get("cpu") or {}
+    caps = [v for v in (cb.get("cpus"), cb.get("quota_cores")) if isinstance(v, (int, float)) and v > 0]
+    return {"server_cpu_cores": _rate(ca, cb, "cpu_s", dt), "server_cpu_limit_cores": min(caps) if caps else None,
+            "server_cpu_throttled_frac": _rate(ca, cb, "throttled_s", dt)}
+
+
+def _disk(a: Mapping[str, Any], b: Mapping[str, Any], dt: float) -> dict[str, float | None]:
+    da, db = a.get("blk") or {}, b.get("blk") or {}
+    pairs = [(da[mm], db[mm]) for mm in db if mm in da]
+    out: dict[str, float | None] = {
+        f"disk_{name}": _sum(_rate(x, y, key, dt) for x, y in pairs)
+        for name, key in (("read_iops", "r"), ("write_iops", "w"), ("read_Bps", "rb"), ("write_Bps", "wb"))}
+    for name, key in (("read_iops", "r_iops_limit"), ("write_iops", "w_iops_limit"),
+                      ("read_Bps", "r_bps_limit"), ("write_Bps", "w_bps_limit")):
+        out[f"disk_{name}_limit"] = _limit_sum(db, key)
+    busy = [v for x, y in pairs if (v := _rate(x, y, "busy_ms", dt)) is not None]
+    queue = [v for x, y in pairs if (v := _rate(x, y, "queue_ms", dt)) is not None]
+    out["disk_busy_frac"] = max(busy) / 1000.0 if busy else None
+    out["disk_queue"] = max(queue) / 1000.0 if queue else None
+    return out
+
+
+def _mem(a: Mapping[str, Any], b: Mapping[str, Any], dt: float) -> dict[str, float | None]:
+    ma, mb = a.get("mem") or {}, b.get("mem") or {}
+    return {"mem_used_bytes": mb.get("usage"), "mem_limit_bytes": mb.get("limit"), "mem_cache_bytes": mb.get("cache"),
+            "mem_majfault_s": _rate(ma, mb, "majfault", dt), "mem_failcnt_s": _rate(ma, mb, "failcnt", dt)}
+
+
+def _net(a: Mapping[str, Any], b: Mapping[str, Any], dt: float) -> dict[str, float | None]:
+    na, nb = a.get("net") or {}, b.get("net") or {}
+    pairs = [(na[i], nb[i]) for i in nb if i in na]
+    qa = {(q.get("dev"), q.get("kind")): q for q in a.get("qdisc") or []}
+    qpairs = [(qa[k], q) for q in b.get("qdisc") or [] if (k := (q.get("dev"), q.get("kind"))) in qa]
+    rates = [q["rate_Bps"] for q in b.get("qdisc") or [] if isinstance(q.get("rate_Bps"), (int, float))]
+    delays = [q["delay_s"] for q in b.get("qdisc") or [] if isinstance(q.get("delay_s"), (int, float))]
+    drops = [_rate(x, y, k, dt) for x, y in pairs for k in ("rxdrop", "txdrop")]
+    drops += [_rate(x, y, "drops", dt) for x, y in qpairs]
+    return {"net_rx_Bps": _sum(_rate(x, y, "rxb", dt) for x, y in pairs),
+            "net_tx_Bps": _sum(_rate(x, y, "txb", dt) for x, y in pairs),
+            "net_drops_s": _sum(drops),
+            "net_backlog_bytes": _sum(q.get("backlog_b") for q in b.get("qdisc") or []) if b.get("qdisc") else None,
+            "net_overlimits_s": _sum(_rate(x, y, "overlimits", dt) for x, y in qpairs),
+            "net_rate_limit_Bps": float(min(rates)) if rates else None,
+            "net_delay_ms": 1000.0 * max(delays) if delays else None}
+
+
+def intervals(samples: Sequence[Mapping[str, Any]], t0: float, t1: float) -> list[dict[str, Any]]:
+    """One row per interval between consecutive samples that ends inside [t0, t1] (wall seconds):
+    "t_s" its end since t0, then every series of the module docstring."""
+    rows = []
+    for a, b in zip(samples, samples[1:]):
+        dt = float(b["t"]) - float(a["t"])
+        if dt <= 0 or not (t0 < float(b["t"]) <= t1 + 0.5 * INTERVAL_S) or a.get("pid") != b.get("pid"):
+            continue        # outside the window, or the server restarted between the two
+        rows.append({"t_s": round(float(b["t"]) - t0, 3), **_cpu(a, b, dt), **_disk(a, b, dt),
+                     **_mem(a, b, dt), **_net(a, b, dt)})
+    return rows
+
+
+def summary(samples: Sequence[Mapping[str, Any]], t0: float, t1: float) -> dict[str, Any] | None:
+    """The window's intervals as series (name → list) and their means; None without an interval."""
+    rows = intervals(samples, t0, t1)
+    if not rows:
+        return None
+    names = [k for k in rows[0] if k != "t_s"]
+    series = {k: [r.get(k) for r in rows] for k in ["t_s", *names]}
+    mean = {}
+    for k in names:
+        vals = [v for v in series[k] if isinstance(v, (int, float))]
+        mean[k] = sum(vals) / len(vals) if vals else None
+    return {"interval_s": INTERVAL_S, "n_intervals": len(rows), "series": series, "mean": mean}
+
+
+def of_trial(sampling: Samplers, raw: Mapping[str, Any], runlength_s: float) -> dict[str, Any]:
+    """raw["telemetry"] of a trial: each server host's `summary` over fstress's measured window
+    (start_unix_ns, duration_s), and per host without one the reason."""
+    t0 = float(raw.get("start_unix_ns") or 0) / 1e9
+    t1 = t0 + float(raw.get("duration_s") or runlength_s)
+    hosts: dict[str, Any] = {}
+    missing = dict(sampling.missing)
+    for host, samples in sampling.samples.items():
+        s = summary(samples, t0, t1) if t0 > 0 else None
+        if s is None:
+            missing[host] = (f"{len(samples)} samples, none spanning the measured window" if t0 > 0
+                             else "the trial's result has no start time")
+        else:
+            hosts[host] = s
+    if not hosts and not missing:
+        missing["server"] = "no telemetry spec for this slot's server (an external server, or not provisioned here)"
+    return {"hosts": hosts, **({"missing": missing} if missing else {})}
+
+
+def table_rows(records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """telemetry.parquet's rows: one per trial, server host and interval (n, host, load_ops_s, t_s and
+    every series), on the trial's time base, beside the trial table."""
+    rows = []
+    for r in records:
+        hosts = (((r.get("raw") or {}).get("telemetry") or {}).get("hosts") or {})
+        for host, fig in sorted(hosts.items()):
+            series = fig.get("series") or {}
+            for i in range(len(series.get("t_s") or [])):
+                rows.append({"n": r.get("n"), "host": host, "load_ops_s": r.get("load_ops_s"),
+                             **{k: v[i] for k, v in series.items()}})
+    return rows

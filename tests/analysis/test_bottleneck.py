@@ -1,7 +1,7 @@
 """The bottleneck verdict: the resource saturated first as the load rises to λ*, or "unknown"."""
 from __future__ import annotations
 
-from workbench.analysis.bottleneck import trial_utilization, verdict
+from workbench.analysis.bottleneck import change_text, trial_utilization, verdict
 
 MiB = 2 ** 20
 
@@ -58,8 +58,11 @@ def test_the_generator_is_a_resource_too():
 
 def test_thin_evidence_is_unknown_with_what_is_missing():
     no_metrics = [_trial(1000, telemetry=False, missing={"server": "no telemetry spec (an external server)"})]
+    no_metrics[0].update(achieved_rate=998.0, mean_ms=12.5)
+    no_metrics[0]["raw"]["drain"] = {"probe": "read", "null": {"probe": "null", "idle_rtt_us": 61.2}}
     v = verdict({"bracket": [1000, 2000]}, no_metrics)
     assert v["resource"] == "unknown" and "an external server" in v["line"], v
+    assert v["line"].endswith("client side at 1000 ops/s: achieved 998, mean 12.5 ms, idle NULL round trip 61 µs")
     calm = [_trial(1000, reads=100, read_limit=400, cpu=0.3), _trial(2000, reads=150, read_limit=400, cpu=0.4)]
     v = verdict({"bracket": [1000, 2000]}, calm)
     assert v["resource"] == "unknown" and "server CPU 40 %" in v["line"], v
@@ -67,3 +70,15 @@ def test_thin_evidence_is_unknown_with_what_is_missing():
 
 def test_a_harness_failure_carries_no_utilization():
     assert trial_utilization(_trial(1000, reads=400, read_limit=400, harness=True)) == {}
+
+
+def test_the_nightly_change_names_the_resource_and_what_moved_at_a_load_both_nights_read():
+    disk = [_trial(800, reads=80, read_limit=400, cpu=0.06), _trial(4000, reads=398, read_limit=400, cpu=0.31)]
+    tonight = verdict({"bracket": [800, 4000]}, disk)
+    cpu = [_trial(800, reads=80, read_limit=400, cpu=0.5), _trial(1600, reads=160, read_limit=400, cpu=0.95)]
+    before = verdict({"bracket": [800, 1600]}, cpu)
+    assert change_text(tonight, before) == (
+        "disk read IOPS (the night before: server CPU); at 800 ops/s server CPU 50 → 6 %")
+    assert change_text(tonight, tonight) == (
+        "disk read IOPS, as the night before; at 4000 ops/s no resource moved by 10 points")
+    assert change_text(None, before) is None and change_text(tonight, None).endswith("(no earlier verdict to compare)")

@@ -72,6 +72,10 @@ def test_the_result_block_opens_with_a_sentence_and_keeps_its_figures():
         assert figure in text, figure
     assert all(len(ln) <= WIDTH for ln in text.splitlines())
     assert "λ* interval       90 % CI [3990.2, 4230] ops/s, anytime-valid" in text
+    why = {"resource": "disk read IOPS", "line": "disk read IOPS — 398/400 at 4000 ops/s, server CPU 31 % of 1 core"}
+    assert "bottleneck        disk read IOPS — 398/400 at 4000 ops/s, server CPU 31 % of 1 core" in result_block(
+        {**res, "bottleneck": why})                                   # issue 50: the verdict, one row
+    assert "bottleneck" not in text                                     # a result stored before it: no row
     assert "CI [4000, ∞) ops/s" in result_block({**res, "peak_rate_ci": [4000.0, None]})     # open: said so
     assert "NOT converged after 3 trials (budget exhausted)" in " ".join(
         result_block({**res, "converged": False, "n_trials": 3, "reason": "budget exhausted"}).split())

@@ -40,7 +40,8 @@ def _unconverged_rating(store) -> str:
     rid = rating_id_for("rate_peak", RUN_ID)
     store.put_json(store.rating_key(rid, "result.json"), {
         "peak_rate": 1600.0, "converged": False, "bracket": [1600.0, None], "peak_rate_ci": [1600.0, None],
-        "reason": "budget exhausted: 24 s spent, next trial needs 6 s of 24 s"})
+        "reason": "budget exhausted: 24 s spent, next trial needs 6 s of 24 s",
+        "bottleneck": {"resource": "disk read IOPS", "line": "disk read IOPS — 99/100 at 1600 ops/s"}})
     store.put_bytes(store.rating_key(rid, "report.html"), b"<html></html>", "text/html")
     return rid
 
@@ -62,6 +63,7 @@ def test_an_unconverged_rating_is_mailed_and_posted_with_its_id_lambda_and_repor
     assert smtp.envelopes == [("workbench@example.org", ["storage-team@example.org"])]
     body = _body(mail)
     assert rid in body and "1600.0 ops/s" in body and report in body and "budget exhausted" in body
+    assert "bottleneck disk read IOPS — 99/100 at 1600 ops/s" in body            # issue 50: why λ* is there
     path, headers, payload = hook.posts[0]
     assert path == "/hooks/workbench" and headers["Content-Type"] == "application/json"
     assert payload["event"] == "unconverged" and payload["subject_id"] == rid and payload["peak_rate"] == 1600.0
@@ -83,7 +85,8 @@ def _verdicts(store, night: str) -> None:
     def v(name, regression, inconclusive, peak):
         return {"name": name, "regression": regression, "inconclusive": inconclusive, "current_peak": peak,
                 "baseline_peak": 900.0, "rating_id": f"nightly__{night}__{name}", "reason": f"{name}'s reason",
-                "report_url": f"s3://workbench/ratings/nightly__{night}__{name}/report.html"}
+                "report_url": f"s3://workbench/ratings/nightly__{night}__{name}/report.html",
+                "bottleneck": f"{name} disk, as the night before; at 400 ops/s server CPU 20 → 55 %"}
     store.put_json(store.nightly_key(night, "verdicts.json"),
                    [v("db", False, True, None), v("mail", False, False, 880.0), v("web", True, False, 450.0)])
     store.put_bytes(store.nightly_key(night, "report.html"), b"<html></html>", "text/html")
@@ -104,6 +107,7 @@ def test_a_regressed_night_names_each_flagged_baseline_with_its_rating(tmp_path,
     body = _body(smtp.messages[0])
     assert "REGRESSION: web: λ* 450.0 ops/s against 900.0; rating nightly__2026-11-03__web" in body
     assert "s3://workbench/ratings/nightly__2026-11-03__web/report.html" in body
+    assert "bottleneck: web disk, as the night before; at 400 ops/s server CPU 20 → 55 %" in body
     assert smtp.messages[0]["Subject"] == "[workbench] nightly_regression 2026-11-03: REGRESSION"
 
 

@@ -27,7 +27,7 @@ from __future__ import annotations
 import math
 from typing import Any, Mapping, Sequence
 
-__all__ = ["SATURATED", "trial_utilization", "verdict"]
+__all__ = ["SATURATED", "trial_utilization", "verdict", "client_side", "change_text"]
 
 SATURATED = 0.85
 # utilization: (name, numerator series, limit series) over the server telemetry's means
@@ -135,7 +135,7 @@ def verdict(result: Mapping[str, Any], records: Sequence[Mapping[str, Any]]) -> 
             if _saturated(name, fig) and name not in first:
                 first[name] = (x, fig)
     if not first:
-        return _unknown(rows, loads, records)
+        return _unknown(rows, loads, records, result)
     hard = {k: v for k, v in first.items() if k != "memory"} or first
     name = min(hard, key=lambda k: (hard[k][0], -hard[k][1]["u"]))
     at, fig = hard[name]
@@ -157,8 +157,30 @@ def _quota(records: Sequence[Mapping[str, Any]]) -> bool:
     return False
 
 
+def _idle_rtt_us(raw: Mapping[str, Any]) -> float | None:
+    """The server's idle NULL round trip before the trial (fstress's drain probe; its NULL stage)."""
+    drain = raw.get("drain") or {}
+    null = drain if drain.get("probe") == "null" else drain.get("null") or {}
+    return _num(null.get("idle_rtt_us"))
+
+
+def client_side(result: Mapping[str, Any], records: Sequence[Mapping[str, Any]]) -> str:
+    """What a client sees at the highest load read: achieved against offered, the mean response
+    time, and the idle NULL round trip (the evidence when the server's own figures are missing)."""
+    bracket = result.get("bracket") or [None, None]
+    top = _num(bracket[1]) if len(bracket) > 1 else None
+    seen = [r for r in records if not r.get("harness_failure") and r.get("raw") and _num(r.get("load_ops_s"))
+            and (top is None or float(r["load_ops_s"]) <= top * 1.0001)]
+    if not seen:
+        return ""
+    r = max(seen, key=lambda t: float(t["load_ops_s"]))
+    rtt = _idle_rtt_us(r["raw"])
+    return (f"client side at {float(r['load_ops_s']):g} ops/s: achieved {_num(r.get('achieved_rate')) or 0:.0f}, "
+            f"mean {_num(r.get('mean_ms')) or 0:.3g} ms" + (f", idle NULL round trip {rtt:.0f} µs" if rtt else ""))
+
+
 def _unknown(rows: list[tuple[float, dict[str, Any]]], loads: list[dict[str, Any]],
-             records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+             records: Sequence[Mapping[str, Any]], result: Mapping[str, Any]) -> dict[str, Any]:
     missing = sorted({f"{h}: {why}" for r in records
                       for h, why in (((r.get("raw") or {}).get("telemetry") or {}).get("missing") or {}).items()})
     if rows:
@@ -167,7 +189,36 @@ def _unknown(rows: list[tuple[float, dict[str, Any]]], loads: list[dict[str, Any
         seen = f"no resource near its limit; the highest at {x:g} ops/s: {name} {_figure(name, fig)}"
     else:
         seen = "no telemetry in any trial"
-    line = f"unknown — {seen}" + (f" (missing: {'; '.join(missing[:2])})" if missing else "")
+    client = client_side(result, records)
+    line = (f"unknown — {seen}" + (f" (missing: {'; '.join(missing[:2])})" if missing else "")
+            + (f"; {client}" if client else ""))
     return {"resource": "unknown", "line": line, "at_ops_s": rows[-1][0] if rows else None,
             "utilization": {k: round(v["u"], 4) for k, v in (rows[-1][1] if rows else {}).items()},
             "loads": loads, **({"missing": missing} if missing else {})}
+
+
+def _at_common_load(now: Mapping[str, Any], before: Mapping[str, Any]) -> tuple[float, dict, dict] | None:
+    """The highest offered load both verdicts read, with each night's utilization there."""
+    a = {row["load_ops_s"]: row for row in now.get("loads") or []}
+    b = {row["load_ops_s"]: row for row in before.get("loads") or []}
+    common = sorted(set(a) & set(b))
+    return (common[-1], a[common[-1]], b[common[-1]]) if common else None
+
+
+def change_text(now: Mapping[str, Any] | None, before: Mapping[str, Any] | None) -> str | None:
+    """How tonight's bottleneck verdict differs from the last night's (the nightly verdict's
+    "bottleneck"): the resource named, and each resource's utilization at the highest load both read
+    where it moved by ≥ 10 points. None when tonight has no verdict."""
+    if not now:
+        return None
+    if not before:
+        return f"{now['line']} (no earlier verdict to compare)"
+    head = (f"{now['resource']}, as the night before" if now["resource"] == before.get("resource")
+            else f"{now['resource']} (the night before: {before.get('resource')})")
+    common = _at_common_load(now, before)
+    if common is None:
+        return f"{head}; no load read on both nights"
+    x, a, b = common
+    moved = [f"{k} {100 * b[k]:.0f} → {100 * a[k]:.0f} %" for k in sorted(set(a) & set(b) - {"load_ops_s"})
+             if _num(a[k]) is not None and _num(b[k]) is not None and abs(a[k] - b[k]) >= 0.10]
+    return f"{head}; at {x:g} ops/s " + (", ".join(moved) if moved else "no resource moved by 10 points")

@@ -28,7 +28,7 @@ def utilization_png(result: Mapping[str, Any]) -> bytes:
                 ms=5 if bold else 3, label=name + (" (bottleneck)" if bold else ""))
     ax.axhline(100 * SATURATED, color="0.4", ls="--", lw=1, label=f"saturated ({100 * SATURATED:.0f} %)")
     if _finite(result.get("peak_rate")):
-        ax.axvline(float(result["peak_rate"]), color="#2ca02c", lw=1.5, label=f"λ* {float(result['peak_rate']):.0f}")
+        ax.axvline(float(result["peak_rate"]), color="k", lw=1.5, label=f"λ* {float(result['peak_rate']):.0f}")
     ax.set_xlabel("offered load (ops/s)")
     ax.set_ylabel("utilization (% of its limit)")
     ax.set_title(f"Resources against load: {v.get('resource', 'no verdict')}")

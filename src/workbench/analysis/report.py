@@ -347,7 +347,7 @@ def surface_report_html(sweep: Mapping[str, Any], samples: Sequence[Mapping[str,
     head = _kv([("sweep", sweep.get("sweep_id")), ("design", sweep.get("design")),
                 ("factors", ", ".join(map(str, factors))), ("levels", _fmt_dict(sweep.get("levels"))),
                 ("samples", len(samples))])
-    cols = factors + ["peak_rate", "peak_rate_ci", "converged", "n_trials", "seed_load", "rating_id"]
+    cols = factors + ["peak_rate", "peak_rate_ci", "converged", "bottleneck", "n_trials", "seed_load", "rating_id"]
     rows = [[_num(s.get(c)) if c in ("peak_rate", "seed_load") else _pair(s.get(c)) if c == "peak_rate_ci" else
              _link(s.get(c), s.get("report_href")) if c == "rating_id" else s.get(c) for c in cols] for s in samples]
     fit_html = '<p class="muted">no model fitted</p>'

@@ -28,7 +28,6 @@ from __future__ import annotations
 import json
 import os
 import queue
-import signal
 import subprocess
 import threading
 import time
@@ -38,7 +37,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from workbench.config.paths import FSTRESS
-from workbench.measure.remote import host_argv
+from workbench.measure.remote import end_group, host_argv
 
 __all__ = ["AgentError", "Agent", "Fleet", "trial_seed", "trial_args", "agent_argv", "fleet_for", "close_fleet",
            "enabled", "enable", "in_process_default", "run_trial", "merge"]
@@ -164,17 +163,7 @@ class Agent:
                 self.proc.stdin.close()
             except (AgentError, OSError, ValueError):
                 pass
-            try:
-                self.proc.wait(timeout=timeout_s)
-            except subprocess.TimeoutExpired:
-                try:
-                    os.killpg(self.proc.pid, signal.SIGKILL)
-                except OSError:
-                    pass
-                try:
-                    self.proc.wait(timeout=QUIT_TIMEOUT_S)
-                except subprocess.TimeoutExpired:
-                    pass
+            end_group(self.proc, timeout_s, QUIT_TIMEOUT_S)
         self._close_log()
 
     def kill(self) -> None:

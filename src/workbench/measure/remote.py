@@ -1,12 +1,16 @@
 """A command on an inventory host, as the roles describe the host in the specs they write for the
 controller (the fstress agents' and the server telemetry's): over the local connection as it is, else
-through ``ssh -T`` with the inventory's user, port, key and ssh arguments."""
+through ``ssh -T`` with the inventory's user, port, key and ssh arguments; and the end of such a
+command's process group."""
 from __future__ import annotations
 
+import os
 import shlex
+import signal
+import subprocess
 from typing import Any, Mapping, Sequence
 
-__all__ = ["host_argv"]
+__all__ = ["host_argv", "end_group"]
 
 
 def host_argv(spec: Mapping[str, Any], cmd: Sequence[str]) -> list[str]:
@@ -25,3 +29,22 @@ def host_argv(spec: Mapping[str, Any], cmd: Sequence[str]) -> list[str]:
     if spec.get("ssh_user"):
         target = f"{spec['ssh_user']}@{target}"
     return [*ssh, target, shlex.join(cmd)]
+
+
+def end_group(proc: subprocess.Popen, wait_s: float, kill_wait_s: float) -> None:
+    """Wait up to `wait_s` for `proc` to exit (its stdin closed by the caller: the end of its input ends
+    it), then SIGKILL its process group (started with start_new_session) and wait up to `kill_wait_s`;
+    never raises."""
+    try:
+        proc.wait(timeout=wait_s)
+        return
+    except subprocess.TimeoutExpired:
+        pass
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except OSError:
+        pass
+    try:
+        proc.wait(timeout=kill_wait_s)
+    except subprocess.TimeoutExpired:
+        pass

@@ -23,14 +23,12 @@ Series (one value per interval between two samples, named with their units):
 from __future__ import annotations
 
 import json
-import os
-import signal
 import subprocess
 import threading
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
-from workbench.measure.remote import host_argv
+from workbench.measure.remote import end_group, host_argv
 
 __all__ = ["Samplers", "spec_dir", "summary", "intervals", "of_trial", "table_rows"]
 
@@ -81,16 +79,9 @@ class _Sampler:
         try:
             assert self.proc.stdin is not None
             self.proc.stdin.close()
-            self.proc.wait(timeout=STOP_TIMEOUT_S)
-        except (OSError, subprocess.TimeoutExpired):
-            try:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-            except OSError:
-                pass
-            try:
-                self.proc.wait(timeout=STOP_TIMEOUT_S)
-            except subprocess.TimeoutExpired:
-                pass
+        except OSError:
+            pass
+        end_group(self.proc, STOP_TIMEOUT_S, STOP_TIMEOUT_S)
         self._reader.join(timeout=STOP_TIMEOUT_S)
 
 

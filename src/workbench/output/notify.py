@@ -87,7 +87,8 @@ def rating_notice(store: Store, dag_id: str, run_id: str, failed_task: str | Non
     event = "unconverged" if res is not None and not res.get("converged") and failed_task == "verdict" else "failed"
     details = () if res is None else (
         f"converged  {res.get('converged')} ({res.get('reason')})",
-        f"bracket    {_pair(res.get('bracket'))} ops/s; {peak_statement(res)}")
+        f"bracket    {_pair(res.get('bracket'))} ops/s; {peak_statement(res)}",
+        *([f"bottleneck {res['bottleneck']['line']}"] if res.get("bottleneck") else []))
     return Notice(event, dag_id, run_id, rid, failed_task, (res or {}).get("peak_rate"),
                   _location(store, store.rating_report_key(rid)), details)
 
@@ -106,13 +107,15 @@ def _flagged(v: Mapping[str, Any]) -> dict[str, Any]:
             "peak_rate": v.get("current_peak"), "baseline_peak": v.get("baseline_peak"), "report": v.get("report_url"),
             "rerun_rating_id": rerun.get("rating_id"), "rerun_peak_rate": rerun.get("peak_rate"),
             "rel_change": cp.get("rel_change"), "rel_ci": cp.get("rel_ci"), "first_night": cp.get("first_night"),
-            "last_good_night": cp.get("last_good_night"), "canary": v.get("canary"), "changed": v.get("changed") or []}
+            "last_good_night": cp.get("last_good_night"), "canary": v.get("canary"), "changed": v.get("changed") or [],
+            "bottleneck": v.get("bottleneck")}
 
 
 def _detail(b: Mapping[str, Any], reason: Any) -> str:
     both = f"; re-run {b['rerun_rating_id']} λ* {fmt_num(b['rerun_peak_rate'])} ops/s" if b["rerun_rating_id"] else ""
+    why = f"; bottleneck: {b['bottleneck']}" if b.get("bottleneck") else ""
     return (f"{b['verdict']}: {b['name']}: λ* {fmt_num(b['peak_rate'])} ops/s against {fmt_num(b['baseline_peak'])}; "
-            f"rating {b['rating_id']}{both}, report {b['report']}; {reason}")
+            f"rating {b['rating_id']}{both}, report {b['report']}; {reason}{why}")
 
 
 def night_notice(store: Store, dag_id: str, run_id: str, night: str, failed_task: str | None) -> Notice:

@@ -18,6 +18,7 @@ from typing import Any, Mapping, Sequence
 import yaml
 
 from workbench.analysis.anomalies import history_trend
+from workbench.analysis.bottleneck import change_text
 from workbench.analysis.plots import history_png
 from workbench.analysis.regression import compare_to_history, reference_load, verdict_label, verdict_word
 from workbench.analysis.report import nightly_report_html
@@ -234,6 +235,8 @@ def compare(store: Store, night: str, records: Sequence[Mapping[str, Any]]) -> l
                      n_goals=len(goals), history_nights=[h["night"] for h in past],
                      report_url=store.url(rating_report), report_href=store.link(report_key, rating_report),
                      warnings=night_warnings(past, current, night, cfg["confidence"]),
+                     bottleneck=change_text(rec["result"].get("bottleneck"),
+                                            history[-1]["result"].get("bottleneck") if history else None),
                      history=[history_point(h["night"], h["result"], h["ci_level"]) for h in past]
                      + [history_point(night, current["result"], current["ci_level"])])
             confirm.judge(v, v["history"], confirm.reported_first_nights(

@@ -237,7 +237,7 @@ def rate_sample(store: Store, sweep: Mapping[str, Any], item: Mapping[str, Any],
     row = strict_json({"i": item["i"], "sample": item["sample"], "rating_id": plan.rating_id, "seed_load": seed,
            "peak_rate": res["peak_rate"], "converged": res["converged"], "n_trials": res["n_trials"],
            "cost_s": res["cost_s"], "cost_spec_s": res.get("cost_spec_s", res["cost_s"]), "bracket": res["bracket"], "peak_rate_ci": res["peak_rate_ci"],
-           "reason": res["reason"]})
+           "reason": res["reason"], "bottleneck": (res.get("bottleneck") or {}).get("resource")})
     store.put_json(key, row)
     return row
 
@@ -376,7 +376,7 @@ def finish_sweep(store: Store, sweep_id: str, rows: Sequence[Mapping[str, Any]] 
                    mape_by_samples=[[h["n_samples"], h["mape_loo_pct"]] for h in history],
                    not_rated=len(plan.get("unrated") or []) + len(skipped))
     store.put_json(store.model_key(sweep_id), summary)
-    points = pd.DataFrame([{**r["sample"], "peak_rate": r["peak_rate"]} for r in rows])
+    points = pd.DataFrame([{**r["sample"], "peak_rate": r["peak_rate"], "bottleneck": r.get("bottleneck")} for r in rows])
     store.put_bytes(store.samples_parquet_key(sweep_id), points.to_parquet(index=False), PARQUET_TYPE)
     plots = surface_plots(plan, rows, model)
     if plan["design"] == "active":
@@ -385,7 +385,7 @@ def finish_sweep(store: Store, sweep_id: str, rows: Sequence[Mapping[str, Any]] 
         store.put_bytes(store.surface_plot_key(sweep_id, name), png, "image/png")
     key = store.surface_report_key(sweep_id)
     samples = [{**r["sample"], **{k: r.get(k) for k in ("peak_rate", "peak_rate_ci", "rating_id", "n_trials",
-                                                        "seed_load", "converged")},
+                                                        "seed_load", "converged", "bottleneck")},
                 "report_href": store.link(key, store.rating_report_key(r["rating_id"]))} for r in rows]
     report = {k: v for k, v in summary.items() if k != "mape_by_samples"}
     html = surface_report_html({"sweep_id": sweep_id, "factors": plan["factors"], "design": plan["design"]},

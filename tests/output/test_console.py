@@ -53,6 +53,11 @@ def test_progress_lines_fit_with_cost_and_wall_time_unless_verbose():
     out = io.StringIO()
     Progress(600, 5, out, compact=True, verbose=True).trial(RECORDS[1])
     assert "1.2 s of work by Little's law" in out.getvalue()
+    out = io.StringIO()                                           # issue 50: the trial's busiest resource
+    tel = {"hosts": {"sut1": {"mean": {"disk_read_iops": 376.0, "disk_read_iops_limit": 400.0,
+                                        "server_cpu_cores": 0.2, "server_cpu_limit_cores": 1.0}}}}
+    Progress(600, 5, out).trial({**RECORDS[0], "raw": {"telemetry": tel}})
+    assert out.getvalue().splitlines()[-1].endswith("s, busiest: disk read IOPS 94 %"), out.getvalue()
 
 
 def test_the_result_block_opens_with_a_sentence_and_keeps_its_figures():

@@ -27,7 +27,7 @@ from __future__ import annotations
 import math
 from typing import Any, Mapping, Sequence
 
-__all__ = ["SATURATED", "trial_utilization", "verdict", "client_side", "change_text"]
+__all__ = ["SATURATED", "trial_utilization", "busiest", "verdict", "client_side", "change_text"]
 
 SATURATED = 0.85
 # utilization: (name, numerator series, limit series) over the server telemetry's means
@@ -91,6 +91,16 @@ def trial_utilization(record: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
     if gen is not None:
         out["generator"] = gen
     return out
+
+
+def busiest(record: Mapping[str, Any]) -> str | None:
+    """The trial's bottleneck candidate for the progress line: its most utilized resource, e.g.
+    "disk read IOPS 94 %" (None without figures)."""
+    u = trial_utilization(record)
+    if not u:
+        return None
+    name, fig = max(u.items(), key=lambda kv: kv[1]["u"])
+    return f"{name} {_pct(fig)}"
 
 
 def _saturated(name: str, fig: Mapping[str, Any]) -> bool:

@@ -11,6 +11,7 @@ import textwrap
 import time
 from typing import Any, Mapping, TextIO
 
+from workbench.analysis.bottleneck import busiest
 from workbench.analysis.cost import cost_text
 from workbench.analysis.goals import goal_rows
 from workbench.analysis.peak_interval import interval_text, peak_statement
@@ -155,6 +156,12 @@ def _goal_rows(result: Mapping[str, Any]) -> list[tuple[str, str]]:
             for g, l_sat, lam, ci, br, _, conv, why in goal_rows(result, '.1f')]
 
 
+def _busiest(record: Mapping[str, Any]) -> str:
+    """The progress line's bottleneck candidate: the trial's most utilized resource (analysis.bottleneck)."""
+    top = busiest(record)
+    return f", busiest: {top}" if top else ""
+
+
 class Progress:
     """Trial lines plus a bar of spent cost against the budget (the CLI's live view)."""
 
@@ -179,7 +186,8 @@ class Progress:
         elif math.isfinite(self.budget_s):
             bar = "#" * int(round(min(self.cost_s / self.budget_s, 1.0) * 30))
             self.stream.write(f"{trial_line(record, self.width)}\n  [{bar:<30}] cost {self.cost_s:5.0f}/{self.budget_s:g} s, "
-                              f"wall {elapsed:5.0f} s\n")
+                              f"wall {elapsed:5.0f} s{_busiest(record)}\n")
         else:
-            self.stream.write(f"{trial_line(record, self.width)}\n  cost {self.cost_s:5.0f} s, wall {elapsed:5.0f} s\n")
+            self.stream.write(f"{trial_line(record, self.width)}\n  cost {self.cost_s:5.0f} s, wall {elapsed:5.0f} s"
+                              f"{_busiest(record)}\n")
         self.stream.flush()

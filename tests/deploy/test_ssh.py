@@ -221,6 +221,9 @@ def test_rating_over_ssh_end_to_end(tmp_path):
             t = measure_past_stalls(h, load, 2)
             assert t.valid, t.reason
             assert t.ops_total > 0 and t.raw["offered_rate"] == load, t.raw
+            # issue 50: the server's sampler ran over ssh -T beside the trial, on the trial's window
+            tel = t.raw["telemetry"]["hosts"]["sshsut1"]
+            assert tel["n_intervals"] >= 1 and tel["mean"]["server_cpu_cores"] > 0, t.raw["telemetry"]
         paths_ = [x["path"] for x in h.timings]
         assert paths_[0] == "playbook" and paths_[-1] == "agent", h.timings
         agent_pid_file = json.loads((tmp_path / "agent" / "sshload1.json").read_text())["pid_file"]

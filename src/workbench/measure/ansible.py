@@ -218,8 +218,7 @@ class AnsibleHarness:
         probe.unlink(missing_ok=True)
         if self.external is None:
             specs = telemetry.spec_dir(self.results_dir)
-            shutil.rmtree(specs, ignore_errors=True)
-            specs.mkdir(parents=True)
+            specs.mkdir(parents=True, exist_ok=True)     # kept: provisioning again changes nothing
             more = {"sysinfo_dest": str(dest), "nfs_server_telemetry_spec_dir": str(specs)}
             if not probes_sut(self.server_vars):
                 return self._must("provision_sut.yml", **more)

@@ -1,25 +1,27 @@
 #!/usr/bin/env python3
-"""Does the bottleneck verdict name the limit we built? (issue 50)
+"""Does the bottleneck verdict name the limit we built? (issue 50's bench/bottleneck.py: named so that it
+does not shadow the `bottleneck` package pandas imports when bench/ is the script's directory)
 
-    .venv/bin/python bench/bottleneck.py [--only NAME[,NAME...]] [--profile quick] [--slot slot1] [--out DIR]
+    .venv/bin/python bench/bottleneck_study.py [--only NAME[,NAME...]] [--profile quick] [--slot slot1] [--out DIR]
 
 Rates each construction once (`workbench rate` in this process, everything else default) and prints
 the verdict beside the limit that was built, then whether each was named. Constructions:
 
   read_iops   the default: one loop disk throttled to 400 read IOPS          → disk read IOPS
-  cpu         ample IOPS (unthrottled), Ganesha in a cpu cgroup capped at
-              CPU_CAP of a core (cfs quota)                                  → server CPU
+  cpu         ample IOPS (unthrottled), no memory limit, Ganesha in a cpu
+              cgroup capped at CPU_CAP of a core (cfs quota)                 → server CPU
   network     ample IOPS, a token bucket (tc tbf, LINK_RATE) on the server's
               side of the slot's link                                        → network
-  memory      ample IOPS, Ganesha's memory cgroup at 96 MiB (the file set
-              is larger)                                                     → memory
+  memory      ample IOPS, Ganesha's memory cgroup at 128 MiB, the file set
+              sized for 24000 ops/s (about 480 MiB)                         → memory
   generator   the fstress agent without real-time priority, in a cpu cgroup
               capped at GEN_CAP of a core                                    → generator
   external    an operator's Ganesha (scripts/ganesha-slot.sh) rated as an
               external filer: no server metrics                             → unknown
 
-The caps are applied before every trial (the warm-up included) by a harness that re-applies them
-when the process changed (a restarted server or agent), and removed after the rating. Exit 0 when
+The caps are applied before every trial (the warm-up included) and kept applied by a watcher thread
+(every ENFORCE_S: a server or agent restarted mid-trial is capped at once), and removed after the
+rating. Exit 0 when
 every construction run was named as built. Root (slots, cgroups, tc).
 """
 from __future__ import annotations
@@ -28,6 +30,7 @@ import argparse
 import json
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -39,12 +42,13 @@ from workbench.measure.ansible import AnsibleHarness
 REPO = Path(__file__).resolve().parent.parent
 STATE = Path("/tmp/workbench/hosts")
 CPU_ROOT = Path("/sys/fs/cgroup/cpu")
-CPU_CAP = 0.3             # of one core: Ganesha's quota in the cpu construction
+CPU_CAP = 0.1             # of one core: Ganesha's quota in the cpu construction
 GEN_CAP = 0.05            # of one core: the generator's quota in the generator construction
+ENFORCE_S = 0.2           # the watcher re-applies a construction this often
 LINK_RATE = "40mbit"      # tbf on the server's side of the link (replies: READ data)
 FILER = ["--inventory", str(REPO / "inventory" / "external" / "hosts.yml"), "--slot", "filer1",
          "--server-address", "10.251.11.1", "--server-export", "/export",
-         "--server-description", "operator's Ganesha (scripts/ganesha-slot.sh), bench/bottleneck.py"]
+         "--server-description", "operator's Ganesha (scripts/ganesha-slot.sh), bench/bottleneck_study.py"]
 
 
 def _pid(path: Path) -> int | None:
@@ -56,7 +60,7 @@ def _pid(path: Path) -> int | None:
 
 def _cap(group: str, cores: float, pid: int | None) -> None:
     """`pid` (its whole thread group) into cpu cgroup wb-bench/<group> with a quota of `cores`."""
-    if pid is None:
+    if pid is None or not Path(f"/proc/{pid}").is_dir():
         return
     d = CPU_ROOT / "wb-bench" / group
     d.mkdir(parents=True, exist_ok=True)
@@ -85,7 +89,12 @@ def _link(ns: str) -> str:
 
 
 def _shape(ns: str) -> None:
-    subprocess.run(["ip", "netns", "exec", ns, "tc", "qdisc", "replace", "dev", _link(ns), "root", "tbf",
+    dev = _link(ns)
+    shown = subprocess.run(["ip", "netns", "exec", ns, "tc", "qdisc", "show", "dev", dev], capture_output=True,
+                           text=True, check=True).stdout
+    if "tbf" in shown:
+        return
+    subprocess.run(["ip", "netns", "exec", ns, "tc", "qdisc", "replace", "dev", dev, "root", "tbf",
                     "rate", LINK_RATE, "burst", "64kb", "latency", "50ms"], check=True)
 
 
@@ -117,20 +126,38 @@ def _generator(h: AnsibleHarness) -> None:
 
 CONSTRUCTIONS = {
     "read_iops": Construction("disk read IOPS"),
-    "cpu": Construction("server CPU", ["--read-iops", "0"], _cpu, cleanup=lambda: _uncap("server")),
+    # memory unlimited: capped at 0.1 core and overloaded, Ganesha's queued requests filled its 128 MiB
+    # cgroup and the kernel killed it (the OOM killer, 2026-11-28); here the CPU alone is the limit
+    "cpu": Construction("server CPU", ["--read-iops", "0", "--memory-mb", "0"], _cpu, cleanup=lambda: _uncap("server")),
     "network": Construction("network", ["--read-iops", "0"], _network),
-    "memory": Construction("memory", ["--read-iops", "0", "--memory-mb", "96"]),
+    # 96 MiB: Ganesha was OOM-killed while fstress built the file set (2026-11-28); so 128 MiB against a
+    # file set three times the default's (about 480 MiB)
+    "memory": Construction("memory", ["--read-iops", "0", "--memory-mb", "128", "--fileset-rate", "24000"]),
     "generator": Construction("generator", [], _generator, {"fstress_rt_priority": 0},
                               cleanup=lambda: _uncap("generator")),
     "external": Construction("unknown", FILER),
 }
 
 
-def harness_for(c: Construction) -> type[AnsibleHarness]:
+def enforce(c: Construction, ctx: dict[str, Any], stop: threading.Event) -> None:
+    """Keep the construction applied while the rating runs (every ENFORCE_S): a server or agent restarted
+    within a trial (after an invalid one, the playbook path starts the server again) is capped at once."""
+    while not stop.wait(ENFORCE_S):
+        h = ctx.get("harness")
+        if c.before_trial is None or h is None or h.external is not None:
+            continue
+        try:
+            c.before_trial(h)
+        except (OSError, ValueError, StopIteration, subprocess.CalledProcessError):
+            pass                 # between a process's death and its restart, or a namespace torn down
+
+
+def harness_for(c: Construction, ctx: dict[str, Any]) -> type[AnsibleHarness]:
     class Constructed(AnsibleHarness):
         def __init__(self, *a: Any, **kw: Any) -> None:
             kw["extravars"] = {**(kw.get("extravars") or {}), **c.extravars}
             super().__init__(*a, **kw)
+            ctx["harness"] = self
 
         def measure(self, *a: Any, **kw: Any):
             if c.before_trial is not None and self.external is None:
@@ -147,9 +174,15 @@ def rate(name: str, c: Construction, profile: str, slot: str, out: Path) -> dict
     if name == "external":
         subprocess.run([str(REPO / "scripts" / "ganesha-slot.sh"), "up", "filer"], check=True, capture_output=True)
     t0 = time.monotonic()
+    ctx: dict[str, Any] = {}
+    stop = threading.Event()
+    watcher = threading.Thread(target=enforce, args=(c, ctx, stop), daemon=True)
+    watcher.start()
     try:
-        rc = cli.cmd_rate(cli._parser().parse_args(argv), harness_factory=harness_for(c))
+        rc = cli.cmd_rate(cli._parser().parse_args(argv), harness_factory=harness_for(c, ctx))
     finally:
+        stop.set()
+        watcher.join(timeout=10)
         if c.cleanup is not None:
             c.cleanup()
         if name == "external":
@@ -168,12 +201,16 @@ def main() -> int:
     names = [n.strip() for n in a.only.split(",") if n.strip()]
     unknown = [n for n in names if n not in CONSTRUCTIONS]
     if unknown:
-        print(f"bottleneck.py: --only: no construction {', '.join(unknown)} (have {', '.join(CONSTRUCTIONS)})",
+        print(f"bottleneck_study.py: --only: no construction {', '.join(unknown)} (have {', '.join(CONSTRUCTIONS)})",
               file=sys.stderr)
         return 2
     rows = []
     for name in names:
-        r = rate(name, CONSTRUCTIONS[name], a.profile, a.slot, a.out)
+        try:
+            r = rate(name, CONSTRUCTIONS[name], a.profile, a.slot, a.out)
+        except Exception as e:          # one construction's failure is its row, the others still run
+            r = {"expect": CONSTRUCTIONS[name].expect, "wall_s": 0.0,
+                 "bottleneck": {"resource": "(no rating)", "line": f"{type(e).__name__}: {e}"[:300]}}
         v = r.get("bottleneck") or {}
         rows.append((name, r["expect"], v.get("resource"), r.get("peak_rate"), r["wall_s"], v.get("line", "")))
         print(f"{name:<10} built {r['expect']:<15} named {v.get('resource')!s:<15} λ* {r.get('peak_rate') or 0:8.1f} "

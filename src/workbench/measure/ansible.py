@@ -315,7 +315,8 @@ class AnsibleHarness:
     def _trial_run(self, n: int | str, load_ops_s: float, runlength_s: float, out: Path) -> PlaybookRun:
         """The trial through the agents or run_trial.yml (`trial_path`)."""
         if self.last_path == "agent":
-            return self._agent_trial(n, load_ops_s, runlength_s, out)
+            self.last_run = self._agent_trial(n, load_ops_s, runlength_s, out)
+            return self.last_run
         return self._play("run_trial.yml", timeout_s=self.trial_timeout_s(runlength_s),
                           trial_id=n if isinstance(n, int) else 0,   # seeds fstress
                           warmup_trial=not isinstance(n, int),

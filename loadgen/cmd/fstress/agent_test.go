@@ -140,6 +140,9 @@ func TestAgentRunsTrials(t *testing.T) {
 		t.Fatal(err)
 	}
 	for k, r := range got {
+		if r.NullRTTMs == nil || r.NullRTTMs.N < 1 || r.NullRTTMs.N > 11 {
+			t.Errorf("trial %d: null_rtt_ms %+v: want the NULLs beside the 1 s trial", k+1, r.NullRTTMs)
+		}
 		if r.OpsTotal != want.OpsTotal || len(r.Ops) != len(want.Ops) || r.Series == nil || len(r.FirstCalls) == 0 {
 			t.Errorf("trial %d: %d ops in %d procedures, fstress run: %d in %d", k+1, r.OpsTotal, len(r.Ops), want.OpsTotal, len(want.Ops))
 		}

@@ -52,7 +52,7 @@ const usage = `usage: fstress <command> [flags]
              [--drain-timeout D] [--drain-idle-rtt D] [--drain-state FILE] [--drain-factor F]
              [--drain-margin D] [--drain-window K] [--drain-probe read|null] [--drain-read-margin D]
              [--nfs-version 3|4.1]   (4.1: no portmapper/MOUNT, --export is the pseudo path, port 0 = 2049)
-             [--shards N] [--cpus LIST] [--quantum D]
+             [--shards N] [--cpus LIST] [--quantum D] [--beside-null-gap D]
   fileset    --server HOST:PORT --export PATH --workload NAME|FILE --rate OPS [--mount-port PORT]
              [--nfs-version 3|4.1]
   check      --workload NAME|FILE [--fileset-rate OPS | --rate OPS] [--json] [any other run flag]

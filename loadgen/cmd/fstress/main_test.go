@@ -118,6 +118,8 @@ func TestBadInputs(t *testing.T) {
 		{"too many intervals", []string{"--workload", null, "--interval", "0.1", "--duration", "400"}, "at most 3600"},
 		{"drain factor", []string{"--workload", null, "--drain-factor", "0.5"}, "--drain-factor must be in [1"},
 		{"drain timeout", []string{"--workload", null, "--drain-timeout", "-1"}, "--drain-timeout must be >= 0"},
+		{"beside gap negative", []string{"--workload", null, "--beside-null-gap", "-1"}, "--beside-null-gap must be 0 (none) or >= 1ms"},
+		{"beside gap tiny", []string{"--workload", null, "--beside-null-gap", "10us"}, "--beside-null-gap must be 0 (none) or >= 1ms"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -219,6 +221,24 @@ func TestRunAndMerge(t *testing.T) {
 	d0, d1, dm := readDrain(t, files[0]), readDrain(t, files[1]), readDrain(t, out)
 	if !dm.Drained || dm.DrainS != max(d0.DrainS, d1.DrainS) {
 		t.Errorf("merged drain %+v, want the longer of %v and %v", dm, d0.DrainS, d1.DrainS)
+	}
+	checkBesideMerged(t, files, out)
+}
+
+// checkBesideMerged: each run of 0.5 s has its NULLs beside it (default gap
+// 100 ms: 1..6 calls, mean > 0), and the merge pools them exactly.
+func checkBesideMerged(t *testing.T, files []string, merged string) {
+	t.Helper()
+	var n, sumNs uint64
+	for _, f := range files {
+		r := readResult(t, f)
+		if b := r.NullRTTMs; b == nil || b.N < 1 || b.N > 6 || !(b.Mean > 0) || b.GapMs != 100 {
+			t.Fatalf("%s: null_rtt_ms %+v: want 1..6 calls every 100 ms, mean > 0", f, b)
+		}
+		n, sumNs = n+r.NullRTTMs.N, sumNs+r.NullRTTMs.Exact.SumNs
+	}
+	if m := readResult(t, merged).NullRTTMs; m == nil || m.N != n || m.Mean != float64(sumNs)/float64(n)/1e6 {
+		t.Errorf("merged null_rtt_ms %+v: want n %d, mean %v", m, n, float64(sumNs)/float64(n)/1e6)
 	}
 }
 

@@ -64,6 +64,9 @@ func TestNFS4RunFilesetCheckMerge(t *testing.T) {
 	if r.NFSVersion != "4.1" || r.Errors != 0 || r.Timeouts != 0 || r.NFS4 == nil || r.NFS4.Slots != nullserver.DefaultSlots4 {
 		t.Fatalf("result: version %q errors %d timeouts %d nfs4 %+v", r.NFSVersion, r.Errors, r.Timeouts, r.NFS4)
 	}
+	if b := r.NullRTTMs; b == nil || b.N < 1 || b.N > 11 || !(b.Mean > 0) || b.Timeouts != 0 {
+		t.Errorf("null_rtt_ms %+v: want NFSv4 NULLs beside the 1 s run, 1..11", b)
+	}
 	for _, op := range []string{"open_create", "remove", "write", "commit", "getattr", "lookup", "read"} {
 		if r.Ops[op] == nil || r.Ops[op].Count == 0 || r.MixTarget[op] == 0 {
 			t.Errorf("op %s missing from ops or mix_target: %v", op, r.MixActual)
@@ -88,9 +91,13 @@ func checkV3V4Merge(t *testing.T, port int, dir, v4 string) {
 	p := strconv.Itoa(port)
 	v3 := filepath.Join(dir, "v3.json")
 	code, _, stderr := runCLI("run", "--server", "127.0.0.1:"+p, "--mount-port", p, "--export", "/",
-		"--workload", "web_proxy", "--rate", "200", "--duration", "0.5", "--warmup", "0", "--json", v3, "--lag-bound", "100ms")
+		"--workload", "web_proxy", "--rate", "200", "--duration", "0.5", "--warmup", "0", "--json", v3, "--lag-bound", "100ms",
+		"--beside-null-gap", "0")
 	if code != 0 {
 		t.Fatalf("v3 run: exit %d: %s", code, stderr)
+	}
+	if raw, _ := os.ReadFile(v3); strings.Contains(string(raw), "null_rtt_ms") {
+		t.Error("--beside-null-gap 0: null_rtt_ms in the result")
 	}
 	if r := readResult(t, v3); r.NFSVersion != "" || r.NFS4 != nil || r.Ops["create"] == nil {
 		t.Fatalf("v3 result changed: version %q nfs4 %v ops %v", r.NFSVersion, r.NFS4, r.MixActual)

@@ -37,6 +37,7 @@ type runOpts struct {
 	shards         int               // metronome shards (0: 1, or one per --cpus CPU)
 	cpuList        string            // --cpus as given
 	cpus           []int             // parsed --cpus
+	besideGap      time.Duration     // NULL calls beside the run, one every this long (0: none)
 }
 
 // register adds the flags; withJSON: --json FILE (run), not the bool --json of check.
@@ -68,6 +69,8 @@ func (o *runOpts) register(fs *flag.FlagSet, withJSON bool) {
 	fs.Var(durationValue{&o.quantum}, "quantum", "shortest interval between metronome wake-ups at high rates (default 50us, at most 1ms)")
 	fs.IntVar(&o.shards, "shards", 0, "metronome shards, each with its own connections (default 1, or one per --cpus CPU)")
 	fs.StringVar(&o.cpuList, "cpus", "", "pin the process to this CPU list (e.g. 0-3) and shard k's metronome to its k-th CPU")
+	o.besideGap = probe.DefaultBesideGap
+	fs.Var(durationValue{&o.besideGap}, "beside-null-gap", "NULL calls beside the run on their own connection, one every this long (0: none)")
 }
 
 // checkFleet checks --quantum, --shards and --cpus and fills the shard count.
@@ -122,7 +125,8 @@ func (o *runOpts) connFor(c *common) engine.ConnConfig {
 func (o *runOpts) runConfig(w *workload.Workload, rate float64, log io.Writer) engine.RunConfig {
 	return engine.RunConfig{Workload: w, Rate: rate, Duration: o.duration, Warmup: o.warmup,
 		Poisson: o.poisson, Seed: o.seed, StartAt: o.startAt, Interval: o.interval, MaxOutstanding: o.maxOutstanding,
-		LagBound: o.lagBound, ClientID: o.clientID, Log: log, Quantum: o.quantum, Shards: o.shards, CPUs: o.cpus}
+		LagBound: o.lagBound, ClientID: o.clientID, Log: log, Quantum: o.quantum, Shards: o.shards, CPUs: o.cpus,
+		BesideNullGap: o.besideGap}
 }
 
 // check validates the run flags (not --json, which only run needs).
@@ -142,6 +146,8 @@ func (o *runOpts) check() error {
 		return fmt.Errorf("--lag-bound must be > 0")
 	case o.drain.Timeout < 0:
 		return fmt.Errorf("--drain-timeout must be >= 0 (got %v)", o.drain.Timeout)
+	case o.besideGap < 0 || (o.besideGap > 0 && o.besideGap < probe.MinBesideGap):
+		return fmt.Errorf("--beside-null-gap must be 0 (none) or >= %v (got %v)", probe.MinBesideGap, o.besideGap)
 	case o.drainProbe != probe.ProbeRead && o.drainProbe != probe.ProbeNull:
 		return fmt.Errorf("--drain-probe must be read or null (got %q)", o.drainProbe)
 	case o.drain.Timeout > 0:

@@ -62,7 +62,8 @@
 //  1. set-up (setUp): check the configuration and fill its defaults
 //     (LagBound 2 ms; MaxOutstanding = min(rate · timeout · (retransmits+1)
 //     · 1.25 + 1024, 2^20)), build the weighted object sets from the file
-//     set, initialise the scratch pools over NFS, pre-allocate call slots.
+//     set, initialise the scratch pools over NFS, pre-allocate call slots;
+//     connect the NULL probe beside the run (when on).
 //  2. common start (commonStart, awaitStart): wait for RunConfig.StartAt, so that
 //     several clients share one schedule; a start already past starts now,
 //     with a warning. The host's steal is read when the warm-up ends.
@@ -74,6 +75,16 @@
 //     timeout · (retransmits+1) + 0.5 s; calls still unanswered then count
 //     as timeouts.
 //  5. verdict (verdict): build the Result and apply the saturation rule.
+//
+// # NULL calls beside the run
+//
+// With RunConfig.BesideNullGap > 0 (fstress run's default: 100 ms) a probe
+// (probe.Beside, beside.go) connects to the same NFS service on a
+// connection of its own during set-up and, on a goroutine of its own, sends
+// NULL calls of the run's version one at a time, due every gap from the
+// start of the measured interval, each sent inside it; it stops when the
+// run ends. Their RTTs are the result's null_rtt_ms (results.NullRTT): the
+// network round trip, beside the calls' latency and send lag.
 //
 // # The verdict
 //

@@ -29,6 +29,7 @@ type RunConfig struct {
 	Shards         int           // metronome shards (0, 1: one), each with its own connections (shards.go)
 	CPUs           []int         // pin shard k's metronome thread to CPUs[k mod len] (nil: no pinning)
 	ClientID       int
+	BesideNullGap  time.Duration // NULL calls beside the run, one every this long (beside.go; 0: none)
 	Log            io.Writer
 }
 

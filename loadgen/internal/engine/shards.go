@@ -103,10 +103,13 @@ func Run(ctx context.Context, s *Session, fs *Fileset, cfg RunConfig) (*Outcome,
 		}
 		rs = append(rs, r)
 	}
+	beside := dialBeside(ctx, s, &cfg)
 	start := commonStart(&cfg)
 	startWall := time.Now().Add(time.Until(start))
 	cpu0 := cpuTime()
+	stopBeside := startBeside(ctx, beside, start, &cfg)
 	left, stealPct, stealOK := runShards(ctx, rs, start, cfg)
+	nullRTT := stopBeside()
 	tot, series := mergeShards(rs, cfg)
 	out := &Outcome{Intended: tot.intended, Sent: tot.sent, Skipped: tot.skipped, LeftOutstanding: left,
 		WallSeconds: time.Since(startWall).Seconds(), CPUSeconds: cpuTime() - cpu0, MinLatency: tot.minLat}
@@ -115,6 +118,7 @@ func Run(ctx context.Context, s *Session, fs *Fileset, cfg RunConfig) (*Outcome,
 	res.CPUs = FormatCPUs(cfg.CPUs)
 	res.GeneratorCPUS = out.CPUSeconds
 	res.RepliesPolled = rs[0].polledRun
+	res.NullRTTMs = nullRTT
 	if stealOK {
 		res.HostStealPct = &stealPct
 	}

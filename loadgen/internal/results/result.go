@@ -126,6 +126,11 @@ type Result struct {
 	// absent when the probe was off. A merge keeps the longest.
 	Drain *Drain `json:"drain,omitempty"`
 
+	// NullRTTMs is the round trip of the NULL calls sent beside the run
+	// (nullrtt.go); absent when the beside probe was off (or could not
+	// connect). A merge pools the calls of its inputs exactly.
+	NullRTTMs *NullRTT `json:"null_rtt_ms,omitempty"`
+
 	// NFSVersion is "4.1" for an NFSv4.1 run (ops then carry the v4.1
 	// names, names.go), absent for NFSv3. Results of different versions
 	// do not merge.
@@ -337,6 +342,9 @@ func Merge(rs []*Result) (*Result, error) {
 		return nil, fmt.Errorf("merge: %v", err)
 	}
 	out.Drain = mergeDrain(rs)
+	if out.NullRTTMs, err = mergeNullRTT(rs); err != nil {
+		return nil, fmt.Errorf("merge: %v", err)
+	}
 	return out, nil
 }
 
@@ -566,6 +574,11 @@ func ReadJSON(data []byte) (*Result, error) {
 			return nil, fmt.Errorf("inconsistent result: %v", err)
 		}
 	}
+	if r.NullRTTMs != nil {
+		if _, err := r.NullRTTMs.recorder(); err != nil {
+			return nil, fmt.Errorf("inconsistent result: %v", err)
+		}
+	}
 	return &r, nil
 }
 
@@ -592,6 +605,10 @@ func (r *Result) Summary(w io.Writer) {
 	if d := r.Drain; d != nil {
 		fmt.Fprintf(w, "drain: %.3f s, %d NULL probes, max RTT %.0f µs, last %v µs (limit %.0f µs, idle %.0f µs %s)\n",
 			d.DrainS, d.Probes, d.MaxRTTUs, d.LastUs, d.LimitUs, d.IdleRTTUs, d.IdleFrom)
+	}
+	if n := r.NullRTTMs; n != nil {
+		fmt.Fprintf(w, "NULL beside (every %g ms): n %d  mean %.3f  p50 %.3f  p99 %.3f  max %.3f ms   timeouts %d  errors %d\n",
+			n.GapMs, n.N, n.Mean, n.P50, n.P99, n.Max, n.Timeouts, n.Errors)
 	}
 	r.summaryNFS4(w)
 	if s := r.Series; s != nil {

@@ -39,6 +39,15 @@
 // HDR V2 compressed encoding, µs). The remaining keys (per-op histograms and
 // exact sums, the send-lag histogram, clients, windows) make Merge exact.
 //
+// null_rtt_ms {n, mean, p50, p99, max, timeouts, errors, gap_ms, exact,
+// histogram} (nullrtt.go) is the round trip of the NFS NULL calls sent
+// beside the run, one at a time every gap_ms on a connection of their own,
+// each sent inside the measured window; times in ms. The key is absent
+// when the probe was off (`--beside-null-gap 0`) or could not connect; it
+// is present with n = 0 when no NULL got a reply (timeouts, errors say
+// why). mean is exact (exact.sum_ns / n), p50 and p99 come from the HDR
+// histogram (µs, 3 significant digits), max is exact.
+//
 // # Time series
 //
 // SeriesRecorder keeps the same per interval of intended send time
@@ -54,7 +63,11 @@
 // windows overlap, otherwise the shortest duration (clients started with
 // --start-at run the same window, so both agree). generator_saturated is
 // true if any client saturated (reasons are joined). mix_target is the
-// offered-rate-weighted mean of the clients' targets.
+// offered-rate-weighted mean of the clients' targets. null_rtt_ms pools the
+// clients' NULL calls: n, timeouts, errors and the exact sums add, the
+// histograms merge, mean and quantiles are recomputed (exactly what one
+// probe making all those calls would give); gap_ms is the largest; results
+// without the key are skipped.
 package results
 
 import (

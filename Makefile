@@ -24,7 +24,7 @@ system:
 system-test:
 	@$(STEP) apt-test "Debian packages for the tests" scripts/install-system.sh test
 system-celery:
-	@$(STEP) apt-celery "Debian packages: Postgres, Redis" scripts/install-system.sh celery
+	@$(STEP) apt-celery "Debian packages: Postgres, Redis, Prometheus" scripts/install-system.sh celery
 
 # The venv: the main job's packages (requirements.lock); the tests add theirs (requirements-test.lock:
 # pytest, selenium, ansible-lint, ...), `make test` only. Byte-compiled at install (not --no-compile:
@@ -104,7 +104,8 @@ ui: setup-run
 	@scripts/ui.sh
 
 # The distributed stack: Postgres, Redis, Airflow with the CeleryExecutor and two Celery workers as
-# separate processes, a supervisor restarting a dead one, UI on http://127.0.0.1:8090
+# separate processes, a supervisor restarting a dead one, UI on http://127.0.0.1:8090, and Prometheus
+# with the live view of a running rating on http://127.0.0.1:9090/consoles/workbench.html?slot=slot1
 # (docs/guide-distributed.md).
 # Stop it with `scripts/celery-stack.sh down` (`--purge` also deletes its database).
 celery: setup-run system-celery

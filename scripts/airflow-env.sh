@@ -1,9 +1,11 @@
 # Sourced by main-job.sh and ui.sh: Airflow for this checkout (SQLite + LocalExecutor under
-# .airflow/, the repo's dags/, no examples) and the results store's WB_S3_* from the local MinIO.
+# .airflow/, the repo's dags/ and plugins/ (a run's "Why λ*" tab), no examples) and the results
+# store's WB_S3_* from the local MinIO.
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 export PATH="$REPO/.venv/bin:$PATH"
 export AIRFLOW_HOME="${AIRFLOW_HOME:-$REPO/.airflow}"
 export AIRFLOW__CORE__DAGS_FOLDER="$REPO/dags"
+export AIRFLOW__CORE__PLUGINS_FOLDER="$REPO/plugins"
 export AIRFLOW__CORE__LOAD_EXAMPLES=False
 export AIRFLOW__CORE__EXECUTOR="${AIRFLOW__CORE__EXECUTOR:-LocalExecutor}"
 # new DAGs start paused: nightly_regression would otherwise rate its baselines at once

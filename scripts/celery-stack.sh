@@ -29,6 +29,14 @@
 # gives up on that one (`status` shows it DOWN) until the next `up`, which starts a new supervisor.
 # It ends when its pid file or D's `env` goes. WB_SUPERVISE_INTERVAL_S, WB_SUPERVISE_MAX_RESTARTS and
 # WB_SUPERVISE_WINDOW_S override 5 s, 5 and 600 s.
+# The live view (docs/guide-distributed.md): Debian's Prometheus on 127.0.0.1:9090 (another free port
+# when 9090 is taken at the first start; `status` prints it), its config generated in D/prometheus/
+# (python -m workbench.measure.live config), data in D/prometheus/data (7 days), the rules and the
+# console page workbench.html of monitoring/prometheus/; it scrapes every second the slots' live
+# endpoints (127.0.0.1:9651..9655, WB_METRICS_PORT_BASE+1..+5) and Debian's node exporter, which
+# the stack starts on 127.0.0.1:9100 (or a free port) with the cpu, meminfo, diskstats, netdev and
+# loadavg collectors. Both are supervised like the Airflow processes; without the packages (make
+# celery installs them) `up` warns and goes on without them.
 # A task whose worker died is failed after 30 s without a heartbeat and retried after the DAG's retry
 # delay (5-10 s) on a free worker, the restarted one included: running again within 60 s of the
 # death. AIRFLOW__SCHEDULER__TASK_INSTANCE_HEARTBEAT_TIMEOUT[_DETECTION_INTERVAL] in the caller's
@@ -71,6 +79,13 @@ PG_BIN=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)
 env_value() { [ -r "$envfile" ] && sed -n "s/^$1=//p" "$envfile" | tail -1 || true; }
 random_hex() { od -An -N"$1" -tx1 /dev/urandom | tr -d ' \n'; }
 free_port() { "$VENV_BIN/python" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+port_or_free() {   # port: it if nothing listens on it, else a free one
+  "$VENV_BIN/python" -c 'import socket, sys; s=socket.socket(); p=int(sys.argv[1])
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)     # as a server binds: TIME_WAIT is no use
+try: s.bind(("127.0.0.1", p))
+except OSError: s.bind(("127.0.0.1", 0))
+print(s.getsockname()[1])' "$1"
+}
 
 # A pid file holds "PID START" (start time in clock ticks since boot, /proc/PID/stat field 22): Celery
 # renames its processes, so the start time, not the command line, tells a reused pid apart.
@@ -102,11 +117,17 @@ make_env() {
     echo "WB_REDIS_PASSWORD=$(random_hex 18)"
     echo "WB_API_PORT=${api_port:-8090}"
     echo "WB_TRIGGER_LOG_PORT=$(free_port)"
+    echo "WB_PROM_PORT=$(port_or_free 9090)"
+    echo "WB_NODE_PORT=$(port_or_free 9100)"
     echo "AIRFLOW__API_AUTH__JWT_SECRET=$(random_hex 32)"
     echo "AIRFLOW__API__SECRET_KEY=$(random_hex 32)"
     echo "AIRFLOW__CORE__FERNET_KEY=$(head -c 32 /dev/urandom | base64 | tr '+/' '-_')"
   } >"$tmp"
   mv "$tmp" "$envfile"
+}
+monitor_env() {    # the live view's ports, added to an `env` made before them
+  [ -n "$(env_value WB_PROM_PORT)" ] || echo "WB_PROM_PORT=$(port_or_free 9090)" >>"$envfile"
+  [ -n "$(env_value WB_NODE_PORT)" ] || echo "WB_NODE_PORT=$(port_or_free 9100)" >>"$envfile"
 }
 
 # The Airflow configuration of every process of the stack (secrets from `env`).
@@ -122,6 +143,7 @@ AIRFLOW__CELERY__RESULT_BACKEND=db+postgresql+psycopg2://airflow:$(env_value WB_
 AIRFLOW__CELERY__WORKER_CONCURRENCY=1
 AIRFLOW__CELERY__WORKER_PREFETCH_MULTIPLIER=1
 AIRFLOW__CORE__DAGS_FOLDER=$REPO/dags
+AIRFLOW__CORE__PLUGINS_FOLDER=$REPO/plugins
 AIRFLOW__CORE__LOAD_EXAMPLES=False
 AIRFLOW__CORE__DAGS_ARE_PAUSED_AT_CREATION=True
 $("$VENV_BIN/python" "$REPO/scripts/airflow_auth.py" env "$dir/passwords.json")
@@ -212,6 +234,42 @@ redis_up() {
   die "Redis did not answer on 127.0.0.1:$(env_value WB_REDIS_PORT) within 20 s; see $dir/redis.log"
 }
 
+# ------------------------------------------------------------------ the live view: Prometheus, node exporter
+PROM_BIN=/usr/bin/prometheus NODE_BIN=/usr/bin/prometheus-node-exporter MONITORING=$REPO/monitoring/prometheus
+monitors() {       # the live view's processes whose package is installed
+  [ ! -x "$PROM_BIN" ] || echo prometheus
+  [ ! -x "$NODE_BIN" ] || echo node-exporter
+}
+prom_ready() { curl -sf -m 2 -o /dev/null "http://127.0.0.1:$(env_value WB_PROM_PORT)/-/ready"; }
+start_monitor() {  # prometheus|node-exporter (idempotent)
+  local name=$1 node="127.0.0.1:$(env_value WB_NODE_PORT)"
+  [ -z "$(running_pid "$name")" ] || return 0
+  if [ "$name" = node-exporter ]; then
+    setsid nohup "$NODE_BIN" --web.listen-address="$node" --collector.disable-defaults --collector.cpu \
+      --collector.meminfo --collector.diskstats --collector.netdev --collector.loadavg \
+      >>"$dir/$name.log" 2>&1 </dev/null &
+    write_pid "$name" $!
+    return 0
+  fi
+  private_dir "$dir/prometheus"
+  "$VENV_BIN/python" -m workbench.measure.live config --targets-host 127.0.0.1 --rules "$MONITORING/rules.yml" \
+    $([ ! -x "$NODE_BIN" ] || echo "--node $node") >"$dir/prometheus/prometheus.yml" ||
+    { say "warning: no Prometheus configuration (python -m workbench.measure.live config failed)"; return 1; }
+  setsid nohup "$PROM_BIN" --config.file="$dir/prometheus/prometheus.yml" --storage.tsdb.path="$dir/prometheus/data" \
+    --storage.tsdb.retention.time=7d --web.listen-address="127.0.0.1:$(env_value WB_PROM_PORT)" \
+    --web.console.templates="$MONITORING/consoles" --web.console.libraries="$MONITORING/console_libraries" \
+    >>"$dir/$name.log" 2>&1 </dev/null &
+  write_pid "$name" $!
+}
+monitors_up() {    # started, Prometheus ready (bounded: 30 s); a warning, not a failure, when not
+  local name i
+  [ -n "$(monitors)" ] || { say "warning: no live view: prometheus and prometheus-node-exporter are not installed (make celery installs them)"; return 0; }
+  for name in $(monitors); do start_monitor "$name" || true; done
+  [ -x "$PROM_BIN" ] || return 0
+  for i in $(seq 1 150); do prom_ready && return 0; [ -n "$(running_pid prometheus)" ] || break; sleep 0.2; done
+  say "warning: Prometheus is not ready on 127.0.0.1:$(env_value WB_PROM_PORT); see $dir/prometheus.log"
+}
+
 # ------------------------------------------------------------------ Airflow
 components() {
   local k
@@ -220,6 +278,7 @@ components() {
 }
 start_component() {    # name
   local name=$1 argv host
+  case $name in prometheus|node-exporter) start_monitor "$name"; return ;; esac
   host=$("$VENV_BIN/python" -c 'import socket; print(socket.getfqdn())')
   [ -n "$(running_pid "$name")" ] && return 0
   case $name in
@@ -303,11 +362,11 @@ supervise() {
   export_airflow_env
   declare -A restarts=() given_up=()
   trap 'stopping=1' TERM INT          # ends after the step it is in: no component half started
-  slog "supervising $(components "$workers" | tr '\n' ' ')every $interval s (at most $max restarts each in $window s)"
+  slog "supervising $({ components "$workers"; monitors; } | tr '\n' ' ')every $interval s (at most $max restarts each in $window s)"
   while [ -z "$stopping" ]; do
     [ "$(running_pid supervisor)" = $$ ] || { slog "my pid file is gone or names another process: done"; break; }
     [ -s "$envfile" ] || { slog "$envfile is gone: done"; break; }
-    for name in $(components "$workers"); do
+    for name in $(components "$workers") $(monitors); do
       [ -z "$stopping" ] || break
       [ -z "$(running_pid "$name")" ] && [ -z "${given_up[$name]:-}" ] || continue
       now=$(date +%s) kept=''
@@ -360,6 +419,7 @@ unpause_on_demand() {
 up() {
   local name
   make_env
+  monitor_env
   lease_store >/dev/null        # dies on a host-local lease store for several workers
   [ -z "$api_port" ] || [ "$api_port" = "$(env_value WB_API_PORT)" ] ||
     die "$dir was set up with api port $(env_value WB_API_PORT); 'down --purge' it to change the port"
@@ -375,11 +435,13 @@ up() {
   timeout 1200 "$VENV_BIN/python" -c 'from workbench.pipeline import reap_slots; reap_slots()' \
     >>"$dir/reaper.log" 2>&1 || say "warning: the reaper failed; see $dir/reaper.log"
   stop_supervisor               # a running one would start what is started below a second time
+  monitors_up
   for name in $(components "$workers"); do start_component "$name"; done
   wait_ready
   start_supervisor              # a new one: its restart counts start at 0
   unpause_on_demand
   say "up: http://127.0.0.1:$(env_value WB_API_PORT) (user admin, password in $dir/passwords.json; $workers Celery workers, supervised; Postgres 127.0.0.1:$(env_value WB_PG_PORT), Redis 127.0.0.1:$(env_value WB_REDIS_PORT)); logs in $dir"
+  [ -z "$(running_pid prometheus)" ] || say "live view: http://127.0.0.1:$(env_value WB_PROM_PORT)/consoles/workbench.html?slot=slot1 (Prometheus)"
 }
 
 down() {
@@ -422,6 +484,8 @@ status() {
     if [ -n "$pid" ]; then echo "$name: running, pid $pid"; else echo "$name: DOWN (log $dir/$name.log)"; bad=1; fi
   done
   echo "ui: http://127.0.0.1:$(env_value WB_API_PORT)"
+  [ -z "$(running_pid prometheus)" ] ||
+    echo "live view: http://127.0.0.1:$(env_value WB_PROM_PORT)/consoles/workbench.html?slot=slot1 (Prometheus$(prom_ready || echo ', not ready'))"
   return $bad
 }
 

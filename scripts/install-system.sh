@@ -4,17 +4,19 @@
 #           mkfs for the file systems the nfs_server role builds on loop devices (ext4, xfs,
 #           btrfs), procps/util-linux, curl (MinIO's health check)
 #   ssh     openssh-server: the sshd of each SSH workbench host (scripts/ssh-hosts.sh)
-#   celery  postgresql and redis-server: the distributed stack (scripts/celery-stack.sh)
-#   test    what `make test` adds: ssh, celery, chromium and chromium-driver (the Airflow UI test)
+#   celery  postgresql and redis-server: the distributed stack (scripts/celery-stack.sh); prometheus
+#           and prometheus-node-exporter: its live view of a rating (docs/guide-distributed.md)
+#   test    what `make test` adds: ssh, celery (with Prometheus: promtool in the tests), chromium and
+#           chromium-driver (the Airflow UI test)
 # Any other argument is a package name (scripts/install-podman.sh), installed the same way.
 # Idempotent: does nothing when everything is installed. Without arguments: run.
 case ${1-} in -h|--help) sed -n '2,/^[^#]/s/^# \{0,1\}//p' "$0"; exit 0 ;; esac   # the header above
 set -euo pipefail
 declare -A sets=(
-  [run]="nfs-ganesha nfs-ganesha-vfs rpcbind iproute2 util-linux procps e2fsprogs xfsprogs btrfs-progs curl"
+  [run]="nfs-ganesha nfs-ganesha-vfs dbus rpcbind iproute2 util-linux procps e2fsprogs xfsprogs btrfs-progs curl"
   [ssh]="openssh-server"
-  [celery]="postgresql redis-server"
-  [test]="openssh-server postgresql redis-server chromium chromium-driver"
+  [celery]="postgresql redis-server prometheus prometheus-node-exporter"
+  [test]="openssh-server postgresql redis-server prometheus prometheus-node-exporter chromium chromium-driver"
 )
 [ $# -gt 0 ] || set -- run
 packages=()
@@ -38,8 +40,9 @@ if [[ " ${missing[*]} " == *" openssh-server "* ]]; then
   mkdir -p /etc/ssh
   touch /etc/ssh/sshd_not_to_be_run
 fi
-# Nor may the packaged Postgres and Redis start (5432, 6379): celery-stack.sh runs its own. Debian's
-# maintainer scripts ask /usr/sbin/policy-rc.d before starting a service; 101 = "not now".
+# Nor may the packaged Postgres, Redis, Prometheus and node exporter start (5432, 6379, 9090, 9100):
+# celery-stack.sh runs its own. Debian's maintainer scripts ask /usr/sbin/policy-rc.d before
+# starting a service; 101 = "not now".
 policy=/usr/sbin/policy-rc.d
 if [ ! -e "$policy" ]; then
   printf '#!/bin/sh\nexit 101\n' >"$policy" && chmod 755 "$policy"

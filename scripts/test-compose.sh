@@ -23,6 +23,7 @@ PROJECT=${WB_COMPOSE_PROJECT:-wbcompose}
 API_PORT=${WB_TEST_API_PORT:-18080}          # not the repo's 8080 / 9000 / 9001 (make ui, scripts/minio.sh)
 MINIO_PORT=${WB_TEST_MINIO_PORT:-19000}
 CONSOLE_PORT=${WB_TEST_MINIO_CONSOLE_PORT:-19001}
+PROM_PORT=${WB_TEST_PROMETHEUS_PORT:-19090}
 UP_TIMEOUT_S=${WB_TEST_UP_TIMEOUT_S:-1200}
 RUN_TIMEOUT_S=${WB_TEST_RUN_TIMEOUT_S:-2400}
 BUILD_TIMEOUT_S=${WB_TEST_BUILD_TIMEOUT_S:-3600}   # per image
@@ -36,7 +37,7 @@ die() { log "FAIL: $*"; exit 1; }
 [ "$(id -u)" -eq 0 ] || die "needs root (rootful Podman, debootstrap, loop devices of the SUT)"
 [ -x "$COMPOSE_BIN" ] || die "$COMPOSE_BIN missing: make compose"
 scripts/install-podman.sh
-for port in "$API_PORT" "$MINIO_PORT" "$CONSOLE_PORT"; do
+for port in "$API_PORT" "$MINIO_PORT" "$CONSOLE_PORT" "$PROM_PORT"; do
   ! ss -Hltn "sport = :$port" | grep -q LISTEN || die "127.0.0.1:$port is in use (set WB_TEST_*_PORT)"
 done
 
@@ -189,6 +190,7 @@ for line in open("docker/env.example"):
         out[k] = secrets.token_urlsafe(24) if v == "CHANGE-ME" else v
 out["AIRFLOW_FERNET_KEY"] = base64.urlsafe_b64encode(os.urandom(32)).decode()
 out.update(AIRFLOW_API_PORT="$API_PORT", MINIO_API_PORT="$MINIO_PORT", MINIO_CONSOLE_PORT="$CONSOLE_PORT",
+           PROMETHEUS_PORT="$PROM_PORT",
            WB_DEBIAN_BASE="$DEBIAN_IMG", WB_GOLANG_BASE="localhost/wb-standin-golang:1.26.8-bookworm",
            WB_AIRFLOW_BASE="localhost/wb-standin-airflow:bookworm",
            WB_POSTGRES_IMAGE="localhost/wb-standin-postgres:bookworm",

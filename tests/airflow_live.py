@@ -1,8 +1,8 @@
 """A real, throw-away Airflow 3.3 deployment for integration tests (no mocks).
 
-`LiveAirflow` configures an AIRFLOW_HOME (SQLite + LocalExecutor, SimpleAuthManager with the
-users of scripts/airflow_auth.py, as ui.sh and celery-stack.sh: `admin` and a read-only `viewer`,
-generated passwords in AIRFLOW_HOME/passwords.json, mode 0600), migrates the database, creates
+`LiveAirflow` configures an AIRFLOW_HOME (SQLite + LocalExecutor, the repo's plugins/, SimpleAuthManager
+with the users of scripts/airflow_auth.py, as ui.sh and celery-stack.sh: `admin` and a read-only
+`viewer`, generated passwords in AIRFLOW_HOME/passwords.json, mode 0600), migrates the database, creates
 the `workbench_sut` pool and starts scheduler, dag-processor, triggerer and api-server as separate
 processes, each in its own process group with its log in AIRFLOW_HOME/<name>.log.  Leaving the
 `with` block (or interpreter exit) stops all of them, also when the test failed.  The REST API
@@ -224,6 +224,17 @@ class RestApi:
         with urllib.request.urlopen(f"{self.base_url}/execution/health", timeout=timeout_s) as resp:
             resp.read()
 
+    def get_page(self, path: str, user: str | None = "admin", timeout_s: float = 30) -> tuple[int, str]:
+        """GET a page of the api-server outside /api/v2 (a plugin's, e.g. /workbench/runs/…) as `user`
+        (None: without a token): its status and text, also for a refusal."""
+        headers = {} if user is None else {"Authorization": f"Bearer {self.token(user)}"}
+        req = urllib.request.Request(f"{self.base_url}{path}", headers=headers)
+        try:
+            with urllib.request.urlopen(req, timeout=timeout_s) as resp:
+                return resp.status, resp.read().decode("utf-8", "replace")
+        except urllib.error.HTTPError as e:
+            return e.code, e.read().decode("utf-8", "replace")
+
     def set_paused(self, dag_id: str, paused: bool) -> None:
         self.api("PATCH", f"/dags/{dag_id}", {"is_paused": paused})
 
@@ -306,7 +317,7 @@ class LiveAirflow(RestApi):
         env["ANSIBLE_CONFIG"] = str(REPO / "ansible.cfg")
         cfg = {
             "CORE__DAGS_FOLDER": str(self.dags_folder),
-            "CORE__PLUGINS_FOLDER": str(self.home / "plugins"),
+            "CORE__PLUGINS_FOLDER": str(REPO / "plugins"),      # the "Why λ*" tab (plugins/workbench_ui.py)
             "CORE__EXECUTOR": "LocalExecutor",
             "CORE__LOAD_EXAMPLES": "False",
             # Every DAG of the folder starts paused; wait_ready(dag_id) unpauses only the DAG under

@@ -20,10 +20,12 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import io
+import json
 import os
 import re
 import socket
 import time
+import urllib.request
 import uuid
 from unittest import mock
 
@@ -264,6 +266,25 @@ def test_samples_run_at_once_on_two_workers_and_a_killed_one_s_resumes_each_tria
     assert "deadline passed after 2 samples" in page and "mape_vs_samples.png" in page
 
 
+def test_prometheus_serves_the_live_view(stack):
+    """`up` started Prometheus and the node exporter (supervised, in `status`): Prometheus is ready,
+    scrapes the slots' live endpoints and the node exporter, and has the rules of monitoring/prometheus/."""
+    st, _ = stack
+    status = st.script("status")
+    env = dict(line.split("=", 1) for line in (st.home / "env").read_text().splitlines())
+    base = f"http://127.0.0.1:{env['WB_PROM_PORT']}"
+    assert "prometheus: running" in status and "node-exporter: running" in status, status
+    assert f"live view: {base}/consoles/workbench.html?slot=slot1 (Prometheus)" in status, status
+    with urllib.request.urlopen(f"{base}/-/ready", timeout=10) as r:
+        assert r.status == 200
+    targets = json.load(urllib.request.urlopen(f"{base}/api/v1/targets", timeout=10))["data"]["activeTargets"]
+    assert {t["labels"]["job"] for t in targets} == {"workbench", "node"}, targets
+    node, = [t for t in targets if t["labels"]["job"] == "node"]
+    assert node["scrapeUrl"] == f"http://127.0.0.1:{env['WB_NODE_PORT']}/metrics"
+    rules = json.load(urllib.request.urlopen(f"{base}/api/v1/rules", timeout=10))["data"]["groups"]
+    assert "workbench:server_cpu_utilization:ratio" in {r["name"] for g in rules for r in g["rules"]}
+
+
 @pytest.mark.timeout(300)
 def test_the_stack_stops_cleanly(stack):
     st, _ = stack
@@ -275,11 +296,12 @@ def test_the_stack_stops_cleanly(stack):
         except psutil.NoSuchProcess:
             pass
     env = dict(line.split("=", 1) for line in (st.home / "env").read_text().splitlines())
-    ports = [st.port, int(env["WB_PG_PORT"]), int(env["WB_REDIS_PORT"])]
+    ports = [st.port, int(env["WB_PG_PORT"]), int(env["WB_REDIS_PORT"]), int(env["WB_PROM_PORT"]),
+             int(env["WB_NODE_PORT"])]
     print(st.down())
     alive = [p for p in procs if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
     assert not alive, f"still running after down: {alive}"
-    for port in ports:                               # api-server, Postgres, Redis: nobody listens
+    for port in ports:                   # api-server, Postgres, Redis, Prometheus, node exporter: nobody listens
         with socket.socket() as s:
             assert s.connect_ex(("127.0.0.1", port)) != 0, port
     assert not st.home.exists() and not os.path.exists(env["WB_PG_DATA"])

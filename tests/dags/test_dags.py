@@ -217,7 +217,8 @@ def test_rate_peak_end_to_end(airflow_env):
     assert states[f"trial_{n}.done"].endswith("success") and states["teardown"].endswith("success")
     keys = set(store.list_keys(f"ratings/{rid}/"))
     for name in ("spec.json", "sysinfo.json", "result.json", "trials.parquet", "gx.json", "report.html",
-                 "plots/latency_vs_load.png", "plots/search_trace.png", "plots/latency_cdf.png", "plots/intervals.png"):
+                 "plots/latency_vs_load.png", "plots/search_trace.png", "plots/latency_cdf.png", "plots/intervals.png",
+                 "plots/load_curve.png", "load_curve.csv"):
         assert f"ratings/{rid}/{name}" in keys, sorted(keys)
     assert [r["n"] for r in store.trials(rid)] == list(range(n))
     gx = store.get_json(store.rating_key(rid, "gx.json"))

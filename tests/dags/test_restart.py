@@ -15,11 +15,14 @@ middle of its measurement, as a user would from the UI; its supervisor SIGTERMs 
 seconds no fstress runs, the slot is torn down and its lease released (pipeline.stop), with no
 trial recorded.
 
+The finished rating's "Why λ*" page (plugins/workbench_ui.py) is then read through the api-server.
+
     .venv/bin/python -m pytest -q tests/dags/test_restart.py      (root: the slot needs netns/cgroups)
 """
 from __future__ import annotations
 
 import dataclasses
+import html
 import os
 import re
 import subprocess
@@ -156,6 +159,7 @@ def test_a_long_trial_keeps_its_slot_and_a_killed_one_stops_its_generator_and_fr
 @pytest.mark.timeout(1800)
 def test_scheduler_crash_mid_rating_loses_and_repeats_no_trial(live):
     from workbench import pipeline
+    from workbench.analysis.peak_interval import peak_statement
     from workbench.config import paths
     from workbench.config.vocabulary import MAX_TRIAL_TASKS
     from workbench.params.plan import rating_id_for
@@ -247,3 +251,11 @@ def test_scheduler_crash_mid_rating_loses_and_repeats_no_trial(live):
     for k in set(before) - {int(victim.split(".")[0].split("_")[1])}:
         assert tis[f"trial_{k}.run"]["try_number"] == tries_before[f"trial_{k}.run"], f"trial_{k} re-ran"
     assert not (paths.LEASES / CONF["slot"]).exists(), f"{CONF['slot']} lease not released"
+
+    # 6. The run's "Why λ*" tab (plugins/workbench_ui.py) through the live api-server: the verdict
+    # of the finished rating, to a reader of the DAG's runs only.
+    why = f"/workbench/runs/{DAG_ID}/{urllib.parse.quote(run_id, safe='')}"
+    status, page = af.get_page(why, user="viewer")
+    assert status == 200, (status, page[:500])
+    assert html.escape(peak_statement(result)) in page and html.escape(result["bottleneck"]["line"]) in page, page
+    assert af.get_page(why, user=None)[0] == 401

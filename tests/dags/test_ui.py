@@ -11,7 +11,8 @@ the trigger the test marks the run's `lease_slot` task failed through the API (i
 validate, which takes seconds).  validate must still accept the form's values, provision and the
 trials become upstream_failed, and the DAG's `teardown` (trigger_rule all_done) must still run.
 If anything goes wrong half-way, the finally marks the run failed and calls `pipeline.teardown`
-for both slots (a no-op unless this rating holds a slot's lease).
+for both slots (a no-op unless this rating holds a slot's lease). The finished run's page has the
+"Why λ*" tab (plugins/workbench_ui.py), which says the run has no rating.
 
     .venv/bin/python -m pytest -q tests/dags/test_ui.py      (root: slots need netns/cgroups)
 """
@@ -19,7 +20,6 @@ from __future__ import annotations
 
 import io
 import os
-import tempfile
 import time
 import urllib.error
 import urllib.parse
@@ -28,6 +28,9 @@ from pathlib import Path
 
 import pytest
 from airflow_live import REPO, AirflowError, LiveAirflow, airflow_auth
+from browser import chromium
+
+from workbench.params.plan import rating_id_for
 
 pytestmark = [
     pytest.mark.integration,
@@ -35,8 +38,6 @@ pytestmark = [
 ]
 
 DAG_ID = "rate_peak"
-CHROMIUM = "/usr/bin/chromium"
-CHROMEDRIVER = "/usr/bin/chromedriver"
 SCREENSHOT = REPO / "docs" / "img" / "rate_peak_trigger_form.png"
 FORM = {"profile": "smoke", "memory_mb": 192}   # what the test types into the form (slot stays auto)
 # a custom workload in the form's multi-line text field: validate checks it with fstress
@@ -58,23 +59,8 @@ def airflow(minio_server, tmp_path_factory):
 
 @pytest.fixture
 def browser():
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    opts = webdriver.ChromeOptions()
-    opts.binary_location = CHROMIUM
-    # Without these Chromium stalls on this offline box (network/update/sync probes).
-    for arg in ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                "--disable-dev-shm-usage", "--window-size=1280,1000",
-                f"--user-data-dir={tempfile.mkdtemp(prefix='wb-chromium-')}"):
-        opts.add_argument(arg)
-    drv = webdriver.Chrome(service=Service(CHROMEDRIVER), options=opts)
-    drv.set_page_load_timeout(60)
-    try:
+    with chromium() as drv:
         yield drv
-    finally:
-        drv.quit()
 
 
 class TriggerForm:
@@ -186,6 +172,24 @@ def _wait_task(af: LiveAirflow, run_id: str, task_id: str, timeout_s: float) -> 
                          f"{af.task_states(DAG_ID, run_id)}")
 
 
+def _why_tab(driver, timeout_s: float) -> str:
+    """Click the run page's "Why λ*" tab (the plugin's external view) and return its frame's text."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions as EC
+    from selenium.webdriver.support.ui import WebDriverWait
+    wait = WebDriverWait(driver, timeout_s)
+    tab = wait.until(EC.element_to_be_clickable((By.CSS_SELECTOR, "a[href$='/plugin/why-peak']")),
+                     "no 'Why λ*' tab on the run page")
+    assert "Why λ*" in tab.text, tab.text
+    tab.click()
+    wait.until(EC.frame_to_be_available_and_switch_to_it((By.CSS_SELECTOR, "iframe[title='Why λ*']")),
+               "the 'Why λ*' tab shows no frame")
+    try:
+        return wait.until(lambda d: d.find_element(By.TAG_NAME, "body").text.strip(), "the frame stayed empty")
+    finally:
+        driver.switch_to.default_content()
+
+
 def _new_runs(af: LiveAirflow, before: set[str]) -> set[str]:
     return {r["dag_run_id"] for r in af.dag_runs(DAG_ID)} - before
 
@@ -281,6 +285,9 @@ def test_trigger_rate_peak_from_the_params_form(airflow, browser, tmp_path):
         browser.refresh()
         time.sleep(2)
         browser.save_screenshot(str(tmp_path / "run_page_finished.png"))
+        # The run page's "Why λ*" tab (plugins/workbench_ui.py): this run never reached a trial.
+        why = _why_tab(browser, TRIGGER_WAIT_S)
+        assert "No rating yet" in why and rating_id_for(DAG_ID, run_id) in why, why
     finally:
         _cleanup(af, run_id or next(iter(_new_runs(af, before)), None), conf)
     assert SCREENSHOT.stat().st_size < 400_000

@@ -30,7 +30,7 @@ MINIO_VERSION = "v0.0.0-20260212201848-7aac2a2c5b7c"   # the contract's pinned M
 
 AIRFLOW_SERVICES = {"airflow-init", "airflow-apiserver", "airflow-scheduler", "airflow-dag-processor",
                     "airflow-triggerer", "airflow-worker"}
-SERVICES = AIRFLOW_SERVICES | {"postgres", "redis", "minio", "ganesha", "loadgen"}
+SERVICES = AIRFLOW_SERVICES | {"postgres", "redis", "minio", "ganesha", "loadgen", "prometheus"}
 COMMANDS = {"airflow-apiserver": ["api-server"], "airflow-scheduler": ["scheduler"],
             "airflow-dag-processor": ["dag-processor"], "airflow-triggerer": ["triggerer"],
             "airflow-worker": ["celery", "worker"]}
@@ -262,14 +262,29 @@ def test_healthchecks_and_start_order(config):
         assert services["airflow-worker"]["depends_on"][dep]["condition"] == "service_healthy"
 
 
-def test_volumes_for_dags_src_logs(config):
+def test_volumes_for_dags_plugins_src_logs(config):
     for name in AIRFLOW_SERVICES - {"airflow-init"}:
         mounts = {v["target"]: v for v in config["services"][name]["volumes"]}
         assert mounts["/opt/workbench/dags"]["type"] == "bind"
         assert Path(mounts["/opt/workbench/dags"]["source"]) == REPO / "dags"
         assert Path(mounts["/opt/workbench/src"]["source"]) == REPO / "src"
+        assert Path(mounts["/opt/workbench/plugins"]["source"]) == REPO / "plugins"     # the "Why λ*" tab
+        assert config["services"][name]["environment"]["AIRFLOW__CORE__PLUGINS_FOLDER"] == "/opt/workbench/plugins"
         assert mounts["/opt/airflow/logs"]["type"] == "volume"
         assert mounts["/opt/workbench-ssh"]["source"] == "wb-ssh"
+
+
+def test_prometheus_scrapes_the_workers_live_endpoints(config):
+    """The live view: monitoring/prometheus/ mounted (its compose config names the worker's endpoints,
+    tests/measure/test_live.py), the worker's endpoints on the stack's network, the UI on 127.0.0.1 only."""
+    prom = config["services"]["prometheus"]
+    mounts = {v["target"]: v for v in prom["volumes"]}
+    assert Path(mounts["/etc/prometheus/workbench"]["source"]) == REPO / "monitoring" / "prometheus"
+    assert mounts["/etc/prometheus/workbench"]["read_only"] is True
+    assert [(p["host_ip"], p["target"]) for p in prom["ports"]] == [("127.0.0.1", 9090)]
+    assert config["services"]["airflow-worker"]["environment"]["WB_METRICS_ADDR"] == "0.0.0.0"
+    entry = (REPO / "docker" / "prometheus" / "entrypoint.sh").read_text()
+    assert "conf=/etc/prometheus/workbench\n" in entry and '--config.file="$conf/compose/prometheus.yml"' in entry
 
 
 def test_inventory_matches_the_compose_network(config):

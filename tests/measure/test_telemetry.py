@@ -1,6 +1,7 @@
 """The server's telemetry: the role's sampler (run for real on this host) and the per-interval rates."""
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import subprocess
@@ -79,3 +80,34 @@ def test_the_roles_sampler_reads_a_real_process_and_stops_when_its_input_ends(tm
     finally:
         busy.kill()
         busy.wait()
+
+
+def _script():
+    spec = importlib.util.spec_from_file_location("wb_telemetry", SCRIPT)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_the_sampler_reads_ganeshas_full_v3_statistics_from_a_dbus_send_reply():
+    """A reply of Ganesha 4.3's GetFULLV3Stats as dbus-send printed it (tests/data, captured from a
+    real server after a web_server run): each operation's count and mean ms; a disabled reply is none."""
+    mod = _script()
+    ops = mod.full_stats(mod.dbus_values((REPO / "tests" / "data" / "ganesha_fullv3_reply.txt").read_text()), 7)
+    assert ops["GETATTR"] == [660, pytest.approx(0.0155847)] and ops["LOOKUP"] == [171, pytest.approx(0.0411488)]
+    assert set(ops) >= {"READ", "ACCESS", "READDIR", "FSSTAT", "CREATE", "WRITE"}
+    disabled = 'method return time=1 sender=:1.0\n   boolean false\n   string "v3_full stats disabled"\n'
+    assert mod.full_stats(mod.dbus_values(disabled), 7) is None
+
+
+def test_server_ops_are_the_window_differences_of_ganeshas_counts_and_latency_sums():
+    """Hand case: READ 100 calls at 1 ms mean, then 400 at 2 ms mean overall → 300 calls, (800 − 100) ms
+    / 300 = 2.333 ms in the window; a sample before the window and a restart do not count."""
+    def s(t, n, mean, pid=7):
+        return {"t": t, "pid": pid, "nfs_ops": {"v3": {"READ": [n, mean], "GETATTR": [2 * n, 0.01]}}}
+    out = telemetry.summary([s(99.0, 50, 1.0), s(100.0, 100, 1.0), s(101.0, 250, 1.6), s(102.0, 400, 2.0),
+                             s(103.0, 5, 1.0, pid=8)], 100.0, 102.0)
+    assert out["server_ops"]["v3"]["READ"] == {"n": 300, "mean_ms": pytest.approx(700 / 300)}
+    assert out["server_ops"]["v3"]["GETATTR"] == {"n": 600, "mean_ms": pytest.approx(0.01)}
+    assert out["series"]["server_ops_s"] == pytest.approx([450, 450])
+    assert out["series"]["server_mean_ms"][0] == pytest.approx((250 * 1.6 - 100 * 1.0 + 300 * 0.01) / 450)

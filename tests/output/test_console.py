@@ -81,6 +81,11 @@ def test_the_result_block_opens_with_a_sentence_and_keeps_its_figures():
     assert "bottleneck        disk read IOPS — 398/400 at 4000 ops/s, server CPU 31 % of 1 core" in result_block(
         {**res, "bottleneck": why})                                   # issue 50: the verdict, one row
     assert "bottleneck" not in text                                     # a result stored before it: no row
+    split = {"at_peak": {"load_ops_s": 3800.0, "client_ms": 2.0, "server_ms": 1.7, "network_ms": 0.2,
+                         "queueing_ms": 0.05, "gap_pct": -2.5}}
+    block = " ".join(result_block({**res, "latency_split": split, "overall_response_time_ms": 0.5}).split())
+    assert ("latency split 2.000 ms at 3800 ops/s = server 1.700 + network 0.200 + client queueing 0.050 (-2.5 %)"
+            in block and "overall response time 0.5 ms" in block), block
     assert "CI [4000, ∞) ops/s" in result_block({**res, "peak_rate_ci": [4000.0, None]})     # open: said so
     assert "NOT converged after 3 trials (budget exhausted)" in " ".join(
         result_block({**res, "converged": False, "n_trials": 3, "reason": "budget exhausted"}).split())

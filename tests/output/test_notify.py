@@ -41,7 +41,9 @@ def _unconverged_rating(store) -> str:
     store.put_json(store.rating_key(rid, "result.json"), {
         "peak_rate": 1600.0, "converged": False, "bracket": [1600.0, None], "peak_rate_ci": [1600.0, None],
         "reason": "budget exhausted: 24 s spent, next trial needs 6 s of 24 s",
-        "bottleneck": {"resource": "disk read IOPS", "line": "disk read IOPS — 99/100 at 1600 ops/s"}})
+        "bottleneck": {"resource": "disk read IOPS", "line": "disk read IOPS — 99/100 at 1600 ops/s"},
+        "latency_split": {"loads": [], "at_peak": None, "missing": {"send lag": 2}},
+        "overall_response_time_ms": 0.412})
     store.put_bytes(store.rating_key(rid, "report.html"), b"<html></html>", "text/html")
     return rid
 
@@ -64,6 +66,7 @@ def test_an_unconverged_rating_is_mailed_and_posted_with_its_id_lambda_and_repor
     body = _body(mail)
     assert rid in body and "1600.0 ops/s" in body and report in body and "budget exhausted" in body
     assert "bottleneck disk read IOPS — 99/100 at 1600 ops/s" in body            # issue 50: why λ* is there
+    assert "split      not split (send lag)" in body and "ORT        0.412 ms" in body
     path, headers, payload = hook.posts[0]
     assert path == "/hooks/workbench" and headers["Content-Type"] == "application/json"
     assert payload["event"] == "unconverged" and payload["subject_id"] == rid and payload["peak_rate"] == 1600.0
@@ -86,7 +89,8 @@ def _verdicts(store, night: str) -> None:
         return {"name": name, "regression": regression, "inconclusive": inconclusive, "current_peak": peak,
                 "baseline_peak": 900.0, "rating_id": f"nightly__{night}__{name}", "reason": f"{name}'s reason",
                 "report_url": f"s3://workbench/ratings/nightly__{night}__{name}/report.html",
-                "bottleneck": f"{name} disk, as the night before; at 400 ops/s server CPU 20 → 55 %"}
+                "bottleneck": f"{name} disk, as the night before; at 400 ops/s server CPU 20 → 55 %",
+                "latency_split": f"{name} 2.000 ms at 400 ops/s = server 1.700 + network 0.200 + client queueing 0.050"}
     store.put_json(store.nightly_key(night, "verdicts.json"),
                    [v("db", False, True, None), v("mail", False, False, 880.0), v("web", True, False, 450.0)])
     store.put_bytes(store.nightly_key(night, "report.html"), b"<html></html>", "text/html")
@@ -108,6 +112,7 @@ def test_a_regressed_night_names_each_flagged_baseline_with_its_rating(tmp_path,
     assert "REGRESSION: web: λ* 450.0 ops/s against 900.0; rating nightly__2026-11-03__web" in body
     assert "s3://workbench/ratings/nightly__2026-11-03__web/report.html" in body
     assert "bottleneck: web disk, as the night before; at 400 ops/s server CPU 20 → 55 %" in body
+    assert "latency split: web 2.000 ms at 400 ops/s = server 1.700 + network 0.200" in body
     assert smtp.messages[0]["Subject"] == "[workbench] nightly_regression 2026-11-03: REGRESSION"
 
 

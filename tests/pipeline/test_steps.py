@@ -155,3 +155,21 @@ def test_an_invalid_warm_up_s_reason_is_cut_on_the_console_and_whole_in_a_task_l
     assert warm[0].endswith("(send-lag p99 12.263 ms > bound 10.000 ms)"), warm
     task_line = steps.deploy(lease_slot(plan), store, Harness)
     assert task_line.endswith(f"({reason})") and len(task_line) > WIDTH, task_line
+
+
+def test_the_load_curve_s_csv_sits_beside_the_report_and_the_ort_in_the_result(rate_fake):
+    """report_step writes load_curve.csv beside report.html, in the store and in the rating's local
+    directory, and the report links it there; summarise_step puts the ORT in result.json."""
+
+    class Harness(FakeHarness):
+        server = SimulatedServer(capacity_ops_s=800.0, seed=0)
+
+    plan, store, res = rate_fake({"profile": "smoke", "slot": "slot1"}, "lc1", Harness)
+    assert "overall_response_time_ms" in store.get_json(store.result_key("lc1"))
+    text = store.get_bytes(store.load_curve_csv_key("lc1")).decode()
+    assert text.splitlines()[0] == "offered_ops_s,achieved_ops_s,mean_ms,p95_ms,p99_ms,trials,valid,in_ort"
+    assert len(text.splitlines()) == 1 + res["n_loads"]
+    assert (plan.local_dir() / "load_curve.csv").read_bytes() == text.encode()
+    html = store.get_bytes(store.rating_report_key("lc1")).decode()
+    assert '<a href="load_curve.csv">load_curve.csv</a>' in html
+    assert res["urls"]["load_curve"].endswith("ratings/lc1/load_curve.csv")

@@ -26,6 +26,7 @@ KEYS = [
     (lambda s: s.trial_key(RID, 123456), f"ratings/{RID}/trials/123456.json"),
     (lambda s: s.trials_parquet_key(RID), f"ratings/{RID}/trials.parquet"),
     (lambda s: s.telemetry_parquet_key(RID), f"ratings/{RID}/telemetry.parquet"),
+    (lambda s: s.load_curve_csv_key(RID), f"ratings/{RID}/load_curve.csv"),
     (lambda s: s.surface_prefix(SID), f"surfaces/{SID}/"),
     (lambda s: s.sweep_plan_key(SID), f"surfaces/{SID}/plan.json"),
     (lambda s: s.sample_key(SID, 7), f"surfaces/{SID}/samples/007.json"),
@@ -65,7 +66,7 @@ def test_every_layout_method_is_pinned():
     called = {h.__code__.co_names[0] for h, _ in KEYS}
     layout = {"rating_prefix", "spec_key", "workload_key", "sysinfo_key", "timing_key", "gx_key", "result_key",
               "rating_plot_key", "rating_report_key", "trials_prefix", "trial_key", "trials_parquet_key",
-              "telemetry_parquet_key",
+              "telemetry_parquet_key", "load_curve_csv_key",
               "surface_prefix", "sweep_plan_key", "sample_key", "round_key", "model_key", "samples_parquet_key",
               "surface_plot_key", "surface_report_key", "nightly_prefix", "night_config_key", "baseline_key",
               "verdicts_key", "nightly_report_key", "comparison_verdict_key", "comparison_report_key"}

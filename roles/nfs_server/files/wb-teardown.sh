@@ -1,7 +1,7 @@
 #!/bin/sh
 # Remove everything the nfs_server role made on this host; tolerant of partial state.
 #   wb-teardown.sh STATE_DIR EXPORT_DIR NETNS HOST PURGE(true|false)
-# Stops Ganesha by its pid file and its rpcbind by pid (rpcbind.pid without a namespace, else with
+# Stops Ganesha by its pid file, its message bus by pid and its rpcbind by pid (rpcbind.pid without a namespace, else with
 # the other processes in the server's namespace), unmounts the export, detaches the loop devices
 # backed by files under STATE_DIR, removes the server's cgroups and (PURGE) the state directory.
 # Prints CHANGED when anything was removed.
@@ -36,6 +36,10 @@ stop_pidfile() { # PIDFILE COMM: stop the process of PIDFILE if it still is COMM
 stop_pidfile "$state/ganesha.pid" ganesha.nfsd
 # without a namespace: the rpcbind ganeshactl started when the host had none (none otherwise)
 stop_pidfile "$state/rpcbind.pid" rpcbind
+# the server's own message bus (ganeshactl start_bus) and its socket
+stop_pidfile "$state/dbus.pid" dbus-daemon
+bus=$(cat "$state/dbus.address" 2>/dev/null || true)
+case $bus in unix:path=/*) rm -f "${bus#unix:path=}" ;; esac
 if [ -n "$ns" ] && ip netns list | awk '{print $1}' | grep -qx "$ns"; then
   pids=$(ip netns pids "$ns" 2>/dev/null || true)
   if [ -n "$pids" ]; then

@@ -16,6 +16,9 @@ from the server's own process and cgroups, so several servers on one host stay a
            (/sys/dev/block/MAJ:MIN/stat: io_ticks, time_in_queue)
   net      the interfaces of Ganesha's network namespace (/proc/PID/net/dev) and their qdiscs'
            backlog, drops and overlimits (`tc -s -j qdisc` in that namespace)
+  nfs_ops  Ganesha's own per-operation counts and mean latencies since it started ("v3": GetFULLV3Stats,
+           "v4": GetFULLV4Stats, op -> [count, mean_ms]), over the server's own D-Bus (dbus.address,
+           written by ganeshactl), from request start in a worker thread to its reply
 A counter that cannot be read is left out of the line, never guessed. Standard library only: this
 file runs on any server host Ansible manages (python3).
 """
@@ -199,6 +202,58 @@ def qdiscs(pid):
     return out
 
 
+STATS = {"v3": ("GetFULLV3Stats", 7), "v4": ("GetFULLV4Stats", 6)}   # method, fields per operation
+
+
+def dbus_values(text):
+    """The typed values of a `dbus-send --print-reply` reply, in order (containers flattened)."""
+    out = []
+    for line in text.splitlines()[1:]:
+        kind, _, value = line.strip().partition(" ")
+        if kind in ("uint64", "uint32", "int64", "int32"):
+            out.append(int(value))
+        elif kind == "double":
+            out.append(float(value))
+        elif kind == "string":
+            out.append(value.strip('"'))
+        elif kind == "boolean":
+            out.append(value == "true")
+    return out
+
+
+def full_stats(values, width):
+    """{op: [count, mean_ms]} of a GetFULLV3Stats / GetFULLV4Stats reply: status, message, timestamp
+    (2 values), one struct per operation (name, count, errors, [dups,] mean, min, max ms), message."""
+    if len(values) < 5 or values[0] is not True:
+        return None
+    body = values[4:-1]
+    ops = {}
+    for i in range(0, len(body) - width + 1, width):
+        name, count, mean_ms = body[i], body[i + 1], body[i + width - 3]
+        if isinstance(name, str) and name != "None" and isinstance(count, int) and count > 0:
+            ops[name] = [count, mean_ms]
+    return ops
+
+
+def nfs_ops(state):
+    address = (read(os.path.join(state, "dbus.address")) or "").strip()
+    if not address:
+        return None
+    out = {}
+    for version, (method, width) in STATS.items():
+        try:
+            text = subprocess.run(["dbus-send", "--bus=" + address, "--print-reply", "--reply-timeout=1000",
+                                   "--dest=org.ganesha.nfsd", "/org/ganesha/nfsd/ExportMgr",
+                                   "org.ganesha.nfsd.exportstats." + method],
+                                  capture_output=True, text=True, timeout=2).stdout
+        except (OSError, subprocess.SubprocessError):
+            return None
+        ops = full_stats(dbus_values(text), width)
+        if ops is not None:
+            out[version] = ops
+    return out or None
+
+
 def sample(state):
     line = {"t": time.time()}
     try:
@@ -209,6 +264,9 @@ def sample(state):
         return line
     cg = cgroups(pid)
     line.update(pid=pid, cpu=cpu(pid, cg), mem=mem(cg), blk=blk(cg), net=net(pid), qdisc=qdiscs(pid))
+    ops = nfs_ops(state)
+    if ops:
+        line["nfs_ops"] = ops
     return line
 
 

@@ -9,16 +9,18 @@ telemetry (measure.telemetry, raw["telemetry"]) and the generator's own figures:
   disk read bandwidth, disk write bandwidth   Bps / Bps limit
   server CPU          server_cpu_cores / server_cpu_limit_cores           allowed CPUs or the quota
   network             max(rx, tx) Bps / the link's qdisc rate
-  generator           1 when fstress says it saturated, else its CPU share (generator_cpu_s over
+  generator           1 when fstress says it saturated by itself (_own_saturation), else its CPU share (generator_cpu_s over
                       the trial's wall time, per allowed CPU)
+  disk busy           disk_busy_frac: the busiest device's time with I/O in flight (%util; a loop
+                      device serves one request at a time, so near 1 it is saturated without throttle)
   memory              mem_used_bytes / mem_limit_bytes; *pressure* only with reclaim at the limit
                       (mem_failcnt_s > 0) and cache misses (major faults or disk reads)
 
 A resource is saturated in a trial at utilization ≥ SATURATED (0.85). The verdict looks at the
 trials up to the first overloaded load above λ* (the bracket's upper end; loads far past λ* load
 every resource): the resource saturated at the lowest offered load is the bottleneck (ties: the
-higher utilization). Server CPU with no quota that saturates while memory is under pressure is
-named memory: the CPU goes to reclaim and cache misses. With no resource saturated, or without
+higher utilization). Server CPU with no quota, or a busy device doing mostly reads, that saturates
+while memory is under pressure is named memory: the CPU goes to reclaim, the device to cache misses. With no resource saturated, or without
 telemetry, the verdict is "unknown", with what is missing or the highest utilization seen — never a
 guess presented as a finding.
 """
@@ -30,6 +32,7 @@ from typing import Any, Mapping, Sequence
 __all__ = ["SATURATED", "trial_utilization", "busiest", "verdict", "client_side", "change_text"]
 
 SATURATED = 0.85
+OWN_LAG_SHARE = 0.25      # send lag / client mean from which a saturated fstress is its own limit
 # utilization: (name, numerator series, limit series) over the server telemetry's means
 _CAPPED = (("disk read IOPS", "disk_read_iops", "disk_read_iops_limit"),
            ("disk write IOPS", "disk_write_iops", "disk_write_iops_limit"),
@@ -53,6 +56,10 @@ def _server_utilization(mean: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
                default=None)
     if rate and flow is not None:
         out["network"] = {"u": flow / rate, "used": flow, "limit": rate}
+    busy = _num(mean.get("disk_busy_frac"))
+    if busy is not None:
+        out["disk busy"] = {"u": busy, "reads": _num(mean.get("disk_read_iops")) or 0.0,
+                            "writes": _num(mean.get("disk_write_iops")) or 0.0}
     used, limit = _num(mean.get("mem_used_bytes")), _num(mean.get("mem_limit_bytes"))
     if used is not None and limit:
         misses = (_num(mean.get("mem_majfault_s")) or 0.0) + (_num(mean.get("disk_read_iops")) or 0.0)
@@ -67,9 +74,20 @@ def _worst(a: dict[str, Any] | None, b: dict[str, Any]) -> dict[str, Any]:
     return b if a is None or b["u"] > a["u"] else a
 
 
+def _own_saturation(raw: Mapping[str, Any], why: str) -> bool:
+    """Whether fstress's saturation flag is the generator's own limit. Not after a send error (the
+    server reset the connection), nor when the send lag is a small part of the response time: a
+    backlogged server holds the calls the generator may have outstanding, so the next sends wait
+    (recorded runs: own limit ≥ 0.36 of the mean, a server's backlog ≤ 0.01; bench/bottleneck.py)."""
+    lag, mean = _num((raw.get("send_lag_ms") or {}).get("mean")), _num(raw.get("mean_ms"))
+    own_share = lag / mean if lag is not None and mean else 1.0
+    return not why.startswith("send error") and own_share >= OWN_LAG_SHARE
+
+
 def _generator(raw: Mapping[str, Any]) -> dict[str, Any] | None:
-    if raw.get("generator_saturated"):
-        return {"u": 1.0, "why": str(raw.get("saturation_reason") or "fstress saturated")}
+    why = str(raw.get("saturation_reason") or "fstress saturated")
+    if raw.get("generator_saturated") and _own_saturation(raw, why):
+        return {"u": 1.0, "why": why}
     cpu_s, wall_s = _num(raw.get("generator_cpu_s")), _num(raw.get("duration_s"))
     if cpu_s is None or not wall_s:
         return None
@@ -117,6 +135,8 @@ def _figure(name: str, fig: Mapping[str, Any]) -> str:
         return f"{fig['used']:.0f}/{fig['limit']:.0f}"
     if name == "server CPU" and "limit" in fig:
         return f"{_pct(fig)} of {fig['limit']:g} core{'s' if fig['limit'] != 1 else ''}"
+    if name == "disk busy" and "reads" in fig:
+        return f"{_pct(fig)} ({fig['reads']:.0f} reads/s, {fig['writes']:.0f} writes/s)"
     if name == "memory" and "limit" in fig:
         return f"{fig['used'] / 2**20:.0f}/{fig['limit'] / 2**20:.0f} MiB"
     if name == "generator" and fig.get("why"):
@@ -134,6 +154,14 @@ def _rows(result: Mapping[str, Any], records: Sequence[Mapping[str, Any]]) -> li
     return sorted(near or rows, key=lambda p: p[0])
 
 
+def _from_misses(name: str, fig: Mapping[str, Any], records: Sequence[Mapping[str, Any]]) -> bool:
+    """Whether a saturated resource works for a page cache under pressure: CPU without a quota
+    (reclaim and misses), or a device without a throttle kept busy mostly by reads (the misses)."""
+    if name == "server CPU":
+        return not _quota(records)
+    return name == "disk busy" and fig.get("reads", 0.0) >= fig.get("writes", 0.0)
+
+
 def verdict(result: Mapping[str, Any], records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """result.json's "bottleneck": {resource, line, at_ops_s, utilization (at that load), loads (each
     trial's utilization, for the report's plot)}; resource "unknown" when the evidence is thin."""
@@ -149,11 +177,14 @@ def verdict(result: Mapping[str, Any], records: Sequence[Mapping[str, Any]]) -> 
     hard = {k: v for k, v in first.items() if k != "memory"} or first
     name = min(hard, key=lambda k: (hard[k][0], -hard[k][1]["u"]))
     at, fig = hard[name]
-    if name == "server CPU" and "memory" in first and first["memory"][0] <= at and not _quota(records):
-        name, (at, fig) = "memory", first["memory"]
     util = dict(rows)[at] if at in dict(rows) else {}
-    others = ", ".join(f"{k} {_figure(k, v)}" for k, v in sorted(util.items()) if k != name)
-    line = f"{name} — {_figure(name, fig)} at {at:g} ops/s" + (f", {others}" if others else "")
+    shown, via = {name}, ""
+    if "memory" in first and first["memory"][0] <= at and _from_misses(name, fig, records):
+        via = f" under reclaim; its misses keep {name} at {_figure(name, fig)}"   # why that resource saturated
+        name, fig = "memory", util.get("memory") or first["memory"][1]
+        shown.add(name)
+    others = ", ".join(f"{k} {_figure(k, v)}" for k, v in sorted(util.items()) if k not in shown)
+    line = f"{name} — {_figure(name, fig)}{via} at {at:g} ops/s" + (f", {others}" if others else "")
     return {"resource": name, "line": line, "at_ops_s": at,
             "utilization": {k: round(v["u"], 4) for k, v in util.items()}, "loads": loads}
 

@@ -13,13 +13,14 @@ import math
 from typing import Any, Iterable, Mapping, Sequence
 
 from workbench.analysis import plots as _plots
-from workbench.analysis.bottleneck_report import bottleneck_table_rows, utilization_png
 from workbench.analysis.cost import cost_text
 from workbench.analysis.goals import GOAL_HEADERS, goal_rows
+from workbench.analysis.load_curve import curve_caption_html, load_curve_png, ort_text
 from workbench.analysis.peak_interval import interval_text
 from workbench.analysis.per_op import per_op_rows
 from workbench.analysis.tenants import BACKGROUND_HEADERS, background_rows, tenants_png
 from workbench.analysis.trial_series import intervals_png
+from workbench.analysis.why_report import why_html, why_plots, why_rows
 from workbench.analysis.workload import workload_html
 from workbench.config.external import external_text
 from workbench.controller.parts import Goals
@@ -100,9 +101,10 @@ def _img(png: bytes, alt: str) -> str:
     return f'<img alt="{_e(alt)}" src="data:image/png;base64,{base64.b64encode(png).decode("ascii")}">'
 
 
-def _plots_html(plots: Mapping[str, bytes] | None) -> str:
-    return "".join(f"<figure>{_img(b, name)}<figcaption class=\"muted\">{_e(name)}</figcaption></figure>"
-                   for name, b in (plots or {}).items())
+def _plots_html(plots: Mapping[str, bytes] | None, captions: Mapping[str, str] | None = None) -> str:
+    cap = captions or {}            # name → caption (escaped HTML) after the file name
+    return "".join(f"<figure>{_img(b, n)}<figcaption class=\"muted\">{_e(n)}{': ' + cap[n] if n in cap else ''}"
+                   f"</figcaption></figure>" for n, b in (plots or {}).items())
 
 
 def _page(title: str, body: str) -> str:
@@ -127,11 +129,12 @@ def rating_plots(spec: Mapping[str, Any], result: Mapping[str, Any],
     trials = records_as_read(result.get("not_steady"), trials)
     return {
         "latency_vs_load.png": _plots.latency_vs_load_png(trials, result, spec),
+        "load_curve.png": load_curve_png(trials, result),
         "search_trace.png": _plots.search_trace_png(trials, result),
         "latency_cdf.png": _plots.latency_cdf_png(trials, result),
         "intervals.png": intervals_png(trials, result, spec),
         **({"tenants.png": tenants_png(trials, result, spec)} if (result.get("background") or {}).get("by_load") else {}),
-        **({"utilization.png": utilization_png(result)} if (result.get("bottleneck") or {}).get("loads") else {}),
+        **why_plots(result),
     }
 
 
@@ -267,19 +270,11 @@ def _trials_html(result: Mapping[str, Any], trials: Sequence[Mapping[str, Any]],
                   row_class=[kind(t)[1] for t in trials])
 
 
-def _bottleneck_html(result: Mapping[str, Any]) -> str:
-    """The verdict's figures per trial read (analysis.bottleneck), when the rating has telemetry."""
-    v = result.get("bottleneck") or {}
-    return (f"<h2>Bottleneck: {_e(v['line'])}</h2><p class=\"muted\">utilization of each resource, % of its "
-            f"limit, per trial up to the first overloaded load</p>" + _table(*bottleneck_table_rows(result))
-            if v.get("loads") else "")
-
-
 def rating_report_html(spec: Mapping[str, Any], result: Mapping[str, Any],
                        trials: Sequence[Mapping[str, Any]], sysinfo: Mapping[str, Any] | None = None,
                        validation: Mapping[str, Any] | None = None,
-                       plots: Mapping[str, bytes] | None = None) -> str:
-    """One rating as a self-contained HTML page (headline, plots, per-op, trials, GX, sysinfo)."""
+                       plots: Mapping[str, bytes] | None = None, curve_href: str | None = None) -> str:
+    """One rating as a self-contained HTML page (headline, plots, per-op, trials, GX, sysinfo; curve_href: its CSV)."""
     rs = _plots.rating_spec(spec)
     trials = sorted(records_as_read(result.get("not_steady"), trials), key=lambda t: t.get("n", 0))
     if plots is None:
@@ -312,8 +307,8 @@ def rating_report_html(spec: Mapping[str, Any], result: Mapping[str, Any],
              *([("excluded as not steady", f"{result['n_not_steady']} trial(s), each re-run at its load "
                                             f"(trial table: steady column)")] if "n_not_steady" in result else []),
              *([("shared tenant", (result.get("background") or {}).get("text"))] if result.get("background") else []),
-             *([("bottleneck", result["bottleneck"]["line"])] if result.get("bottleneck") else []),
-             ("cost", cost_text(result))]),
+             *why_rows(result),
+             ("overall response time (ORT)", ort_text(result, trials)), ("cost", cost_text(result))]),
     ]
     ops = per_op_rows(trials, near) if near is not None else []
     op_html = (_table(["op", "mix target %", "actual %", "count", "mean ms", "p50 ms", "p95 ms", "p99 ms",
@@ -327,8 +322,8 @@ def rating_report_html(spec: Mapping[str, Any], result: Mapping[str, Any],
         *head, *(["<h2>Goals: one search, one trial log</h2>", _table(GOAL_HEADERS, goals, left=(7,))] if goals else []),
         *(["<h2>Shared tenants: B's own figures beside A's, per A load (valid trials)</h2>",
            _table(BACKGROUND_HEADERS, tenant_rows)] if tenant_rows else []),
-        _bottleneck_html(result), "<h2>Warnings</h2>", _warnings_html(result),
-        "<h2>Plots</h2>", _plots_html(plots),
+        why_html(result, _table), "<h2>Warnings</h2>", _warnings_html(result),
+        "<h2>Plots</h2>", _plots_html(plots, {"load_curve.png": curve_caption_html(curve_href)}),
         f"<h2>Per-operation breakdown at {_num(near)} ops/s (load nearest λ*)</h2>", op_html,
         "<h2>Trials</h2>", _trials_html(result, trials, rs),
         "<h2>Data validation</h2>", _validation_html(validation),

@@ -51,7 +51,7 @@ from workbench.measure import agent as agents
 from workbench.controller.trial import TrialResult
 from workbench.measure.inventory import slot_background_hosts, slot_load_hosts
 from workbench.measure.playbook import PlaybookRun, Runner, ansible_runner_run
-from workbench.measure import telemetry
+from workbench.measure import live, telemetry
 from workbench.measure.trialjson import (MIN_ACHIEVED_FRACTION, background_figures, background_out, harness_result,
                                         host_parts, per_host_figures, read_json, result_from_json, with_timeseries)
 
@@ -293,7 +293,7 @@ class AnsibleHarness:
         t0 = time.monotonic()
         self.last_path = self.trial_path()
         sampling = telemetry.Samplers(telemetry.spec_dir(self.results_dir), self.trial_timeout_s(runlength_s),
-                                      self.results_dir / "telemetry.log")
+                                      self.results_dir / "telemetry.log", live.publisher(self.slot))
         try:
             with sampling:
                 run = self._trial_run(n, load_ops_s, runlength_s, out)

@@ -8,6 +8,9 @@ standard input ends; after the trial `summary` turns the samples inside the meas
 per-second rates on the trial's own time base (seconds since the window's start), and the means
 the bottleneck verdict (analysis.bottleneck) reads. A host without a spec, or a sampler that
 printed nothing, gives no telemetry, said so in the trial's record; it never fails the trial.
+`Samplers(on_interval=...)` also hands each host's newest interval, as it arrives, to the live view
+(measure/live.py).
+WB_TELEMETRY=off in the environment runs no sampler (to measure what telemetry costs: bench/telemetry_cost.py).
 
 Series (one value per interval between two samples, named with their units):
   server_cpu_cores        Ganesha's CPU time per second of wall time
@@ -19,21 +22,27 @@ Series (one value per interval between two samples, named with their units):
   mem_used_bytes, mem_limit_bytes, mem_cache_bytes, mem_majfault_s, mem_failcnt_s
   net_rx_Bps / net_tx_Bps, net_drops_s, net_backlog_bytes, net_overlimits_s,
   net_rate_limit_Bps, net_delay_ms   its network namespace's links and their qdiscs
+  server_ops_s, server_mean_ms   NFS operations Ganesha finished per second and their mean latency
+                          (its own statistics, from request start in a worker to the reply)
+and, over the whole window, `server_ops`: per NFS version and operation Ganesha's count and mean ms.
 """
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import threading
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from workbench.measure.remote import end_group, host_argv
 
-__all__ = ["Samplers", "spec_dir", "summary", "intervals", "of_trial", "table_rows"]
+__all__ = ["Samplers", "spec_dir", "summary", "intervals", "server_ops", "of_trial", "table_rows"]
 
 INTERVAL_S = 1.0
+OFF_ENV = "WB_TELEMETRY"
 STOP_TIMEOUT_S = 5.0
+OnInterval = Callable[[str, Mapping[str, Any]], None]    # (host, one interval's series) as it arrives
 
 
 def spec_dir(results_dir: Path) -> Path:
@@ -44,9 +53,10 @@ def spec_dir(results_dir: Path) -> Path:
 class _Sampler:
     """One host's sampler process; a reader thread keeps its lines."""
 
-    def __init__(self, spec: Mapping[str, Any], max_s: float, log: Any) -> None:
+    def __init__(self, spec: Mapping[str, Any], max_s: float, log: Any, on_interval: OnInterval | None = None) -> None:
         self.host = str(spec["host"])
         self.samples: list[dict[str, Any]] = []
+        self.on_interval = on_interval
         self._seen = threading.Condition()
         cmd = [*spec["prefix"], "--interval-s", str(INTERVAL_S), "--max-s", "%.0f" % max(1.0, max_s)]
         self.proc = subprocess.Popen(host_argv(spec, cmd), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
@@ -65,8 +75,19 @@ class _Sampler:
                 with self._seen:
                     self.samples.append(msg)
                     self._seen.notify_all()
+                if self.on_interval is not None and len(self.samples) > 1:
+                    self._publish(self.samples[-2], msg)
         with self._seen:
             self._seen.notify_all()
+
+    def _publish(self, a: Mapping[str, Any], b: Mapping[str, Any]) -> None:
+        """The newest interval to `on_interval` as it arrives (the live view, measure/live.py)."""
+        dt = float(b["t"]) - float(a["t"])
+        if dt > 0 and a.get("pid") == b.get("pid") and self.on_interval is not None:
+            try:
+                self.on_interval(self.host, _row(a, b, dt))
+            except Exception:      # noqa: BLE001 — the live view logs its own failures; the samples go on
+                pass
 
     def wait_for(self, n: int, timeout_s: float) -> bool:
         """Whether `n` samples arrived within `timeout_s` (False at once when the sampler ended sooner)."""
@@ -90,20 +111,25 @@ class Samplers:
     after the block `s.samples` maps each host to its raw lines. A sampler that cannot start is
     noted in `s.missing` (host → why); nothing here raises into the trial."""
 
-    def __init__(self, specs_dir: Path, max_s: float, log_path: Path | None = None) -> None:
+    def __init__(self, specs_dir: Path, max_s: float, log_path: Path | None = None,
+                 on_interval: OnInterval | None = None) -> None:
         self.specs_dir, self.max_s, self.log_path = Path(specs_dir), float(max_s), log_path
+        self.on_interval = on_interval
         self.samples: dict[str, list[dict[str, Any]]] = {}
         self.missing: dict[str, str] = {}
         self.running: list[_Sampler] = []
         self._log: Any = subprocess.DEVNULL
 
     def __enter__(self) -> "Samplers":
+        if os.environ.get(OFF_ENV, "").strip().lower() == "off":
+            self.missing["server"] = f"telemetry off ({OFF_ENV}=off)"
+            return self
         specs = sorted(self.specs_dir.glob("*.json")) if self.specs_dir.is_dir() else []
         if specs and self.log_path is not None:
             self._log = open(self.log_path, "ab")
         for f in specs:
             try:
-                self.running.append(_Sampler(json.loads(f.read_text()), self.max_s, self._log))
+                self.running.append(_Sampler(json.loads(f.read_text()), self.max_s, self._log, self.on_interval))
             except (OSError, ValueError, KeyError, TypeError) as e:
                 self.missing[f.stem] = f"the sampler did not start: {e}"
         return self
@@ -181,17 +207,62 @@ def _net(a: Mapping[str, Any], b: Mapping[str, Any], dt: float) -> dict[str, flo
             "net_delay_ms": 1000.0 * max(delays) if delays else None}
 
 
+def _op_sums(sample: Mapping[str, Any]) -> dict[tuple[str, str], tuple[int, float]]:
+    """(version, op) -> (count, Σ latency ms) of a sample's Ganesha statistics (count × mean)."""
+    out = {}
+    for version, ops in (sample.get("nfs_ops") or {}).items():
+        for op, (count, mean_ms) in (ops or {}).items():
+            out[(version, op)] = (int(count), float(count) * float(mean_ms))
+    return out
+
+
+def _op_deltas(a: Mapping[str, Any], b: Mapping[str, Any]) -> dict[tuple[str, str], tuple[int, float]]:
+    """(version, op) -> (calls finished, their Σ latency ms) between two samples of one server."""
+    sa, sb = _op_sums(a), _op_sums(b)
+    return {k: (n - sa.get(k, (0, 0.0))[0], ms - sa.get(k, (0, 0.0))[1])
+            for k, (n, ms) in sb.items() if n > sa.get(k, (0, 0.0))[0]}
+
+
+def _ops(a: Mapping[str, Any], b: Mapping[str, Any], dt: float) -> dict[str, float | None]:
+    if not b.get("nfs_ops") or not a.get("nfs_ops"):
+        return {"server_ops_s": None, "server_mean_ms": None}
+    d = _op_deltas(a, b).values()
+    n, ms = sum(x for x, _ in d), sum(y for _, y in d)
+    return {"server_ops_s": n / dt, "server_mean_ms": ms / n if n else None}
+
+
+def _pairs(samples: Sequence[Mapping[str, Any]], t0: float, t1: float) -> Iterable[tuple[Any, Any, float]]:
+    """Consecutive samples (a, b, seconds between) of one server run whose interval ends inside
+    [t0, t1] (wall seconds; half an interval of slack at the end)."""
+    for a, b in zip(samples, samples[1:]):
+        dt = float(b["t"]) - float(a["t"])
+        if dt > 0 and t0 < float(b["t"]) <= t1 + 0.5 * INTERVAL_S and a.get("pid") == b.get("pid"):
+            yield a, b, dt
+
+
 def intervals(samples: Sequence[Mapping[str, Any]], t0: float, t1: float) -> list[dict[str, Any]]:
     """One row per interval between consecutive samples that ends inside [t0, t1] (wall seconds):
     "t_s" its end since t0, then every series of the module docstring."""
-    rows = []
-    for a, b in zip(samples, samples[1:]):
-        dt = float(b["t"]) - float(a["t"])
-        if dt <= 0 or not (t0 < float(b["t"]) <= t1 + 0.5 * INTERVAL_S) or a.get("pid") != b.get("pid"):
-            continue        # outside the window, or the server restarted between the two
-        rows.append({"t_s": round(float(b["t"]) - t0, 3), **_cpu(a, b, dt), **_disk(a, b, dt),
-                     **_mem(a, b, dt), **_net(a, b, dt)})
-    return rows
+    return [{"t_s": round(float(b["t"]) - t0, 3), **_row(a, b, dt)} for a, b, dt in _pairs(samples, t0, t1)]
+
+
+def _row(a: Mapping[str, Any], b: Mapping[str, Any], dt: float) -> dict[str, float | None]:
+    """Every series of the module docstring over the interval between samples a and b."""
+    return {**_cpu(a, b, dt), **_disk(a, b, dt), **_mem(a, b, dt), **_net(a, b, dt), **_ops(a, b, dt)}
+
+
+def server_ops(samples: Sequence[Mapping[str, Any]], t0: float, t1: float) -> dict[str, dict[str, Any]]:
+    """{version: {op: {"n", "mean_ms"}}}: what Ganesha's own statistics saw over the window."""
+    total: dict[tuple[str, str], list[float]] = {}
+    for a, b, _ in _pairs(samples, t0, t1):
+        for k, (n, ms) in _op_deltas(a, b).items():
+            acc = total.setdefault(k, [0, 0.0])
+            acc[0] += n
+            acc[1] += ms
+    out: dict[str, dict[str, Any]] = {}
+    for (version, op), (n, ms) in sorted(total.items()):
+        out.setdefault(version, {})[op] = {"n": int(n), "mean_ms": ms / n}
+    return out
 
 
 def summary(samples: Sequence[Mapping[str, Any]], t0: float, t1: float) -> dict[str, Any] | None:
@@ -205,7 +276,9 @@ def summary(samples: Sequence[Mapping[str, Any]], t0: float, t1: float) -> dict[
     for k in names:
         vals = [v for v in series[k] if isinstance(v, (int, float))]
         mean[k] = sum(vals) / len(vals) if vals else None
-    return {"interval_s": INTERVAL_S, "n_intervals": len(rows), "series": series, "mean": mean}
+    ops = server_ops(samples, t0, t1)
+    return {"interval_s": INTERVAL_S, "n_intervals": len(rows), "series": series, "mean": mean,
+            **({"server_ops": ops} if ops else {})}
 
 
 def of_trial(sampling: Samplers, raw: Mapping[str, Any], runlength_s: float) -> dict[str, Any]:

@@ -12,6 +12,8 @@ import time
 from typing import Any, Mapping, TextIO
 
 from workbench.analysis.bottleneck import busiest
+from workbench.analysis.latency_split import split_line
+from workbench.analysis.load_curve import ort_text
 from workbench.analysis.cost import cost_text
 from workbench.analysis.goals import goal_rows
 from workbench.analysis.peak_interval import interval_text, peak_statement
@@ -123,6 +125,8 @@ def result_block(result: Mapping[str, Any], wall_s: float | None = None) -> str:
         ("bracket", f"{_pair(result.get('bracket'))} ops/s"),
         ("λ* interval", interval_text(result)),
         *([("bottleneck", result["bottleneck"]["line"])] if result.get("bottleneck") else []),
+        *([("latency split", split_line(result["latency_split"]))] if "latency_split" in result else []),
+        *([("overall response time", ort_text(result, []))] if "overall_response_time_ms" in result else []),
         (f"R̄ at {fmt_num(near, 'g')} ops/s" if near is not None else "R̄ at peak",
          f"{fmt_num(result.get('mean_ms_at_peak'), '.2f')} ms, {mci_text}; the tested load nearest λ*)"),
         *_goal_rows(result),

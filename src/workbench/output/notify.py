@@ -30,6 +30,8 @@ from typing import Any, Callable, Mapping
 from airflow.sdk.bases.notifier import BaseNotifier
 
 from workbench.analysis.regression import verdict_label, verdict_word
+from workbench.analysis.latency_split import split_line
+from workbench.analysis.load_curve import ort_text
 from workbench.analysis.peak_interval import peak_statement
 from workbench.output.console import _pair, fmt_num
 from workbench.params.plan import night_of, rating_id_for
@@ -88,7 +90,10 @@ def rating_notice(store: Store, dag_id: str, run_id: str, failed_task: str | Non
     details = () if res is None else (
         f"converged  {res.get('converged')} ({res.get('reason')})",
         f"bracket    {_pair(res.get('bracket'))} ops/s; {peak_statement(res)}",
-        *([f"bottleneck {res['bottleneck']['line']}"] if res.get("bottleneck") else []))
+        *([f"bottleneck {res['bottleneck']['line']}"] if res.get("bottleneck") else []),
+        *([f"split      {split_line(res['latency_split'])}"] if "latency_split" in res else []),
+        *([f"ORT        {ort_text(res, [])} (SPEC SFS overall response time)"]
+          if "overall_response_time_ms" in res else []))
     return Notice(event, dag_id, run_id, rid, failed_task, (res or {}).get("peak_rate"),
                   _location(store, store.rating_report_key(rid)), details)
 
@@ -108,12 +113,13 @@ def _flagged(v: Mapping[str, Any]) -> dict[str, Any]:
             "rerun_rating_id": rerun.get("rating_id"), "rerun_peak_rate": rerun.get("peak_rate"),
             "rel_change": cp.get("rel_change"), "rel_ci": cp.get("rel_ci"), "first_night": cp.get("first_night"),
             "last_good_night": cp.get("last_good_night"), "canary": v.get("canary"), "changed": v.get("changed") or [],
-            "bottleneck": v.get("bottleneck")}
+            "bottleneck": v.get("bottleneck"), "latency_split": v.get("latency_split")}
 
 
 def _detail(b: Mapping[str, Any], reason: Any) -> str:
     both = f"; re-run {b['rerun_rating_id']} λ* {fmt_num(b['rerun_peak_rate'])} ops/s" if b["rerun_rating_id"] else ""
     why = f"; bottleneck: {b['bottleneck']}" if b.get("bottleneck") else ""
+    why += f"; latency split: {b['latency_split']}" if b.get("latency_split") else ""
     return (f"{b['verdict']}: {b['name']}: λ* {fmt_num(b['peak_rate'])} ops/s against {fmt_num(b['baseline_peak'])}; "
             f"rating {b['rating_id']}{both}, report {b['report']}; {reason}{why}")
 

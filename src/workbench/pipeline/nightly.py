@@ -19,6 +19,7 @@ import yaml
 
 from workbench.analysis.anomalies import history_trend
 from workbench.analysis.bottleneck import change_text
+from workbench.analysis.latency_split import split_line
 from workbench.analysis.plots import history_png
 from workbench.analysis.regression import compare_to_history, reference_load, verdict_label, verdict_word
 from workbench.analysis.report import nightly_report_html
@@ -237,6 +238,8 @@ def compare(store: Store, night: str, records: Sequence[Mapping[str, Any]]) -> l
                      warnings=night_warnings(past, current, night, cfg["confidence"]),
                      bottleneck=change_text(rec["result"].get("bottleneck"),
                                             history[-1]["result"].get("bottleneck") if history else None),
+                     latency_split=split_line(rec["result"]["latency_split"]) if "latency_split" in rec["result"]
+                     else None,
                      history=[history_point(h["night"], h["result"], h["ci_level"]) for h in past]
                      + [history_point(night, current["result"], current["ci_level"])])
             confirm.judge(v, v["history"], confirm.reported_first_nights(

@@ -18,6 +18,8 @@ from typing import Any, Mapping
 
 from workbench.analysis.anomalies import rating_warnings
 from workbench.analysis.bottleneck import verdict as bottleneck_verdict
+from workbench.analysis.latency_split import rating_split
+from workbench.analysis.load_curve import curve_csv, curve_rows, rating_ort_ms
 from workbench.analysis.report import rating_plots, rating_report_html
 from workbench.analysis.tenants import background_result
 from workbench.analysis.validate import validate_trials
@@ -27,6 +29,7 @@ from workbench.controller.result import PeakResult
 from workbench.controller.state import load_key
 from workbench.controller.trial import TrialResult
 from workbench.lease.leases import holding, mark_dirty
+from workbench.measure import live
 from workbench.measure.ansible import AnsibleHarness
 from workbench.measure.telemetry import table_rows
 from workbench.measure.protocol import HarnessFactory
@@ -34,7 +37,7 @@ from workbench.output.console import short
 from workbench.params.plan import RatingPlan, strict_json
 from workbench.pipeline.slot import harness_for, teardown_or_raise
 from workbench.pipeline.stop import killable, stop_children
-from workbench.store.base import PARQUET_TYPE, Store, TrialConflict, encode_json
+from workbench.store.base import CSV_TYPE, PARQUET_TYPE, Store, TrialConflict, encode_json
 
 
 def provision(plan: RatingPlan, store: Store, make: HarnessFactory = AnsibleHarness) -> dict[str, Any]:
@@ -75,7 +78,10 @@ def deploy(plan: RatingPlan, store: Store, make: HarnessFactory = AnsibleHarness
             _record_time(plan, store, "deploy", t0)
             return "no warm-up trial"
         spec = plan.rating_spec()
-        w = h.warm_up(spec.seed_load or spec.first_load, plan.warmup_trial_s)
+        load = spec.seed_load or spec.first_load
+        with live.trial(plan.slot, plan.rating_id, -1, load) as view:        # trial -1 in the live view
+            w = h.warm_up(load, plan.warmup_trial_s)
+            view.done(w.achieved_rate, w.mean_ms, w.valid)
     _record_time(plan, store, "deploy", t0, warmup_valid=w.valid)
     head = f"warm-up trial (discarded): {w.load_ops_s:g} ops/s × {w.runlength_s:g} s → mean {w.mean_ms:.2f} ms"
     reason = w.reason or "invalid"
@@ -154,9 +160,11 @@ def trial_step(plan: RatingPlan, store: Store, k: int,
         prev = trial_log(store, plan.rating_id)[:k]
         t0 = time.time()
         # LeaseLost (the lease lost: the trial stopped at once) / RatingKilled: the trial is not recorded
-        with holding(plan, on_lost=stop_children), killable(plan):
+        with holding(plan, on_lost=stop_children), killable(plan), \
+                live.trial(plan.slot, plan.rating_id, k, d.load_ops_s) as view:     # the live view (measure/live.py)
             t = harness_for(plan, make).measure(d.load_ops_s, d.runlength_s, trial_id=k,
                                                 check_server=not prev[-1].valid if prev else not _warm(plan, store))
+            view.done(t.achieved_rate, t.mean_ms, t.valid)
         record = checked_record({"n": k, "decision": d.reason, **t.at(d.load_ops_s, d.runlength_s).to_dict(),
                                  "started_unix": t0, "wall_s": time.time() - t0})
         path = _pending_path(plan, k)
@@ -223,6 +231,8 @@ def summarise_step(plan: RatingPlan, store: Store, validation: Mapping[str, Any]
     if plan.background:
         out["background"] = background_result(plan.background, records)
     out["bottleneck"] = bottleneck_verdict(out, records)
+    out["overall_response_time_ms"] = rating_ort_ms(out, records)     # SPEC SFS's ORT (analysis.load_curve)
+    out["latency_split"] = rating_split(out, records)
     out.update(measured_cost(store, plan.rating_id, records, out["cost_s"], out["finished_unix"]))
     out = strict_json(out)
     store.put_json(store.result_key(plan.rating_id), out)
@@ -258,7 +268,8 @@ def _unfinished(plan: RatingPlan, log: list[TrialResult], reason: str) -> PeakRe
 
 
 def report_step(plan: RatingPlan, store: Store) -> str:
-    """HTML report and plots to the store; returns the report's key."""
+    """HTML report, plots and the load curve's CSV to the store (report and CSV also to the rating's
+    local directory); returns the report's key."""
     rid = plan.rating_id
     result = store.get_json(store.result_key(rid))
     trials = store.trials(rid)
@@ -267,13 +278,16 @@ def report_step(plan: RatingPlan, store: Store) -> str:
     plots = rating_plots(plan.to_dict(), result, trials)
     for name, png in plots.items():
         store.put_bytes(store.rating_plot_key(rid, name), png, "image/png")
+    key, csv_key = store.rating_report_key(rid), store.load_curve_csv_key(rid)
+    curve = curve_csv(curve_rows(result, trials)).encode()
+    store.put_bytes(csv_key, curve, CSV_TYPE)
     html = rating_report_html(plan.to_dict(), result, trials, sysinfo=sysinfo, validation=validation,
-                              plots=plots)
-    key = store.rating_report_key(rid)
+                              plots=plots, curve_href=store.link(key, csv_key))
     store.put_bytes(key, html.encode(), "text/html; charset=utf-8")
     out = plan.local_dir() / "report.html"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(html)
+    (out.parent / store.link(key, csv_key)).write_bytes(curve)       # beside the local report, as its link says
     return key
 
 
@@ -289,5 +303,6 @@ def publish_step(plan: RatingPlan, store: Store) -> dict[str, str]:
                           PARQUET_TYPE) if rows else None
     return {"rating": store.url(store.rating_prefix(rid)), "result": store.url(store.result_key(rid)),
             "report": store.url(store.rating_report_key(rid)), "trials": store.url(pq),
+            "load_curve": store.url(store.load_curve_csv_key(rid)),
             **({"telemetry": store.url(tel)} if tel else {}),
             "local_report": str(plan.local_dir() / "report.html")}

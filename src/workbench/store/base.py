@@ -35,7 +35,8 @@ from workbench.controller.trial import steady_verdict
 
 JSON_TYPE = "application/json"
 PARQUET_TYPE = "application/vnd.apache.parquet"
-_TYPES = {".parquet": PARQUET_TYPE, ".jsonl": "application/x-ndjson", ".json": JSON_TYPE}
+CSV_TYPE = "text/csv; charset=utf-8"
+_TYPES = {".parquet": PARQUET_TYPE, ".jsonl": "application/x-ndjson", ".json": JSON_TYPE, ".csv": CSV_TYPE}
 _ID = re.compile(r"[A-Za-z0-9._-]{1,128}")
 _TRIAL = re.compile(r"(\d{5,})\.json")
 
@@ -206,6 +207,9 @@ class Store(ABC):
 
     def telemetry_parquet_key(self, rating_id: str) -> str:
         return self.rating_key(rating_id, "telemetry.parquet")
+
+    def load_curve_csv_key(self, rating_id: str) -> str:
+        return self.rating_key(rating_id, "load_curve.csv")
 
     # a sweep (map_surface)
     def surface_prefix(self, sweep_id: str) -> str:

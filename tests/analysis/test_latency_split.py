@@ -1,0 +1,68 @@
+"""The latency split: client mean against server + network round trip + client queueing (hand cases)."""
+from __future__ import annotations
+
+import pytest
+
+from workbench.analysis.latency_split import rating_split, split_line, trial_split
+
+
+def _raw(read_ms=2.0, getattr_ms=0.5, server_read=1.6, server_getattr=0.1, rtt=0.2, lag=0.1, null_n=50):
+    return {"mean_ms": (300 * read_ms + 100 * getattr_ms) / 400, "send_lag_ms": {"mean": lag, "p99": 1.0},
+            "null_rtt_ms": {"n": null_n, "mean": rtt},
+            "ops": {"read": {"count": 300, "mean_ms": read_ms}, "getattr": {"count": 100, "mean_ms": getattr_ms}},
+            "telemetry": {"hosts": {"sut1": {"server_ops": {"v3": {"READ": {"n": 290, "mean_ms": server_read},
+                                                                   "GETATTR": {"n": 99, "mean_ms": server_getattr}}}}}}}
+
+
+def test_a_trial_split_by_hand():
+    """client 1.625 ms; server (300·1.6 + 100·0.1)/400 = 1.225; + 0.2 + 0.1 = 1.525 → −6.15 %."""
+    s = trial_split(_raw())
+    assert s["client_ms"] == pytest.approx(1.625) and s["server_ms"] == pytest.approx(1.225)
+    assert s["parts_ms"] == pytest.approx(1.525) and s["gap_pct"] == pytest.approx(-100 * 0.1 / 1.625)
+    assert s["ops"]["read"]["gap_pct"] == pytest.approx(-5.0) and s["ops"]["getattr"]["gap_pct"] == pytest.approx(-20.0)
+
+
+def test_a_missing_part_is_named_never_filled_in():
+    assert "network round trip" in trial_split(_raw(null_n=0))["missing"]
+    raw = _raw()
+    del raw["telemetry"]["hosts"]["sut1"]["server_ops"]["v3"]["GETATTR"]
+    assert trial_split(raw)["missing"] == "server statistics of getattr"
+    raw["telemetry"] = {"hosts": {}}
+    assert "server statistics (Ganesha, NFSv3)" in trial_split(raw)["missing"]
+
+
+def test_the_rating_split_weights_trials_at_a_load_and_looks_below_the_peak():
+    records = [{"valid": True, "load_ops_s": 100, "raw": _raw()},
+               {"valid": True, "load_ops_s": 100, "raw": _raw(read_ms=3.0)},
+               {"valid": True, "load_ops_s": 200, "raw": _raw(read_ms=2.2)},
+               {"valid": False, "load_ops_s": 300, "raw": _raw()},
+               {"valid": True, "load_ops_s": 400, "raw": _raw(rtt=5.0)},          # at λ*: not below it
+               {"valid": True, "load_ops_s": 150, "raw": _raw(null_n=0)}]
+    out = rating_split({"peak_rate": 400}, records)
+    assert [r["load_ops_s"] for r in out["loads"]] == [100, 200, 400]
+    at100 = out["loads"][0]
+    assert at100["trials"] == 2 and at100["client_ms"] == pytest.approx((1.625 + 2.375) / 2)
+    assert out["at_peak"]["load_ops_s"] == 200
+    gaps = [abs(r["gap_pct"]) for r in out["loads"][:2]]
+    assert out["max_abs_gap_pct_below_peak"] == pytest.approx(max(gaps))
+    assert list(out["missing"].values()) == [1]
+    line = split_line(out)
+    assert line.startswith("1.775 ms at 200 ops/s = server 1.225 + network 0.200 + client queueing 0.100")
+    assert split_line({"loads": [], "at_peak": None}).startswith("not split")
+
+
+def test_the_report_draws_and_tabulates_the_split():
+    from workbench.analysis.split_report import split_png, split_table_rows
+    records = [{"valid": True, "load_ops_s": load, "raw": _raw()} for load in (100, 200, 400)]
+    result = {"peak_rate": 400, "latency_split": rating_split({"peak_rate": 400}, records)}
+    assert split_png(result).startswith(b"\x89PNG") and split_png({"latency_split": {"loads": []}}).startswith(b"\x89PNG")
+    headers, rows = split_table_rows(result)
+    assert headers[1] == "client mean ms" and len(rows) == 3
+    assert rows[0][1:6] == ["1.625", "1.225", "0.200", "0.100", "1.525"] and rows[2][0] == "400 (≥ λ*)"
+
+
+def test_the_network_part_is_the_median_null_round_trip():
+    """One late NULL moves the mean of a trial's round trips, not its median (what fstress's p50 gives)."""
+    raw = _raw(rtt=0.3)
+    raw["null_rtt_ms"]["p50"] = 0.2
+    assert trial_split(raw)["network_ms"] == pytest.approx(0.2)

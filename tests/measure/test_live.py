@@ -1,0 +1,234 @@
+"""The live view (measure/live.py): the exporter fed by the real telemetry reader (a stand-in sampler
+process printing two samples), its HTTP endpoint, a taken port, the rules, the generated Prometheus
+configs checked by Debian's promtool, and a real Prometheus scraping the exporter and evaluating a
+recording rule (every wait bounded; Prometheus is polled, never slept on)."""
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.parse
+import urllib.request
+from pathlib import Path
+
+import pytest
+import yaml
+
+from workbench.config.paths import REPO
+from workbench.measure import live, telemetry
+
+MONITORING = REPO / "monitoring" / "prometheus"
+PROMETHEUS, PROMTOOL = shutil.which("prometheus"), shutil.which("promtool")
+
+
+@pytest.fixture
+def prometheus_installed() -> None:
+    assert PROMETHEUS and PROMTOOL, "Debian's prometheus is not installed: make test (or make celery) installs it"
+
+
+def _sample(t, cpu_s, reads, rxb, ops):
+    return {"t": t, "pid": 7, "cpu": {"cpu_s": cpu_s, "cpus": 2, "quota_cores": 0.5},
+            "mem": {"usage": 96 << 20, "limit": 128 << 20},
+            "blk": {"7:0": {"r": reads, "w": 0, "rb": reads * 4096, "wb": 0, "r_iops_limit": 400}},
+            "net": {"wb0": {"rxb": rxb, "txb": rxb // 2}},
+            "qdisc": [{"dev": "wb0", "kind": "tbf", "rate_Bps": 1e6, "delay_s": 0.002, "backlog_b": 0}],
+            "nfs_ops": {"v3": {"READ": [ops, 2.0]}}}
+
+
+# 0.3 s of CPU, 200 reads, 500 kB received and 1000 READs at 2 ms in 1 s; limits 0.5 cores, 400 IOPS, 1 MB/s
+PAIR = [_sample(100.0, 1.0, 100, 0, 1000), _sample(101.0, 1.3, 300, 500_000, 2000)]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _stand_in_sampler(tmp_path: Path, host: str = "sut9") -> Path:
+    """A spec dir whose sampler prints PAIR, then waits for the end of its input as wb-telemetry.py does."""
+    specs = tmp_path / "specs"
+    specs.mkdir()
+    code = "import sys\n" + "".join(f"print({json.dumps(json.dumps(s))})\n" for s in PAIR) + \
+        "sys.stdout.flush()\nsys.stdin.read()\n"
+    (specs / f"{host}.json").write_text(json.dumps({"host": host, "connection": "local",
+                                                    "prefix": [sys.executable, "-c", code]}))
+    return specs
+
+
+@pytest.fixture
+def endpoints(monkeypatch):
+    """Slot ports from a free one (WB_METRICS_PORT_BASE), every endpoint closed afterwards."""
+    monkeypatch.delenv(live.OFF_ENV, raising=False)
+    monkeypatch.delenv(live.ADDR_ENV, raising=False)
+    live.stop_endpoints()
+    yield monkeypatch
+    live.stop_endpoints()
+
+
+def _base_for(monkeypatch, slot_number: int) -> int:
+    """Set the port base so that slot `slot_number` gets a free port; that port."""
+    port = _free_port()
+    monkeypatch.setenv(live.PORT_ENV, str(port - slot_number))
+    return port
+
+
+@contextlib.contextmanager
+def _trial_with_pair(tmp_path, slot, rating_id, n, load):
+    """One trial on `slot` whose sampler delivers PAIR through telemetry's real reader."""
+    with live.trial(slot, rating_id, n, load) as done:
+        with telemetry.Samplers(_stand_in_sampler(tmp_path), 60, on_interval=live.publisher(slot)) as sampling:
+            assert sampling.running[0].wait_for(2, timeout_s=15)
+        yield done                      # the reader has ended (joined): the pair is published
+
+
+def test_metric_names_are_in_base_units():
+    assert live.metric_name("server_cpu_cores") == ("workbench_server_cpu_cores", 1.0)
+    assert live.metric_name("disk_read_iops") == ("workbench_disk_read_ops_per_second", 1.0)
+    assert live.metric_name("disk_read_iops_limit") == ("workbench_disk_read_limit_ops_per_second", 1.0)
+    assert live.metric_name("net_rx_Bps") == ("workbench_net_rx_bytes_per_second", 1.0)
+    assert live.metric_name("server_mean_ms") == ("workbench_server_mean_seconds", 1e-3)
+    assert live.metric_name("server_cpu_throttled_frac") == ("workbench_server_cpu_throttled_ratio", 1.0)
+    assert live.metric_name("mem_majfault_s") == ("workbench_mem_majfault_per_second", 1.0)
+    assert live.metric_name("mem_used_bytes") == ("workbench_mem_used_bytes", 1.0)
+    assert live.metric_name("bad-name") is None
+    assert [live.slot_number(s) for s in ("slot1", "slot5", "sshslot1", "filer")] == [1, 5, 1, 0]
+
+
+def test_a_sample_pair_is_published_with_its_labels_and_served(tmp_path, endpoints):
+    port = _base_for(endpoints, 3)
+    labels = {"slot": "slot3", "host": "sut9", "rating_id": "r-unit"}
+    trial_labels = {"slot": "slot3", "rating_id": "r-unit"}
+    with _trial_with_pair(tmp_path, "slot3", "r-unit", 4, 2000.0) as done:
+        reg = live._views["slot3"].registry
+        assert reg.get_sample_value("workbench_server_cpu_cores", labels) == pytest.approx(0.3)
+        assert reg.get_sample_value("workbench_server_cpu_limit_cores", labels) == 0.5
+        assert reg.get_sample_value("workbench_disk_read_ops_per_second", labels) == pytest.approx(200)
+        assert reg.get_sample_value("workbench_disk_read_limit_ops_per_second", labels) == 400
+        assert reg.get_sample_value("workbench_net_rx_bytes_per_second", labels) == pytest.approx(500_000)
+        assert reg.get_sample_value("workbench_net_delay_seconds", labels) == pytest.approx(0.002)
+        assert reg.get_sample_value("workbench_server_ops_per_second", labels) == pytest.approx(1000)
+        assert reg.get_sample_value("workbench_server_mean_seconds", labels) == pytest.approx(0.002)
+        assert reg.get_sample_value("workbench_mem_used_bytes", labels) == 96 << 20
+        assert reg.get_sample_value("workbench_trial_number", trial_labels) == 4
+        assert reg.get_sample_value("workbench_trial_running", trial_labels) == 1
+        # the endpoint serves the same, in the text format, on slot3's port of 127.0.0.1
+        text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read().decode()
+        assert 'workbench_trial_offered_ops_per_second{rating_id="r-unit",slot="slot3"} 2000.0' in text
+        assert 'workbench_server_cpu_cores{host="sut9",rating_id="r-unit",slot="slot3"} 0.3' in text
+        done.done(1950.0, 12.5, True)
+    assert reg.get_sample_value("workbench_trial_achieved_ops_per_second", trial_labels) == 1950
+    assert reg.get_sample_value("workbench_trial_mean_seconds", trial_labels) == pytest.approx(0.0125)
+    assert reg.get_sample_value("workbench_trial_running", trial_labels) == 0
+    assert reg.get_sample_value("workbench_server_cpu_cores", labels) is None      # until the next trial's
+
+
+def test_a_taken_port_is_logged_once_and_the_trial_goes_on(tmp_path, endpoints, caplog):
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        endpoints.setenv(live.PORT_ENV, str(taken.getsockname()[1] - 2))
+        caplog.set_level(logging.WARNING, logger=live.__name__)
+        for n in range(2):
+            with live.trial("slot2", "r-taken", n, 100.0) as done:
+                done.done(99.0, 1.0, True)
+    lines = [r.getMessage() for r in caplog.records if r.name == live.__name__]
+    assert len(lines) == 1 and "no endpoint for slot2" in lines[0], lines
+    assert live._views["slot2"].registry.get_sample_value(
+        "workbench_trial_number", {"slot": "slot2", "rating_id": "r-taken"}) == 1
+
+
+def test_off_publishes_nothing(endpoints):
+    endpoints.setenv(live.OFF_ENV, "off")
+    with live.trial("slot1", "r-off", 0, 100.0) as done:
+        done.done(100.0, 1.0, True)
+    assert live.publisher("slot1") is None and live._views == {}
+
+
+def _promtool(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([PROMTOOL, *args], capture_output=True, text=True, timeout=60)
+
+
+def _config(tmp_path: Path, targets_host: str = "127.0.0.1", node: str | None = "127.0.0.1:9100") -> Path:
+    args = ["config", "--targets-host", targets_host, "--rules", str(MONITORING / "rules.yml")]
+    out = subprocess.run([sys.executable, "-m", "workbench.measure.live", *args, *(["--node", node] if node else [])],
+                         capture_output=True, text=True, timeout=60, check=True)
+    path = tmp_path / "prometheus.yml"
+    path.write_text(out.stdout)
+    return path
+
+
+def test_promtool_accepts_the_rules_and_the_generated_configs(tmp_path, prometheus_installed):
+    rules = _promtool("check", "rules", str(MONITORING / "rules.yml"))
+    assert rules.returncode == 0 and "SUCCESS: 8 rules found" in rules.stdout, rules.stdout + rules.stderr
+    cfg = _promtool("check", "config", str(_config(tmp_path)))
+    assert cfg.returncode == 0 and "SUCCESS: 1 rule files found" in cfg.stdout, cfg.stdout + cfg.stderr
+    scraped = yaml.safe_load(_config(tmp_path).read_text())["scrape_configs"]
+    assert [t for j in scraped for c in j["static_configs"] for t in c["targets"]] == [
+        *(f"127.0.0.1:{live.PORT_BASE + k}" for k in range(1, 6)), "127.0.0.1:9100"]
+    # docker-compose.yml's copy: what the generator prints for the worker's container (its rules path
+    # exists only in the container: syntax only)
+    compose = MONITORING / "compose" / "prometheus.yml"
+    generated = _config(tmp_path, "airflow-worker").read_text()
+    in_container = generated.replace(str(MONITORING / "rules.yml"), "/etc/prometheus/workbench/rules.yml")
+    assert yaml.safe_load(compose.read_text()) == yaml.safe_load(in_container)
+    syntax = _promtool("check", "config", "--syntax-only", str(compose))
+    assert syntax.returncode == 0, syntax.stdout + syntax.stderr
+
+
+def _prom_query(port: int, expr: str) -> list[dict]:
+    url = f"http://127.0.0.1:{port}/api/v1/query?" + urllib.parse.urlencode({"query": expr})
+    try:
+        return json.load(urllib.request.urlopen(url, timeout=5))["data"]["result"]
+    except OSError:                     # not listening yet
+        return []
+
+
+def _await(prom: subprocess.Popen, port: int, expr: str, log: Path, timeout_s: float = 20) -> list[dict]:
+    """The first non-empty result of `expr`, polling Prometheus's API until a deadline."""
+    deadline = time.monotonic() + timeout_s
+    while not (result := _prom_query(port, expr)):
+        assert prom.poll() is None, log.read_text()[-2000:]
+        assert time.monotonic() < deadline, f"no {expr} within {timeout_s} s:\n" + log.read_text()[-2000:]
+        time.sleep(0.2)                 # between two polls of the API; bounded by the deadline
+    return result
+
+
+def test_a_real_prometheus_scrapes_a_trial_and_records_its_utilization(tmp_path, endpoints, prometheus_installed):
+    """Prometheus 2.42 (Debian) on a free port with the generated config, rules and console page;
+    the exporter of this process on slot1 fed PAIR: the recording rule's value over the HTTP API
+    (0.3 cores of a 0.5-core limit), and the console page of the rating rendered with its figures."""
+    _base_for(endpoints, 1)
+    web = _free_port()
+    prom = subprocess.Popen([PROMETHEUS, f"--config.file={_config(tmp_path, node=None)}",
+                             f"--storage.tsdb.path={tmp_path / 'data'}", f"--web.listen-address=127.0.0.1:{web}",
+                             f"--web.console.templates={MONITORING / 'consoles'}",
+                             f"--web.console.libraries={MONITORING / 'console_libraries'}"],
+                            stdout=subprocess.DEVNULL, stderr=open(tmp_path / "prometheus.log", "wb"),
+                            start_new_session=True)
+    log = tmp_path / "prometheus.log"
+    try:
+        with _trial_with_pair(tmp_path, "slot1", "r-live", 0, 1000.0) as done:
+            result = _await(prom, web, 'workbench:server_cpu_utilization:ratio{rating_id="r-live"}', log)
+            assert result[0]["metric"]["slot"] == "slot1" and result[0]["metric"]["host"] == "sut9"
+            assert float(result[0]["value"][1]) == pytest.approx(0.6)
+            page = urllib.request.urlopen(f"http://127.0.0.1:{web}/consoles/workbench.html?rating_id=r-live",
+                                          timeout=10).read().decode()
+            assert "Workbench: rating r-live" in page and "1000 ops/s" in page, page[:3000]
+            assert "workbench:server_cpu_utilization:ratio{rating_id=" in page
+            done.done(990.0, 3.0, True)
+        # the trial's end waited (bounded) for one more scrape: its result reaches Prometheus
+        achieved = _await(prom, web, 'workbench_trial_achieved_ops_per_second{rating_id="r-live"}', log)
+        assert float(achieved[0]["value"][1]) == 990.0, achieved
+    finally:
+        prom.terminate()
+        try:
+            prom.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            prom.kill()
+            prom.wait(timeout=15)

@@ -190,13 +190,20 @@ def _prom_query(port: int, expr: str) -> list[dict]:
 
 
 def _await(prom: subprocess.Popen, port: int, expr: str, log: Path, timeout_s: float = 20) -> list[dict]:
-    """The first non-empty result of `expr`, polling Prometheus's API until a deadline."""
+    """The first non-empty result of `expr`: Prometheus's API asked again after each scrape of slot1's
+    exporter (its scrape counter's condition, the event a new value waits for), until a deadline."""
     deadline = time.monotonic() + timeout_s
-    while not (result := _prom_query(port, expr)):
+    scrapes = live._view("slot1").scrapes
+    while True:
+        with scrapes.cond:
+            seen = scrapes.n
+        if result := _prom_query(port, expr):
+            return result
         assert prom.poll() is None, log.read_text()[-2000:]
-        assert time.monotonic() < deadline, f"no {expr} within {timeout_s} s:\n" + log.read_text()[-2000:]
-        time.sleep(0.2)                 # between two polls of the API; bounded by the deadline
-    return result
+        left = deadline - time.monotonic()
+        assert left > 0, f"no {expr} within {timeout_s} s:\n" + log.read_text()[-2000:]
+        with scrapes.cond:
+            scrapes.cond.wait_for(lambda: scrapes.n > seen, left)
 
 
 def test_a_real_prometheus_scrapes_a_trial_and_records_its_utilization(tmp_path, endpoints, prometheus_installed):

@@ -18,7 +18,7 @@ DATA = Path(__file__).resolve().parents[1] / "data"
 
 def _why_result():
     """The recorded default rating (tests/data/report_*.json) with a verdict from the read_iops construction's
-    trials and a split over its valid trials (server, NULL and send-lag parts set by hand)."""
+    trials and a split over its valid trials (server, server queue, NULL and send-lag parts set by hand)."""
     result = json.loads((DATA / "report_result.json").read_text())
     trials = json.loads((DATA / "report_trials.json").read_text())
     case = json.loads((DATA / "bottleneck" / "read_iops.json").read_text())
@@ -28,7 +28,8 @@ def _why_result():
         raw["null_rtt_ms"] = {"n": 90, "mean": 0.12}
         raw["telemetry"] = {"hosts": {"sut1": {"server_ops": {"v3": {
             op.upper(): {"n": int(o["count"]), "mean_ms": 0.7 * float(o["mean_ms"])}
-            for op, o in (raw.get("ops") or {}).items() if o.get("count") and o.get("mean_ms") is not None}}}}}
+            for op, o in (raw.get("ops") or {}).items() if o.get("count") and o.get("mean_ms") is not None}},
+            "rpc_queue": {"wait_ms": 0.01, "mean_bytes": 4.0, "rx_bytes": 4e5}}}}
     result["latency_split"] = rating_split(result, trials)
     result["overall_response_time_ms"] = rating_ort_ms(result, trials)
     return json.loads((DATA / "report_spec.json").read_text()), result, trials
@@ -44,7 +45,7 @@ def test_the_report_reads_why_in_a_browser(tmp_path):
         drv.get((tmp_path / "report.html").as_uri())
         text = drv.find_element("tag name", "body").text
         assert result["bottleneck"]["line"] in text and "latency split" in text, text[:2000]
-        assert "Latency split: client mean = server + network + client queueing" in text
+        assert "Latency split: client mean = server + server queue + network + client queueing" in text
         assert "overall response time (ORT)" in text
         sizes = drv.execute_script("return Array.from(document.images).map(i => [i.naturalWidth, i.complete])")
         assert len(sizes) >= 7 and all(w > 0 and done for w, done in sizes), sizes

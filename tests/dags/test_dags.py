@@ -311,6 +311,9 @@ def test_nightly_flags_a_worse_configuration(airflow_env, tmp_path, notify_recei
     rid = v_bad[0]["rating_id"]
     assert "REGRESSION" in page and f'href="../../ratings/{rid}/report.html"' in page
     assert store.rating_key(rid, "report.html") in store.list_keys(f"ratings/{rid}/")
+    # the load curve travels with the verdict into the e-mail: its ORT and the CSV it was drawn from
+    assert store.load_curve_csv_key(rid) in store.list_keys(f"ratings/{rid}/")
+    assert v_bad[0]["load_curve"].startswith("ORT ") and store.url(store.load_curve_csv_key(rid)) in v_bad[0]["load_curve"]
     _assert_notified(notify_receivers, "regression", "2026-11-03", store.url("nightly/2026-11-03/report.html"))
     assert notify_receivers[1].posts[0][2]["baselines"][0]["rating_id"] == rid
 

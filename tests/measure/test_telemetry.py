@@ -111,3 +111,44 @@ def test_server_ops_are_the_window_differences_of_ganeshas_counts_and_latency_su
     assert out["server_ops"]["v3"]["GETATTR"] == {"n": 600, "mean_ms": pytest.approx(0.01)}
     assert out["series"]["server_ops_s"] == pytest.approx([450, 450])
     assert out["series"]["server_mean_ms"][0] == pytest.approx((250 * 1.6 - 100 * 1.0 + 300 * 0.01) / 450)
+
+
+def test_the_receive_queue_wait_is_littles_law_on_the_window_sums():
+    """Hand case: 2000 byte-seconds queued while 400 000 bytes arrived → W = 2000 / 400 000 s = 5 ms;
+    the first interval's 300 B mean queue / 100 000 B/s = 3 ms."""
+    def s(t, q_bs, rx_b):
+        return {"t": t, "pid": 7, "rpcq": {"q_Bs": q_bs, "rx_b": rx_b, "n": 1}}
+    out = telemetry.summary([s(100.0, 50.0, 1000), s(101.0, 350.0, 101000), s(102.0, 2050.0, 401000)], 100.0, 102.0)
+    assert out["rpc_queue"] == {"wait_ms": pytest.approx(5.0), "mean_bytes": pytest.approx(1000.0),
+                                "rx_bytes": pytest.approx(400000.0)}
+    assert out["series"]["server_rpc_wait_ms"][0] == pytest.approx(3.0)
+    assert out["series"]["server_rpc_queue_bytes"] == pytest.approx([300.0, 1700.0])
+
+
+def test_the_sampler_reads_the_receive_queue_of_a_real_connection(tmp_path):
+    """A real process holding a TCP connection it does not read: the sampler copies its descriptor and
+    sees the 1000 bytes queued all along (mean 1000 B) and received once."""
+    import socket
+    server = subprocess.Popen([sys.executable, "-c", "import socket, sys\ns = socket.create_server(('127.0.0.1', 0))\n"
+                               "print(s.getsockname()[1], flush=True)\nc, _ = s.accept()\nprint('ok', flush=True)\n"
+                               "sys.stdin.read()"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        port = int(server.stdout.readline())
+        client = socket.create_connection(("127.0.0.1", port), timeout=5)
+        assert server.stdout.readline().strip() == "ok"
+        client.sendall(b"x" * 1000)
+        queue = _script().RecvQueue(port)
+        deadline = time.monotonic() + 10
+        while (first := queue.figures(server.pid)) and first["n"] == 0 and time.monotonic() < deadline:
+            queue.__init__(port)          # the bytes may still be on their way to the socket
+        assert first == {"q_Bs": 0.0, "rx_b": 1000, "n": 1}, first
+        t_first = queue._last[0]
+        for _ in range(20):
+            queue.poll()
+        last = queue.figures(server.pid)
+        assert last["rx_b"] == 1000 and last["n"] == 1
+        assert last["q_Bs"] / (queue._last[0] - t_first) == pytest.approx(1000)      # queued all along
+        client.close()
+    finally:
+        server.kill()
+        server.wait()

@@ -85,7 +85,10 @@ def test_the_result_block_opens_with_a_sentence_and_keeps_its_figures():
                          "queueing_ms": 0.05, "gap_pct": -2.5}}
     block = " ".join(result_block({**res, "latency_split": split, "overall_response_time_ms": 0.5}).split())
     assert ("latency split 2.000 ms at 3800 ops/s = server 1.700 + network 0.200 + client queueing 0.050 (-2.5 %)"
-            in block and "overall response time 0.5 ms" in block), block
+            in block and "overall response time 0.5 ms" in block), block       # a result stored before the queue
+    split["at_peak"].update(server_queue_ms=0.03, gap_pct=-1.0)
+    assert ("= server 1.700 + server queue 0.030 + network 0.200 + client queueing 0.050 (-1.0 %)"
+            in " ".join(result_block({**res, "latency_split": split}).split()))
     assert "CI [4000, ∞) ops/s" in result_block({**res, "peak_rate_ci": [4000.0, None]})     # open: said so
     assert "NOT converged after 3 trials (budget exhausted)" in " ".join(
         result_block({**res, "converged": False, "n_trials": 3, "reason": "budget exhausted"}).split())

@@ -90,7 +90,8 @@ def _verdicts(store, night: str) -> None:
                 "baseline_peak": 900.0, "rating_id": f"nightly__{night}__{name}", "reason": f"{name}'s reason",
                 "report_url": f"s3://workbench/ratings/nightly__{night}__{name}/report.html",
                 "bottleneck": f"{name} disk, as the night before; at 400 ops/s server CPU 20 → 55 %",
-                "latency_split": f"{name} 2.000 ms at 400 ops/s = server 1.700 + network 0.200 + client queueing 0.050"}
+                "latency_split": f"{name} 2.000 ms at 400 ops/s = server 1.700 + network 0.200 + client queueing 0.050",
+                "load_curve": f"ORT 1.2 ms, latency against throughput in s3://workbench/{name}/load_curve.csv"}
     store.put_json(store.nightly_key(night, "verdicts.json"),
                    [v("db", False, True, None), v("mail", False, False, 880.0), v("web", True, False, 450.0)])
     store.put_bytes(store.nightly_key(night, "report.html"), b"<html></html>", "text/html")
@@ -113,6 +114,7 @@ def test_a_regressed_night_names_each_flagged_baseline_with_its_rating(tmp_path,
     assert "s3://workbench/ratings/nightly__2026-11-03__web/report.html" in body
     assert "bottleneck: web disk, as the night before; at 400 ops/s server CPU 20 → 55 %" in body
     assert "latency split: web 2.000 ms at 400 ops/s = server 1.700 + network 0.200" in body
+    assert "load curve: ORT 1.2 ms, latency against throughput in s3://workbench/web/load_curve.csv" in body
     assert smtp.messages[0]["Subject"] == "[workbench] nightly_regression 2026-11-03: REGRESSION"
 
 

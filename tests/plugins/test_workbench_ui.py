@@ -51,10 +51,12 @@ def _plugin():
 
 
 def _split_raw(read_ms: float) -> dict:
-    """One trial's raw record with every part of the split (fstress, Ganesha's statistics, NULL RTT)."""
+    """One trial's raw record with every part of the split (fstress, Ganesha's statistics and receive
+    queue, NULL RTT)."""
     return {"mean_ms": read_ms, "send_lag_ms": {"mean": 0.1}, "null_rtt_ms": {"n": 50, "mean": 0.2},
             "ops": {"read": {"count": 300, "mean_ms": read_ms}},
-            "telemetry": {"hosts": {"sut1": {"server_ops": {"v3": {"READ": {"n": 300, "mean_ms": 1.5}}}}}}}
+            "telemetry": {"hosts": {"sut1": {"server_ops": {"v3": {"READ": {"n": 300, "mean_ms": 1.5}}},
+                                             "rpc_queue": {"wait_ms": 0.05, "mean_bytes": 2.0, "rx_bytes": 4e4}}}}}
 
 
 def _result(**more) -> dict:

@@ -19,18 +19,32 @@ from the server's own process and cgroups, so several servers on one host stay a
   nfs_ops  Ganesha's own per-operation counts and mean latencies since it started ("v3": GetFULLV3Stats,
            "v4": GetFULLV4Stats, op -> [count, mean_ms]), over the server's own D-Bus (dbus.address,
            written by ganeshactl), from request start in a worker thread to its reply
+  rpcq     the receive queue of Ganesha's NFS connections (bytes the kernel holds that Ganesha has not
+           read yet, read every QUEUE_GAP_S between lines: RecvQueue) as its integral over time "q_Bs"
+           (byte-seconds), the payload bytes they received "rx_b" and the connections "n": the wait
+           before Ganesha takes a request is Δq_Bs / Δrx_b by Little's law
 A counter that cannot be read is left out of the line, never guessed. Standard library only: this
 file runs on any server host Ansible manages (python3).
 """
 import argparse
+import ctypes
+import fcntl
 import json
 import os
 import select
+import socket
+import struct
 import subprocess
 import sys
 import time
 
 CGROOT = "/sys/fs/cgroup"
+SYS_PIDFD_GETFD, SIOCINQ, TCPI_BYTES_RECEIVED = 438, 0x541B, 128   # x86-64 and arm64; linux/tcp.h struct tcp_info
+try:
+    LIBC = ctypes.CDLL(None, use_errno=True)
+except OSError:
+    LIBC = None
+QUEUE_GAP_S = 0.02          # the receive queue's sampling step between two lines
 TICK_S = 1.0 / os.sysconf("SC_CLK_TCK")
 
 
@@ -181,25 +195,38 @@ def net(pid):
     return out
 
 
-def qdiscs(pid):
-    """The qdiscs of the server's network namespace: kind, rate and delay options, backlog, drops."""
-    try:
-        text = subprocess.run(["nsenter", "--net=/proc/%d/ns/net" % pid, "tc", "-s", "-j", "qdisc", "show"],
-                              capture_output=True, text=True, timeout=2).stdout
-        rows = json.loads(text or "[]")
-    except (OSError, ValueError, subprocess.SubprocessError):
-        return []
-    out = []
-    for q in rows:
-        if q.get("dev") == "lo" or q.get("kind") in ("noqueue", None):
-            continue
-        opts = q.get("options") or {}
-        delay = opts.get("delay")
-        out.append({"dev": q.get("dev"), "kind": q["kind"], "rate_Bps": opts.get("rate"),
-                    "delay_s": delay.get("delay") if isinstance(delay, dict) else None,
-                    "backlog_b": q.get("backlog", 0), "drops": q.get("drops", 0),
-                    "overlimits": q.get("overlimits", 0)})
-    return out
+class Qdiscs:
+    """The qdiscs of the server's network namespace: kind, rate and delay options, backlog, drops.
+    A namespace with none but the default is asked again only every RECHECK_S (`tc` is a process,
+    about 2.5 ms of CPU; the harness shapes a link before the trial, so the first line sees it)."""
+
+    RECHECK_S = 10.0
+
+    def __init__(self):
+        self.idle_until = 0.0
+
+    def read(self, pid):
+        if self.idle_until > time.monotonic():
+            return []
+        try:
+            text = subprocess.run(["nsenter", "--net=/proc/%d/ns/net" % pid, "tc", "-s", "-j", "qdisc", "show"],
+                                  capture_output=True, text=True, timeout=2).stdout
+            rows = json.loads(text or "[]")
+        except (OSError, ValueError, subprocess.SubprocessError):
+            return []
+        out = []
+        for q in rows:
+            if q.get("dev") == "lo" or q.get("kind") in ("noqueue", None):
+                continue
+            opts = q.get("options") or {}
+            delay = opts.get("delay")
+            out.append({"dev": q.get("dev"), "kind": q["kind"], "rate_Bps": opts.get("rate"),
+                        "delay_s": delay.get("delay") if isinstance(delay, dict) else None,
+                        "backlog_b": q.get("backlog", 0), "drops": q.get("drops", 0),
+                        "overlimits": q.get("overlimits", 0)})
+        if not out:
+            self.idle_until = time.monotonic() + self.RECHECK_S
+        return out
 
 
 STATS = {"v3": ("GetFULLV3Stats", 7), "v4": ("GetFULLV4Stats", 6)}   # method, fields per operation
@@ -235,26 +262,137 @@ def full_stats(values, width):
     return ops
 
 
-def nfs_ops(state):
-    address = (read(os.path.join(state, "dbus.address")) or "").strip()
-    if not address:
-        return None
-    out = {}
-    for version, (method, width) in STATS.items():
-        try:
-            text = subprocess.run(["dbus-send", "--bus=" + address, "--print-reply", "--reply-timeout=1000",
-                                   "--dest=org.ganesha.nfsd", "/org/ganesha/nfsd/ExportMgr",
-                                   "org.ganesha.nfsd.exportstats." + method],
-                                  capture_output=True, text=True, timeout=2).stdout
-        except (OSError, subprocess.SubprocessError):
+class NfsOps:
+    """Ganesha's statistics of each NFS version (`nfs_ops`). A version without operations is asked
+    again only every RECHECK_S: each `dbus-send` costs a process (about 1.7 ms of CPU)."""
+
+    RECHECK_S = 10.0
+
+    def __init__(self):
+        self.idle_until = {}         # version -> the time to ask about it again
+
+    def read(self, state):
+        address = (read(os.path.join(state, "dbus.address")) or "").strip()
+        if not address:
             return None
-        ops = full_stats(dbus_values(text), width)
-        if ops is not None:
-            out[version] = ops
-    return out or None
+        out, now = {}, time.monotonic()
+        for version, (method, width) in STATS.items():
+            if self.idle_until.get(version, 0.0) > now:
+                continue
+            try:
+                text = subprocess.run(["dbus-send", "--bus=" + address, "--print-reply", "--reply-timeout=1000",
+                                       "--dest=org.ganesha.nfsd", "/org/ganesha/nfsd/ExportMgr",
+                                       "org.ganesha.nfsd.exportstats." + method],
+                                      capture_output=True, text=True, timeout=2).stdout
+            except (OSError, subprocess.SubprocessError):
+                return None
+            ops = full_stats(dbus_values(text), width)
+            if ops:
+                out[version] = ops
+            elif ops is not None:
+                self.idle_until[version] = now + self.RECHECK_S
+        return out or None
 
 
-def sample(state):
+class RecvQueue:
+    """Ganesha's NFS connections' receive queue over time, cumulative (the "rpcq" figures).
+
+    Each poll takes a copy of each connection's descriptor from Ganesha (pidfd_getfd(2), Linux 5.6;
+    closed again at once, so Ganesha's own close still ends the connection), reads its receive queue
+    (ioctl SIOCINQ) and once a line its payload bytes received (TCP_INFO tcpi_bytes_received). The
+    connections are found once a line in /proc/PID/net/tcp{,6} (established, on the NFS port; their
+    inodes) and matched to Ganesha's descriptors by inode, scanning its fds only for a new one."""
+
+    def __init__(self, port, pid=None):
+        self.port, self.pid, self.q_bs, self.rx_b = port, pid, 0.0, 0
+        self.fds = {}                # inode -> Ganesha's descriptor number
+        self._received = {}          # inode -> its tcpi_bytes_received at the last line
+        self._last = None            # (time, queued bytes) of the last poll
+        self._sockstat, self.lost = None, True    # the namespace's TCP counts; a connection gone since _find
+        self.pidfd = None
+        if pid is not None:
+            try:
+                self.pidfd = os.pidfd_open(pid)
+            except (OSError, AttributeError):
+                pass
+
+    def _copy(self, number, inode):
+        """A copy of Ganesha's descriptor `number` when it is still the socket `inode`, else None."""
+        fd = LIBC.syscall(SYS_PIDFD_GETFD, self.pidfd, number, 0) if LIBC is not None else -1
+        if fd < 0:
+            return None
+        if os.fstat(fd).st_ino != inode:
+            os.close(fd)
+            return None
+        return fd
+
+    def poll(self, with_bytes=False):
+        """Add the queue since the last poll (its value then × the time since: a left Riemann sum)."""
+        queued, now, received = 0, time.time(), {}
+        for inode, number in list(self.fds.items()):
+            fd = self._copy(number, inode)
+            if fd is None:
+                del self.fds[inode]
+                self.lost = True
+                continue
+            try:
+                queued += struct.unpack("i", fcntl.ioctl(fd, SIOCINQ, b"\0" * 4))[0]
+                if with_bytes:
+                    s = socket.socket(fileno=fd)
+                    info = s.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 256)
+                    s.detach()
+                    received[inode] = struct.unpack_from("Q", info, TCPI_BYTES_RECEIVED)[0]
+            except OSError:
+                pass
+            finally:
+                os.close(fd)
+        if self._last is not None:
+            self.q_bs += self._last[1] * (now - self._last[0])
+        self._last = (now, queued)
+        for inode, n in received.items():
+            self.rx_b += n - self._received.get(inode, 0) if n >= self._received.get(inode, 0) else n
+        if with_bytes:
+            self._received = received
+
+    def _find(self):
+        """Ganesha's established connections on the NFS port (inodes) mapped to its descriptors: read
+        again only when its namespace's TCP socket count changed or one of them went (reading
+        /proc/PID/net/tcp6 walks every socket of the host: about 1 ms)."""
+        sockstat = [line.split()[:7] for line in (read("/proc/%d/net/sockstat" % self.pid) or "").splitlines()
+                    if line.startswith("TCP:")]       # inuse, orphan, tw, alloc: not mem
+        if sockstat == self._sockstat and not self.lost:
+            return
+        self._sockstat, self.lost = sockstat, False
+        inodes = set()
+        for name in ("tcp", "tcp6"):
+            for row in (read("/proc/%d/net/%s" % (self.pid, name)) or "").splitlines()[1:]:
+                f = row.split()     # sl local remote st tx_queue:rx_queue tr retrnsmt uid timeout inode (proc(5))
+                if len(f) > 9 and f[3] == "01" and int(f[1].rsplit(":", 1)[1], 16) == self.port:
+                    inodes.add(int(f[9]))
+        new = inodes - set(self.fds)
+        if new:
+            for name in sorted(os.listdir("/proc/%d/fd" % self.pid), key=int):
+                try:
+                    link = os.readlink("/proc/%d/fd/%s" % (self.pid, name))
+                except OSError:
+                    continue
+                if link.startswith("socket:[") and int(link[8:-1]) in new:
+                    self.fds[int(link[8:-1])] = int(name)
+                    new.discard(int(link[8:-1]))
+                    if not new:
+                        break
+
+    def figures(self, pid):
+        if pid != self.pid:
+            self.__init__(self.port, pid)
+        if self.pidfd is None or LIBC is None:
+            return None
+        self._find()
+        self.poll(with_bytes=True)
+        return {"q_Bs": self.q_bs, "rx_b": self.rx_b, "n": len(self.fds)}
+
+
+def sample(state, readers):
     line = {"t": time.time()}
     try:
         pid = int((read(os.path.join(state, "ganesha.pid")) or "").strip())
@@ -263,10 +401,14 @@ def sample(state):
     if not os.path.isdir("/proc/%d" % pid):
         return line
     cg = cgroups(pid)
-    line.update(pid=pid, cpu=cpu(pid, cg), mem=mem(cg), blk=blk(cg), net=net(pid), qdisc=qdiscs(pid))
-    ops = nfs_ops(state)
+    queue, stats, qdiscs = readers
+    line.update(pid=pid, cpu=cpu(pid, cg), mem=mem(cg), blk=blk(cg), net=net(pid), qdisc=qdiscs.read(pid))
+    ops = stats.read(state)
     if ops:
         line["nfs_ops"] = ops
+    rpcq = queue.figures(pid)
+    if rpcq:
+        line["rpcq"] = rpcq
     return line
 
 
@@ -275,20 +417,33 @@ def main():
     ap.add_argument("--state", required=True, help="the server's state directory (ganesha.pid)")
     ap.add_argument("--interval-s", type=float, default=1.0)
     ap.add_argument("--max-s", type=float, default=3600.0)
+    ap.add_argument("--nfs-port", type=int, default=2049, help="the NFS service's port (its receive queue)")
     a = ap.parse_args()
     if not (0.05 <= a.interval_s <= 60 and 0 < a.max_s <= 86400):
         print("wb-telemetry: --interval-s must be in [0.05, 60] and --max-s in (0, 86400]", file=sys.stderr)
         return 2
-    end = time.monotonic() + a.max_s
+    end, readers = time.monotonic() + a.max_s, (RecvQueue(a.nfs_port), NfsOps(), Qdiscs())
     while time.monotonic() < end:
-        sys.stdout.write(json.dumps(sample(a.state), separators=(",", ":")) + "\n")
+        line = sample(a.state, readers)
+        sys.stdout.write(json.dumps(line, separators=(",", ":")) + "\n")
         sys.stdout.flush()
-        # the next whole interval of wall time; standard input's end (the controller is done) stops it
-        wait = a.interval_s - (time.time() % a.interval_s)
-        ready, _, _ = select.select([sys.stdin], [], [], min(wait, max(0.0, end - time.monotonic())))
-        if ready and not sys.stdin.buffer.read1(4096):
+        if not wait_interval(a.interval_s, end, line.get("pid") if "rpcq" in line else None, readers[0]):
             return 0
     return 0
+
+
+def wait_interval(interval_s, end, pid, queue):
+    """Wait for the next whole interval of wall time, polling the receive queue every QUEUE_GAP_S;
+    False when standard input ended (the controller is done)."""
+    due = (time.time() // interval_s + 1) * interval_s
+    while time.time() < due and time.monotonic() < end:
+        step = min(QUEUE_GAP_S if pid else due - time.time(), due - time.time(), max(0.0, end - time.monotonic()))
+        ready, _, _ = select.select([sys.stdin], [], [], max(0.0, step))
+        if ready and not sys.stdin.buffer.read1(4096):
+            return False
+        if pid:
+            queue.poll()
+    return True
 
 
 if __name__ == "__main__":

@@ -8,6 +8,9 @@ figure rather than restating it (issue 50):
   server_ms    Ganesha's own mean per operation over the trial's window (GetFULLV3Stats over the
                server's D-Bus, measure.telemetry "server_ops"): from request start in a worker to
                the reply; weighted by the client's count of each operation
+  server_queue_ms  the wait before Ganesha reads a request: its NFS connections' receive queue by
+               Little's law, mean queued bytes / bytes received per second (measure.telemetry
+               "rpc_queue", sampled every 20 ms by the server's sampler)
   network_ms   the median round trip of the NULL calls fstress sends beside the trial on a connection
                of its own (raw["null_rtt_ms"]): wire, both stacks and the RPC layers, no work. The
                median, not the mean: of 100 NULLs a trial, one the probe's goroutine was late to send
@@ -15,9 +18,10 @@ figure rather than restating it (issue 50):
   queueing_ms  the client's own queueing: the mean send lag, actual − intended send time
                (raw["send_lag_ms"])
 
-gap_pct = (server + network + queueing − client) / client × 100: what the three parts leave out
-(the server's queue before a worker takes the request, and the size of a call on the wire beyond a
-NULL's). NFSv4.1 is not split: Ganesha counts the operations inside a compound, not the compound.
+gap_pct = (server + server queue + network + queueing − client) / client × 100: what the parts leave
+out or count twice (a call's size on the wire beyond a NULL's; the NULL's own wake-ups on a connection
+idle between its calls). NFSv4.1 is not split: Ganesha counts the operations inside a compound, not
+the compound.
 """
 from __future__ import annotations
 
@@ -42,6 +46,13 @@ def _server_means(telemetry: Mapping[str, Any]) -> dict[str, tuple[int, float]]:
     return {op: (int(n), ms) for op, (n, ms) in out.items() if n > 0}
 
 
+def _server_queue_ms(telemetry: Mapping[str, Any]) -> float | None:
+    """The receive queue's wait over the server hosts, weighted by the bytes each received."""
+    qs = [q for fig in (telemetry.get("hosts") or {}).values() if (q := fig.get("rpc_queue"))]
+    rx = sum(float(q["rx_bytes"]) for q in qs)
+    return sum(float(q["wait_ms"]) * float(q["rx_bytes"]) for q in qs) / rx if rx > 0 else None
+
+
 def _gap_pct(parts: float, client_ms: float) -> float | None:
     return 100.0 * (parts - client_ms) / client_ms if client_ms > 0 else None
 
@@ -53,24 +64,28 @@ def trial_split(raw: Mapping[str, Any]) -> dict[str, Any]:
     network_ms = _num(null.get("p50", null.get("mean"))) if null.get("n") else None
     queueing_ms = _num((raw.get("send_lag_ms") or {}).get("mean"))
     server = _server_means(raw.get("telemetry") or {})
+    server_queue_ms = _server_queue_ms(raw.get("telemetry") or {})
     ops = {op: o for op, o in (raw.get("ops") or {}).items() if _num(o.get("mean_ms")) is not None and o.get("count")}
     present = (("client mean", client_ms is not None), ("send lag", queueing_ms is not None),
                ("network round trip (NULL calls beside the trial)", network_ms is not None),
-               ("server statistics (Ganesha, NFSv3)", bool(server)))
+               ("server statistics (Ganesha, NFSv3)", bool(server)),
+               ("server receive queue", server_queue_ms is not None))
     missing = [name for name, ok in present if not ok]
     uncovered = sorted(op for op in ops if op not in server)
     if not missing and uncovered:
         missing.append("server statistics of " + ", ".join(uncovered))
-    if missing or client_ms is None or network_ms is None or queueing_ms is None:
+    if missing or client_ms is None or network_ms is None or queueing_ms is None or server_queue_ms is None:
         return {"missing": "; ".join(missing)}
     weight = sum(int(o["count"]) for o in ops.values())
     server_ms = sum(int(o["count"]) * server[op][1] / server[op][0] for op, o in ops.items()) / weight
-    parts = server_ms + network_ms + queueing_ms
+    outside = server_queue_ms + network_ms + queueing_ms          # the same for every operation
+    parts = server_ms + outside
     per_op = {op: {"client_ms": float(o["mean_ms"]), "server_ms": server[op][1] / server[op][0],
                    "count": int(o["count"]),
-                   "gap_pct": _gap_pct(server[op][1] / server[op][0] + network_ms + queueing_ms,
-                                       float(o["mean_ms"]))} for op, o in sorted(ops.items())}
-    return {"client_ms": client_ms, "server_ms": server_ms, "network_ms": network_ms, "queueing_ms": queueing_ms,
+                   "gap_pct": _gap_pct(server[op][1] / server[op][0] + outside, float(o["mean_ms"]))}
+              for op, o in sorted(ops.items())}
+    return {"client_ms": client_ms, "server_ms": server_ms, "server_queue_ms": server_queue_ms,
+            "network_ms": network_ms, "queueing_ms": queueing_ms,
             "parts_ms": parts, "gap_pct": _gap_pct(parts, client_ms), "count": weight, "ops": per_op}
 
 
@@ -78,7 +93,7 @@ def _combine(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """Trials at one load as one: each figure weighted by the trial's count of replies."""
     w = sum(r["count"] for r in rows)
     out = {k: sum(r[k] * r["count"] for r in rows) / w
-           for k in ("client_ms", "server_ms", "network_ms", "queueing_ms", "parts_ms")}
+           for k in ("client_ms", "server_ms", "server_queue_ms", "network_ms", "queueing_ms", "parts_ms")}
     out.update(count=w, trials=len(rows), gap_pct=_gap_pct(out["parts_ms"], out["client_ms"]))
     return out
 
@@ -112,6 +127,7 @@ def split_line(split: Mapping[str, Any] | None) -> str | None:
     if not row:
         why = "; ".join((split or {}).get("missing") or {}) or "no valid trial below λ*"
         return f"not split ({why})"
-    return (f"{row['client_ms']:.3f} ms at {row['load_ops_s']:g} ops/s = server {row['server_ms']:.3f}"
+    queue = f" + server queue {row['server_queue_ms']:.3f}" if "server_queue_ms" in row else ""   # stored before it
+    return (f"{row['client_ms']:.3f} ms at {row['load_ops_s']:g} ops/s = server {row['server_ms']:.3f}{queue}"
             f" + network {row['network_ms']:.3f} + client queueing {row['queueing_ms']:.3f}"
             f" ({row['gap_pct']:+.1f} %)")

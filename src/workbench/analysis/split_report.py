@@ -1,4 +1,4 @@
-"""The latency split in the rating report: per load, the client-observed mean beside its three parts
+"""The latency split in the rating report: per load, the client-observed mean beside its parts
 measured on their own (result.json "latency_split", analysis.latency_split) — a stacked bar per load
 with the client's mean marked, and a table of the same figures."""
 from __future__ import annotations
@@ -9,19 +9,20 @@ from workbench.analysis.plots import _figure, _finite, _message, _png
 
 __all__ = ["split_png", "split_table_rows"]
 
-PARTS = (("server_ms", "server (Ganesha's own statistics)"), ("network_ms", "network (NULL beside the trial)"),
-         ("queueing_ms", "client queueing (send lag)"))
+PARTS = (("server_ms", "server (Ganesha's own statistics)"),
+         ("server_queue_ms", "server receive queue (Little's law)"),
+         ("network_ms", "network (NULL beside the trial)"), ("queueing_ms", "client queueing (send lag)"))
 
 
 def split_png(result: Mapping[str, Any]) -> bytes:
-    """Stacked server + network + queueing per load against the client's mean (a black tick)."""
+    """Stacked server + server queue + network + queueing per load against the client's mean (a black tick)."""
     loads = ((result.get("latency_split") or {}).get("loads")) or []
     fig = _figure()
     ax = fig.add_subplot()
     xs = list(range(len(loads)))
     bottom = [0.0] * len(loads)
     for key, label in PARTS:
-        vals = [float(row[key]) for row in loads]
+        vals = [float(row.get(key) or 0.0) for row in loads]      # a rating from before a part: 0
         ax.bar(xs, vals, bottom=bottom, width=0.6, label=label)
         bottom = [b + v for b, v in zip(bottom, vals)]
     ax.plot(xs, [row["client_ms"] for row in loads], "k_", ms=28, mew=2.5, label="client-observed mean")
@@ -45,7 +46,11 @@ def split_table_rows(result: Mapping[str, Any]) -> tuple[list[str], list[list[st
     split = result.get("latency_split") or {}
     peak = result.get("peak_rate")
     rows = [[f"{row['load_ops_s']:g}" + (" (≥ λ*)" if _finite(peak) and row["load_ops_s"] >= float(peak) else ""),
-             f"{row['client_ms']:.3f}", *(f"{row[k]:.3f}" for k, _ in PARTS), f"{row['parts_ms']:.3f}",
+             f"{row['client_ms']:.3f}", *(_ms(row.get(k)) for k, _ in PARTS), f"{row['parts_ms']:.3f}",
              f"{row['gap_pct']:+.1f}", str(row["trials"])] for row in split.get("loads") or []]
-    return ["offered ops/s", "client mean ms", "server ms", "network ms", "client queueing ms", "sum ms",
-            "gap %", "trials"], rows
+    return ["offered ops/s", "client mean ms", "server ms", "server queue ms", "network ms", "client queueing ms",
+            "sum ms", "gap %", "trials"], rows
+
+
+def _ms(v: Any) -> str:
+    return f"{float(v):.3f}" if _finite(v) else "—"

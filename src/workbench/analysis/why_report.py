@@ -33,8 +33,9 @@ def why_html(result: Mapping[str, Any], table: Callable[[Sequence[str], Sequence
         out += [f"<h2>Bottleneck: {html.escape(v['line'])}</h2><p class=\"muted\">utilization of each resource, "
                 f"% of its limit, per trial up to the first overloaded load</p>", table(*bottleneck_table_rows(result))]
     if split.get("loads"):
-        out += ["<h2>Latency split: client mean = server + network + client queueing</h2><p class=\"muted\">each "
-                "part measured on its own: Ganesha's per-operation statistics, NULL calls beside the trial, "
-                "fstress's send lag; gap = (sum − client) / client; valid trials, per offered load</p>",
+        out += ["<h2>Latency split: client mean = server + server queue + network + client queueing</h2>"
+                "<p class=\"muted\">each part measured on its own: Ganesha's per-operation statistics, its "
+                "connections' receive queue (Little's law), NULL calls beside the trial, fstress's send lag; "
+                "gap = (sum − client) / client; valid trials, per offered load</p>",
                 table(*split_table_rows(result))]
     return "".join(out)

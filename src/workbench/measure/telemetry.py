@@ -24,7 +24,10 @@ Series (one value per interval between two samples, named with their units):
   net_rate_limit_Bps, net_delay_ms   its network namespace's links and their qdiscs
   server_ops_s, server_mean_ms   NFS operations Ganesha finished per second and their mean latency
                           (its own statistics, from request start in a worker to the reply)
-and, over the whole window, `server_ops`: per NFS version and operation Ganesha's count and mean ms.
+  server_rpc_queue_bytes, server_rpc_wait_ms   the bytes its NFS connections held unread (time mean)
+                          and the wait before it read them: queue / bytes received per second
+and, over the whole window, `server_ops`: per NFS version and operation Ganesha's count and mean ms,
+and `rpc_queue`: the receive queue's wait over the window {"wait_ms", "mean_bytes", "rx_bytes"}.
 """
 from __future__ import annotations
 
@@ -231,6 +234,15 @@ def _ops(a: Mapping[str, Any], b: Mapping[str, Any], dt: float) -> dict[str, flo
     return {"server_ops_s": n / dt, "server_mean_ms": ms / n if n else None}
 
 
+def _queue(a: Mapping[str, Any], b: Mapping[str, Any], dt: float) -> dict[str, float | None]:
+    """The receive queue's time mean and its wait by Little's law, W = L / λ (Little 1961), in bytes:
+    L the queued bytes' time mean, λ the bytes received per second."""
+    qa, qb = a.get("rpcq") or {}, b.get("rpcq") or {}
+    queued, rx = _rate(qa, qb, "q_Bs", dt), _rate(qa, qb, "rx_b", dt)
+    return {"server_rpc_queue_bytes": queued,
+            "server_rpc_wait_ms": 1000.0 * queued / rx if queued is not None and rx else None}
+
+
 def _pairs(samples: Sequence[Mapping[str, Any]], t0: float, t1: float) -> Iterable[tuple[Any, Any, float]]:
     """Consecutive samples (a, b, seconds between) of one server run whose interval ends inside
     [t0, t1] (wall seconds; half an interval of slack at the end)."""
@@ -248,7 +260,8 @@ def intervals(samples: Sequence[Mapping[str, Any]], t0: float, t1: float) -> lis
 
 def _row(a: Mapping[str, Any], b: Mapping[str, Any], dt: float) -> dict[str, float | None]:
     """Every series of the module docstring over the interval between samples a and b."""
-    return {**_cpu(a, b, dt), **_disk(a, b, dt), **_mem(a, b, dt), **_net(a, b, dt), **_ops(a, b, dt)}
+    return {**_cpu(a, b, dt), **_disk(a, b, dt), **_mem(a, b, dt), **_net(a, b, dt), **_ops(a, b, dt),
+            **_queue(a, b, dt)}
 
 
 def server_ops(samples: Sequence[Mapping[str, Any]], t0: float, t1: float) -> dict[str, dict[str, Any]]:
@@ -265,6 +278,18 @@ def server_ops(samples: Sequence[Mapping[str, Any]], t0: float, t1: float) -> di
     return out
 
 
+def rpc_queue(samples: Sequence[Mapping[str, Any]], t0: float, t1: float) -> dict[str, float] | None:
+    """The receive queue over the window: Little's law on the window's sums (as `_queue`)."""
+    q_bs = rx_b = span_s = 0.0
+    for a, b, dt in _pairs(samples, t0, t1):
+        qa, qb = a.get("rpcq") or {}, b.get("rpcq") or {}
+        if all(isinstance(x.get(k), (int, float)) for x in (qa, qb) for k in ("q_Bs", "rx_b")):
+            q_bs, rx_b, span_s = q_bs + qb["q_Bs"] - qa["q_Bs"], rx_b + qb["rx_b"] - qa["rx_b"], span_s + dt
+    if rx_b <= 0:
+        return None
+    return {"wait_ms": 1000.0 * q_bs / rx_b, "mean_bytes": q_bs / span_s, "rx_bytes": rx_b}
+
+
 def summary(samples: Sequence[Mapping[str, Any]], t0: float, t1: float) -> dict[str, Any] | None:
     """The window's intervals as series (name → list) and their means; None without an interval."""
     rows = intervals(samples, t0, t1)
@@ -276,9 +301,9 @@ def summary(samples: Sequence[Mapping[str, Any]], t0: float, t1: float) -> dict[
     for k in names:
         vals = [v for v in series[k] if isinstance(v, (int, float))]
         mean[k] = sum(vals) / len(vals) if vals else None
-    ops = server_ops(samples, t0, t1)
+    ops, queue = server_ops(samples, t0, t1), rpc_queue(samples, t0, t1)
     return {"interval_s": INTERVAL_S, "n_intervals": len(rows), "series": series, "mean": mean,
-            **({"server_ops": ops} if ops else {})}
+            **({"server_ops": ops} if ops else {}), **({"rpc_queue": queue} if queue else {})}
 
 
 def of_trial(sampling: Samplers, raw: Mapping[str, Any], runlength_s: float) -> dict[str, Any]:

@@ -113,13 +113,15 @@ def _flagged(v: Mapping[str, Any]) -> dict[str, Any]:
             "rerun_rating_id": rerun.get("rating_id"), "rerun_peak_rate": rerun.get("peak_rate"),
             "rel_change": cp.get("rel_change"), "rel_ci": cp.get("rel_ci"), "first_night": cp.get("first_night"),
             "last_good_night": cp.get("last_good_night"), "canary": v.get("canary"), "changed": v.get("changed") or [],
-            "bottleneck": v.get("bottleneck"), "latency_split": v.get("latency_split")}
+            "bottleneck": v.get("bottleneck"), "latency_split": v.get("latency_split"),
+            "load_curve": v.get("load_curve")}
 
 
 def _detail(b: Mapping[str, Any], reason: Any) -> str:
     both = f"; re-run {b['rerun_rating_id']} λ* {fmt_num(b['rerun_peak_rate'])} ops/s" if b["rerun_rating_id"] else ""
     why = f"; bottleneck: {b['bottleneck']}" if b.get("bottleneck") else ""
     why += f"; latency split: {b['latency_split']}" if b.get("latency_split") else ""
+    why += f"; load curve: {b['load_curve']}" if b.get("load_curve") else ""
     return (f"{b['verdict']}: {b['name']}: λ* {fmt_num(b['peak_rate'])} ops/s against {fmt_num(b['baseline_peak'])}; "
             f"rating {b['rating_id']}{both}, report {b['report']}; {reason}{why}")
 

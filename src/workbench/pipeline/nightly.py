@@ -20,6 +20,7 @@ import yaml
 from workbench.analysis.anomalies import history_trend
 from workbench.analysis.bottleneck import change_text
 from workbench.analysis.latency_split import split_line
+from workbench.analysis.load_curve import ort_text
 from workbench.analysis.plots import history_png
 from workbench.analysis.regression import compare_to_history, reference_load, verdict_label, verdict_word
 from workbench.analysis.report import nightly_report_html
@@ -216,6 +217,13 @@ def goal_view(result: Mapping[str, Any], r_sat_ms: float | None) -> dict[str, An
     return {**result, **same[0]} if same else None
 
 
+def curve_text(store: Store, rating_id: str, result: Mapping[str, Any]) -> str | None:
+    """The load curve in one phrase for the verdict and its e-mail: the ORT and where its CSV is."""
+    if "overall_response_time_ms" not in result:
+        return None
+    return f"ORT {ort_text(result, [])}, latency against throughput in {store.url(store.load_curve_csv_key(rating_id))}"
+
+
 def compare(store: Store, night: str, records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """Each baseline's verdict against its history, one per R_sat goal (a goal is compared with the
     earlier nights that rated it); verdicts.json to the store."""
@@ -240,6 +248,7 @@ def compare(store: Store, night: str, records: Sequence[Mapping[str, Any]]) -> l
                                             history[-1]["result"].get("bottleneck") if history else None),
                      latency_split=split_line(rec["result"]["latency_split"]) if "latency_split" in rec["result"]
                      else None,
+                     load_curve=curve_text(store, rec["rating_id"], rec["result"]),
                      history=[history_point(h["night"], h["result"], h["ci_level"]) for h in past]
                      + [history_point(night, current["result"], current["ci_level"])])
             confirm.judge(v, v["history"], confirm.reported_first_nights(

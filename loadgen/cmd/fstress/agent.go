@@ -28,13 +28,17 @@ import (
 // object per line each way; see loadgen/README.md, "Agent".
 
 // AgentProtocol is the version of the agent's line protocol (hello.protocol).
-const AgentProtocol = 1
+// 2: `agent --metrics-addr` (metrics.go), the hello's metrics and a run
+// request's rating_id and slot (labels of the live view); else as 1.
+const AgentProtocol = 2
 
 // agentRequest is one request line.
 type agentRequest struct {
-	ID   string   `json:"id"`
-	Op   string   `json:"op"`             // run, ping, cancel, reset, quit
-	Args []string `json:"args,omitempty"` // run: the flags of `fstress run` without --json
+	ID       string   `json:"id"`
+	Op       string   `json:"op"`                  // run, ping, cancel, reset, quit
+	Args     []string `json:"args,omitempty"`      // run: the flags of `fstress run` without --json
+	RatingID string   `json:"rating_id,omitempty"` // run: labels of the live view (protocol 2)
+	Slot     string   `json:"slot,omitempty"`
 }
 
 // agentReply is one reply line (also the hello line, with Event set).
@@ -54,8 +58,9 @@ type agentReply struct {
 	PID        int             `json:"pid,omitempty"`
 	Host       string          `json:"host,omitempty"`
 	Deployment string          `json:"deployment,omitempty"`
-	Trials     int             `json:"trials,omitempty"` // ping: trials run so far
-	Busy       bool            `json:"busy,omitempty"`   // ping: a trial is running
+	Metrics    string          `json:"metrics,omitempty"` // hello: the address /metrics is served on (protocol 2)
+	Trials     int             `json:"trials,omitempty"`  // ping: trials run so far
+	Busy       bool            `json:"busy,omitempty"`    // ping: a trial is running
 }
 
 // agent is the state of one agent process.
@@ -67,6 +72,7 @@ type agent struct {
 	cancel  context.CancelFunc // of the trial in progress (nil: none)
 	trials  int
 	running bool
+	metrics *agentMetrics // the live view (nil: off)
 }
 
 func (a *agent) reply(r agentReply) {
@@ -75,7 +81,7 @@ func (a *agent) reply(r agentReply) {
 	a.out.Encode(r) // one line; an error means the harness is gone: the end of stdin follows
 }
 
-// cmdAgent is `fstress agent [--deployment ID] [--pid-file FILE]`.
+// cmdAgent is `fstress agent [--deployment ID] [--pid-file FILE] [--metrics-addr HOST:PORT]`.
 func cmdAgent(args []string, stdout, stderr io.Writer) int {
 	return agentMain(args, os.Stdin, stdout, stderr)
 }
@@ -84,6 +90,7 @@ func agentMain(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := newFlagSet("agent")
 	deployment := fs.String("deployment", "", "deployment id, echoed in the hello line")
 	pidFile := fs.String("pid-file", "", "pid file: a live agent named in it is stopped first (a stale agent of an earlier deployment); removed at exit")
+	metricsAddr := fs.String("metrics-addr", "", "serve the live view on HOST:PORT/metrics, or on fd:N, a listening socket the parent passed (Prometheus text format; empty: none)")
 	if !parseFlags(fs, args, stderr) {
 		return exitUsage
 	}
@@ -96,8 +103,16 @@ func agentMain(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	a := &agent{out: json.NewEncoder(stdout)}
 	defer a.kept.close()
+	var served string
+	if *metricsAddr != "" {
+		a.metrics = newAgentMetrics()
+		var stop func()
+		served, stop = serveMetrics(*metricsAddr, *deployment, a.metrics, stderr)
+		defer stop()
+	}
 	host, _ := os.Hostname()
-	a.reply(agentReply{Event: "hello", OK: true, Protocol: AgentProtocol, PID: os.Getpid(), Host: host, Deployment: *deployment})
+	a.reply(agentReply{Event: "hello", OK: true, Protocol: AgentProtocol, PID: os.Getpid(), Host: host,
+		Deployment: *deployment, Metrics: served})
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
 	defer signal.Stop(sig)
@@ -207,6 +222,8 @@ func (a *agent) runTrial(req agentRequest) agentReply {
 	t, code := parseTrial(req.Args, false, &buf)
 	var out *engine.Outcome
 	if t != nil {
+		t.live = a.metrics.begin(req.RatingID, req.Slot, t.c.rate)
+		defer a.metrics.end()
 		ctx, cancel := context.WithCancel(context.Background())
 		a.mu.Lock()
 		a.cancel, a.running = cancel, true

@@ -62,8 +62,9 @@ const usage = `usage: fstress <command> [flags]
   probe      --server HOST[:PORT] --export PATH [--mount-port PORT] [--pings N] [--timeout D] [--json FILE]
              [--portmap-port PORT] [--nfs-version 3|4.1]
   nullserver --listen HOST:PORT
-  agent      [--deployment ID] [--pid-file FILE]   JSON lines on stdin/stdout: {"id","op":"run","args":[run flags]},
-             ping, cancel, reset, quit; each run's reply carries the JSON of fstress run (README: Agent)
+  agent      [--deployment ID] [--pid-file FILE] [--metrics-addr HOST:PORT]   JSON lines on stdin/stdout:
+             {"id","op":"run","args":[run flags]}, ping, cancel, reset, quit; each run's reply carries the
+             JSON of fstress run (README: Agent); --metrics-addr: the live view on HOST:PORT/metrics
 `
 
 // command is a subcommand: what runs it (args are those after its name)

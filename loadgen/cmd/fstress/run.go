@@ -205,9 +205,10 @@ func cmdRun(args []string, _, stderr io.Writer) int {
 
 // trial is one parsed and checked `run` (or agent run request).
 type trial struct {
-	c common
-	o runOpts
-	w *workload.Workload
+	c    common
+	o    runOpts
+	w    *workload.Workload
+	live *engine.Live // the agent's live view of the run (metrics.go; nil: none)
 }
 
 // parseTrial parses and checks the flags of run; needJSON: --json FILE is
@@ -274,7 +275,9 @@ func (t *trial) execute(ctx context.Context, kept *keptSession, stderr io.Writer
 	if err != nil {
 		return nil, drainFailed(err, stderr)
 	}
-	out, err := engine.Run(ctx, sess, fset, o.runConfig(t.w, c.rate, stderr))
+	cfg := o.runConfig(t.w, c.rate, stderr)
+	cfg.Live = t.live
+	out, err := engine.Run(ctx, sess, fset, cfg)
 	if err != nil {
 		errLine(stderr, "%v", err)
 		return nil, exitError

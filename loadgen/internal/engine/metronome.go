@@ -71,6 +71,7 @@ func (r *runner) metronome(ctx context.Context) {
 		if batch > 0 || r.v4 != nil {
 			r.flushSends()
 		}
+		r.liveTick(t)
 		if t >= r.endNs {
 			return // every call intended before the end has been sent
 		}
@@ -91,7 +92,7 @@ func (r *runner) park(ctx context.Context, target int64) {
 		r.pacePolled(t)
 	case d <= 0:
 	case d > coarseAbove:
-		sleepCoarse(ctx, d-coarseEarly)
+		sleepCoarse(ctx, r.liveBound(d-coarseEarly))
 	default:
 		r.parkFine(ctx, t, target, d)
 	}

@@ -31,6 +31,7 @@ type RunConfig struct {
 	ClientID       int
 	BesideNullGap  time.Duration // NULL calls beside the run, one every this long (beside.go; 0: none)
 	Log            io.Writer
+	Live           *Live // the run's counters published as it goes (live.go; nil: none)
 }
 
 // Outcome is what Run returns besides the Result.
@@ -188,6 +189,7 @@ func (r *runner) drainOutstanding() int {
 	for r.inFlight > 0 && time.Now().Before(deadline) {
 		r.pollReplies()
 		r.drain()
+		r.liveTick(r.now())
 		if r.v4 != nil && len(r.v4.backlog) > 0 {
 			r.flush4()
 			r.flushSends()

@@ -119,6 +119,7 @@ type runner struct {
 	lastWake                          int64           // when the metronome's current pass began (ns from the start)
 	lagPend                           [lagBatch]int64 // intended times of queued calls whose send lag is not recorded yet (lagLater)
 	nLag                              int
+	lv                                liveRec // counts for the live view (live.go)
 }
 
 // now is the time since the common start, ns.
@@ -223,7 +224,11 @@ func (r *runner) complete(c *completion) {
 		}
 	}
 	r.seriesComplete(s, c)
+	r.lv.done[c.kind]++
 	ok := c.kind == completedReply && c.status == nfsOK
+	if c.kind == completedReply && !ok {
+		r.lv.nfsErr++
+	}
 	r.sideEffect(s, ok)
 	r.inFlight--
 	s.req.FH, s.req.ToFH = nil, nil
@@ -360,6 +365,9 @@ func (r *runner) recordLags() {
 	now := r.now()
 	for _, t := range r.lagPend[:r.nLag] {
 		r.rec.SendLag(time.Duration(now - t))
+	}
+	if r.lv.pub != nil {
+		r.lv.lags(r.lagPend[:r.nLag], now)
 	}
 	r.nLag = 0
 }

@@ -103,6 +103,12 @@ func Run(ctx context.Context, s *Session, fs *Fileset, cfg RunConfig) (*Outcome,
 		}
 		rs = append(rs, r)
 	}
+	if cfg.Live != nil {
+		for k, p := range cfg.Live.attach(n) {
+			rs[k].lv.pub = p
+		}
+		defer cfg.Live.detach()
+	}
 	beside := dialBeside(ctx, s, &cfg)
 	start := commonStart(&cfg)
 	startWall := time.Now().Add(time.Until(start))
@@ -151,6 +157,7 @@ func runShards(ctx context.Context, rs []*runner, start time.Time, cfg RunConfig
 			r.ser.Stop(r.inFlight)
 			sending.Done()
 			lefts[k] = r.drainOutstanding()
+			r.publishLast(lefts[k])
 			if r.v4 != nil {
 				r.finish4()
 			}

@@ -27,7 +27,12 @@ import (
 // CPU is one reading of the aggregate "cpu" line, in USER_HZ ticks.
 type CPU struct {
 	Steal, Total uint64
+	Idle         uint64 // idle + iowait: no task ran
 }
+
+// TicksPerSecond is USER_HZ, the unit of /proc/stat: 100 on Linux for
+// every architecture user space sees (the kernel scales its own HZ to it).
+const TicksPerSecond = 100
 
 // Read reads /proc/stat.
 func Read() (CPU, error) {
@@ -55,7 +60,10 @@ func Parse(text string) (CPU, error) {
 				return CPU{}, fmt.Errorf("/proc/stat: cpu field %d: %v", i, err)
 			}
 			c.Total += v
-			if i == 8 {
+			switch i {
+			case 4, 5: // idle, iowait
+				c.Idle += v
+			case 8:
 				c.Steal = v
 			}
 		}

@@ -21,8 +21,8 @@ func TestParseSumsUserToSteal(t *testing.T) {
 		t.Fatal(err)
 	}
 	// 100+5+50+800+10+1+4+30 = 1000; guest (7) is inside user and not added again
-	if a.Total != 1000 || a.Steal != 30 {
-		t.Fatalf("got %+v, want Total 1000 Steal 30", a)
+	if a.Total != 1000 || a.Steal != 30 || a.Idle != 810 {
+		t.Fatalf("got %+v, want Total 1000 Steal 30 Idle 810", a)
 	}
 }
 

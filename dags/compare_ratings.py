@@ -7,6 +7,7 @@ its CI, Welch's one-sided test on the trials near A's measured load nearest its 
 words; the page draws both latency-vs-load curves on one plot. The run stays green whatever the
 verdict (it informs); a rating that is missing or has not finished fails it, naming which.
 """
+
 from __future__ import annotations
 
 import datetime as dt
@@ -22,7 +23,7 @@ with DAG(
     dag_id="compare_ratings",
     description="B's peak rate against A's: change, CI, Welch's test, verdict and a page",
     schedule=None,
-    start_date=dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc),
+    start_date=dt.datetime(2026, 1, 1, tzinfo=dt.UTC),
     catchup=False,
     tags=["workbench"],
     doc_md=__doc__,
@@ -32,20 +33,43 @@ with DAG(
     def compare_ab(params=None):
         try:
             (sa, a), (sb, b) = compare.open_rating(params["a"]), compare.open_rating(params["b"])
-            out = compare.compare_ratings(compare.load_rating(sa, a), compare.load_rating(sb, b),
-                                          params["tolerance"], params["confidence"])
+            out = compare.compare_ratings(
+                compare.load_rating(sa, a),
+                compare.load_rating(sb, b),
+                params["tolerance"],
+                params["confidence"],
+            )
         except (ParamError, StoreError) as e:
             raise AirflowFailException(str(e)) from None
-        print(f"{out['verdict']['word']}: {out['verdict']['reason']}\npage: {compare.publish(sb, out)}")
+        print(
+            f"{out['verdict']['word']}: {out['verdict']['reason']}\npage: "
+            f"{compare.publish(sb, out)}"
+        )
         return out["verdict"]
 
     compare_ab()
 
-# the Params once the tasks exist, so that no task keeps a copy of them (dags/README.md)
-dag.params = {
-    "a": Param("", type="string", minLength=1, description="rating A (before): id or s3://bucket/ratings/<id>/"),
-    "b": Param("", type="string", minLength=1, description="rating B (after): id or s3://bucket/ratings/<id>/"),
-    "tolerance": Param(0.10, type="number", minimum=0, exclusiveMaximum=1,
-                       description="relative change in λ* that matters"),
+# the Params once the tasks exist, so that no task keeps a copy of them (dags/README.md); the
+# DAG's attrs converter makes the dict a ParamsDict, which mypy does not see
+dag.params = {  # type: ignore[assignment]
+    "a": Param(
+        "",
+        type="string",
+        minLength=1,
+        description="rating A (before): id or s3://bucket/ratings/<id>/",
+    ),
+    "b": Param(
+        "",
+        type="string",
+        minLength=1,
+        description="rating B (after): id or s3://bucket/ratings/<id>/",
+    ),
+    "tolerance": Param(
+        0.10,
+        type="number",
+        minimum=0,
+        exclusiveMaximum=1,
+        description="relative change in λ* that matters",
+    ),
     "confidence": Param(0.95, type="number", exclusiveMinimum=0, exclusiveMaximum=1),
 }

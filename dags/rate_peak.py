@@ -18,6 +18,7 @@ every later trial. trial_k.run records trials/<k>.json and is idempotent, so a r
 restarted scheduler neither loses nor repeats a trial. Branching works in a plain task group;
 only a *mapped* one ignores branch skips in Airflow 3.3.2 (apache/airflow#67265).
 """
+
 from __future__ import annotations
 
 import datetime as dt
@@ -46,7 +47,7 @@ from workbench.store.s3 import open_store
 POOL = "workbench_sut"
 K = MAX_TRIAL_TASKS
 # Wall-clock bounds (the ansible-runner timeouts inside are tighter: from the trial's own runlength)
-SETUP_TIMEOUT = dt.timedelta(hours=1)            # provision / deploy (file set build ≤ 30 min)
+SETUP_TIMEOUT = dt.timedelta(hours=1)  # provision / deploy (file set build ≤ 30 min)
 TRIAL_TIMEOUT = dt.timedelta(seconds=PARAMS["runlength_s"]["maximum"] * 1.5 + 600)
 TEARDOWN_TIMEOUT = dt.timedelta(minutes=15)
 
@@ -59,7 +60,7 @@ class SlotOperator(PythonOperator):
     def execute(self, context):
         try:
             return super().execute(context)
-        except (LeaseLost, RatingKilled, InventoryError) as e:    # no retry can help
+        except (LeaseLost, RatingKilled, InventoryError) as e:  # no retry can help
             raise AirflowFailException(f"{type(e).__name__}: {e}") from None
 
     def on_kill(self) -> None:
@@ -79,14 +80,18 @@ class DecideOperator(BranchPythonOperator):
     def skip_all_except(self, ti, branch_task_ids):
         k = int(self.task_id.split(".", 1)[0].rsplit("_", 1)[1])
         # Airflow passes the branch as a generator of task ids (task groups expanded)
-        followed = [branch_task_ids] if isinstance(branch_task_ids, str) else list(branch_task_ids or [])
+        followed = (
+            [branch_task_ids] if isinstance(branch_task_ids, str) else list(branch_task_ids or [])
+        )
         if followed != [task_ids(k)["done"]]:
             return super().skip_all_except(ti, followed)
-        rest = ([task_ids(j)["run"] for j in range(k, K)] + [task_ids(j)["decide"] for j in range(k + 1, K)]
-                + [task_ids(j)["done"] for j in range(k + 1, K + 1)])
+        rest = (
+            [task_ids(j)["run"] for j in range(k, K)]
+            + [task_ids(j)["decide"] for j in range(k + 1, K)]
+            + [task_ids(j)["done"] for j in range(k + 1, K + 1)]
+        )
         ti.xcom_push(key=XCOM_SKIPMIXIN_KEY, value={XCOM_SKIPMIXIN_FOLLOWED: [task_ids(k)["done"]]})
         raise DownstreamTasksSkipped(tasks=[(t, ti.map_index) for t in rest])
-
 
 
 def _plan(ti) -> RatingPlan:
@@ -95,15 +100,19 @@ def _plan(ti) -> RatingPlan:
 
 def validate(params, dag_run, ti, **_):
     rating_id = rating_id_for(dag_run.dag_id, dag_run.run_id)
-    try:   # MinIO reachable, and the whole validation pass (params.validation) before anything is provisioned
+    # MinIO reachable, and the whole validation pass (params.validation), before anything is
+    # provisioned
+    try:
         return checked_plan(dict(params), rating_id, open_store()).to_dict()
     except ParamError as e:
         raise AirflowFailException(f"bad parameters: {e}") from None
 
 
 def lease_slot(ti, **_):
-    try:   # a busy slot is retried (the task's retries); a slot the inventory lacks, or WB_LEASE_*, is not
-        pipeline.reap_slots()     # slots whose holder is gone (a killed CLI, an ended run): torn down first
+    # a busy slot is retried (the task's retries); a slot the inventory lacks, or WB_LEASE_*, is not
+    try:
+        # slots whose holder is gone (a killed CLI, an ended run): torn down first
+        pipeline.reap_slots()
         plan = leases.lease_slot(RatingPlan.from_dict(ti.xcom_pull(task_ids="validate")))
     except (InventoryError, LeaseConfigError) as e:
         raise AirflowFailException(str(e)) from None
@@ -128,12 +137,15 @@ def decide(k: int):
             return task_ids(k)["run"]
         print(f"stop after {k} trials: {d.result.reason}; λ* ≈ {fmt_num(d.result.peak_rate)} ops/s")
         return task_ids(k)["done"]
+
     return fn
 
 
 def trial(k: int):
     def fn(ti, **_):
-        print(trial_line(pipeline.trial_step(_plan(ti), open_store(), k), width=None))   # the whole reason
+        # the whole reason
+        print(trial_line(pipeline.trial_step(_plan(ti), open_store(), k), width=None))
+
     return fn
 
 
@@ -145,7 +157,10 @@ def gx_check(ti, **_):
 
 def summarise(ti, **_):
     res = pipeline.summarise_step(_plan(ti), open_store(), ti.xcom_pull(task_ids="gx_check"))
-    print(f"λ* = {fmt_num(res['peak_rate'])} ops/s, bracket {res['bracket']}, CI {res['peak_rate_ci']}: {res['reason']}")
+    print(
+        f"λ* = {fmt_num(res['peak_rate'])} ops/s, bracket {res['bracket']}, CI "
+        f"{res['peak_rate_ci']}: {res['reason']}"
+    )
 
 
 def report(ti, **_):
@@ -171,7 +186,7 @@ def verdict(ti, **_):
     store = open_store()
     res = store.get_json(store.result_key(_plan(ti).rating_id))
     print(result_block(res))
-    if not res.get("converged"):       # the run turns red; result, report and trials are stored
+    if not res.get("converged"):  # the run turns red; result, report and trials are stored
         raise AirflowFailException(f"the rating did not converge: {res.get('reason')}")
 
 
@@ -179,7 +194,7 @@ with DAG(
     dag_id="rate_peak",
     description="Peak rate λ* of one NFS server configuration (Cutting Corners, Algorithm 2)",
     schedule=None,
-    start_date=dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc),
+    start_date=dt.datetime(2026, 1, 1, tzinfo=dt.UTC),
     catchup=False,
     max_active_runs=len(SLOTS),
     # every step is idempotent (keys derive from the run), so a task lost to a crash is retried;
@@ -191,19 +206,29 @@ with DAG(
 ) as dag:
     t_validate = PythonOperator(task_id="validate", python_callable=validate)
     # both slots busy: wait for one (up to ~20 min) rather than fail
-    t_lease = PythonOperator(task_id="lease_slot", python_callable=lease_slot, retries=40,
-                             retry_delay=dt.timedelta(seconds=30))
-    t_prov = SlotOperator(task_id="provision", python_callable=provision, pool=POOL,
-                          execution_timeout=SETUP_TIMEOUT)
-    t_deploy = SlotOperator(task_id="deploy", python_callable=deploy, pool=POOL, execution_timeout=SETUP_TIMEOUT)
-    t_gx = PythonOperator(task_id="gx_check", python_callable=gx_check,
-                          trigger_rule="none_failed_min_one_success")
+    t_lease = PythonOperator(
+        task_id="lease_slot",
+        python_callable=lease_slot,
+        retries=40,
+        retry_delay=dt.timedelta(seconds=30),
+    )
+    t_prov = SlotOperator(
+        task_id="provision", python_callable=provision, pool=POOL, execution_timeout=SETUP_TIMEOUT
+    )
+    t_deploy = SlotOperator(
+        task_id="deploy", python_callable=deploy, pool=POOL, execution_timeout=SETUP_TIMEOUT
+    )
+    t_gx = PythonOperator(
+        task_id="gx_check", python_callable=gx_check, trigger_rule="none_failed_min_one_success"
+    )
     t_validate >> t_lease >> t_prov >> t_deploy
     prev = t_deploy
     for k in range(K):
         with TaskGroup(group_id=f"trial_{k}", tooltip=f"trial {k}: decide, then run or stop"):
             d = DecideOperator(task_id="decide", python_callable=decide(k))
-            t = SlotOperator(task_id="run", python_callable=trial(k), pool=POOL, execution_timeout=TRIAL_TIMEOUT)
+            t = SlotOperator(
+                task_id="run", python_callable=trial(k), pool=POOL, execution_timeout=TRIAL_TIMEOUT
+            )
             stop = EmptyOperator(task_id="done")
             d >> [t, stop]
         prev >> d
@@ -218,12 +243,19 @@ with DAG(
     t_rep = PythonOperator(task_id="report", python_callable=report)
     t_pub = PythonOperator(task_id="publish", python_callable=publish)
     # not in the pool: a failed run must release its slot even when the pool is full
-    t_down = SlotOperator(task_id="teardown", python_callable=teardown, trigger_rule="all_done",
-                          execution_timeout=TEARDOWN_TIMEOUT)
+    t_down = SlotOperator(
+        task_id="teardown",
+        python_callable=teardown,
+        trigger_rule="all_done",
+        execution_timeout=TEARDOWN_TIMEOUT,
+    )
     t_verdict = PythonOperator(task_id="verdict", python_callable=verdict)
     t_gx >> t_sum >> t_rep >> t_pub >> t_down
     [t_pub, t_down] >> t_verdict
     t_lease >> t_down
 
-# the Params once the tasks exist, so that no task keeps a copy of them (dags/README.md)
-dag.params = {name: Param(**schema) for name, schema in PARAMS.items()}
+# the Params once the tasks exist, so that no task keeps a copy of them (dags/README.md); the
+# DAG's attrs converter makes the dict a ParamsDict, which mypy does not see
+dag.params = {  # type: ignore[assignment]
+    name: Param(**schema) for name, schema in PARAMS.items()
+}

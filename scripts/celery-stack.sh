@@ -31,7 +31,7 @@
 # WB_SUPERVISE_WINDOW_S override 5 s, 5 and 600 s.
 # The live view (docs/guide-distributed.md): Debian's Prometheus on 127.0.0.1:9090 (another free port
 # when 9090 is taken at the first start; `status` prints it), its config generated in D/prometheus/
-# (python -m workbench.measure.live config), data in D/prometheus/data (7 days), the rules and the
+# (python -m workbench.measure.live_config config), data in D/prometheus/data (7 days), the rules and the
 # console page workbench.html of monitoring/prometheus/; it scrapes every second the slots' live
 # endpoints (127.0.0.1:9651..9655, WB_METRICS_PORT_BASE+1..+5) and Debian's node exporter, which
 # the stack starts on 127.0.0.1:9100 (or a free port) with the cpu, meminfo, diskstats, netdev and
@@ -252,9 +252,9 @@ start_monitor() {  # prometheus|node-exporter (idempotent)
     return 0
   fi
   private_dir "$dir/prometheus"
-  "$VENV_BIN/python" -m workbench.measure.live config --targets-host 127.0.0.1 --rules "$MONITORING/rules.yml" \
+  "$VENV_BIN/python" -m workbench.measure.live_config config --targets-host 127.0.0.1 --rules "$MONITORING/rules.yml" \
     $([ ! -x "$NODE_BIN" ] || echo "--node $node") >"$dir/prometheus/prometheus.yml" ||
-    { say "warning: no Prometheus configuration (python -m workbench.measure.live config failed)"; return 1; }
+    { say "warning: no Prometheus configuration (python -m workbench.measure.live_config config failed)"; return 1; }
   setsid nohup "$PROM_BIN" --config.file="$dir/prometheus/prometheus.yml" --storage.tsdb.path="$dir/prometheus/data" \
     --storage.tsdb.retention.time=7d --web.listen-address="127.0.0.1:$(env_value WB_PROM_PORT)" \
     --web.console.templates="$MONITORING/consoles" --web.console.libraries="$MONITORING/console_libraries" \

@@ -314,10 +314,10 @@ class WebhookReceiver:
 
 def web_surface_ratings(rated: list) -> Callable:
     """A stand-in for `sweep.run_rating` answering λ* from the simulated server's web family at the
-    sample's threads and disks (workbench.measure.simulated.family_capacity); cost 50 s or the
+    sample's threads and disks (workbench.measure.factor_model.family_capacity); cost 50 s or the
     rating's budget in the controller's account (30 s more measured); the plans it rated are
     appended to `rated`."""
-    from workbench.measure.simulated import family_capacity
+    from workbench.measure.factor_model import family_capacity
 
     def rating(plan, store, log=print):
         lam = family_capacity("web", {"threads": plan.factors["threads"], "disks": plan.factors["disks"]})[0]

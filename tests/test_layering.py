@@ -6,7 +6,8 @@ Layers, low → high (a module may import its own layer or lower):
   0 workbench.config   1 workbench.stats   2 workbench.controller
   3 workbench.measure, workbench.planning (planning may import measure, not the reverse)
   4 workbench.analysis, workbench.params, workbench.store   5 workbench.lease, workbench.output
-  6 workbench.pipeline   7 workbench.cli, workbench.dagrun, workbench.preload   8 dags/, plugins/
+  6 workbench.pipeline   7 workbench.cli (its grammar: workbench.cli_args), workbench.dagrun,
+  workbench.preload   8 dags/, plugins/
 """
 from __future__ import annotations
 
@@ -35,13 +36,15 @@ LAYERS = {
     "workbench.output": 5,       # the console's lines, the notifications of a run
     "workbench.pipeline": 6,     # the workflows: rating steps, run_rating, sweeps, nights, comparisons
     "workbench.cli": 7,
+    "workbench.cli_args": 7,     # the command line's grammar (flags, usage errors), for workbench.cli
     "workbench.dagrun": 7,
     "workbench.preload": 7,    # Airflow's task-forking processes import the pipeline once (airflow_local_settings)
     "dags": 8,
     "plugins": 8,
 }
 # Imports between different units of one rank: allowed only where listed (importer, imported).
-SAME_RANK_ALLOWED = {("workbench.planning", "workbench.measure")}   # planning.dryrun simulates
+SAME_RANK_ALLOWED = {("workbench.planning", "workbench.measure"),   # planning.dryrun simulates
+                     ("workbench.cli", "workbench.cli_args")}        # the commands use their grammar
 
 PURE_DIRS = (PKG / "controller", PKG / "stats")
 PURE_FORBIDDEN_TOP = {

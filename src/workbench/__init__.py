@@ -9,6 +9,7 @@ cheap for the DAG files):
 Layers, imports pointing one way (tests/test_layering.py): config → stats → controller →
 measure, planning → analysis, params, store → lease, output → pipeline → cli, dagrun.
 """
+
 from __future__ import annotations
 
 import importlib

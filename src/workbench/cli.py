@@ -1,13 +1,16 @@
 """`workbench` command line: rate one sample end to end, or plan a rating's cost.
 
-    workbench rate [--workload web_server] [--slot slot1] [--profile quick|smoke|standard] [--r-sat-ms 40[,20,80]]
-                   [--results DIR] [factor flags: --fs --disks --memory-mb --read-iops ...]
-                   [workload factors: --zipf-alpha --files-per-ops --read-size-kb --mix-read-pct ...]
+    workbench rate [--workload web_server] [--slot slot1] [--profile quick|smoke|standard]
+                   [--r-sat-ms 40[,20,80]] [--results DIR]
+                   [factor flags: --fs --disks --memory-mb --read-iops ...]
+                   [workload factors: --zipf-alpha --files-per-ops --read-size-kb --mix-read-pct …]
                    [--server-address A --server-export PATH [--server-description TEXT] ...]
                    [--agent on|off] [--check] [--no-teardown] [--quiet | --verbose]
     workbench plan [--workload web_server] [--profile quick] [--capacity OPS] [--reps N]
-    workbench compare A B [--results DIR] [--tolerance 0.10] [--confidence 0.95] [--out FILE] [--publish]
-                      (exit 1 on a regression, 2 on no verdict or bad input: a CI job can gate on it)
+    workbench compare A B [--results DIR] [--tolerance 0.10] [--confidence 0.95] [--out FILE]
+                      [--publish]
+                      (exit 1 on a regression, 2 on no verdict or bad input: a CI job can gate
+                      on it)
 
 `rate` runs the same steps as the rate_peak DAG (``pipeline.runner.run_rating``) over a
 `LocalStore` in the results directory, taking the same slot lease: the trial log is
@@ -29,147 +32,46 @@ family: expected cost, trials and convergence of the same spec.
 `compare`: B's λ* against A's (``pipeline.compare``): the change with its CI, Welch's test at a
 common load, the verdict in words, and an HTML page with both latency-vs-load curves.
 """
+
 from __future__ import annotations
 
 import argparse
 import math
-import re
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
+from workbench.cli_args import (
+    SPEC_OPTIONS,
+    Parser,
+    UsageError,
+    compare_parser,
+    one_line,
+    option_strings,
+    plan_parser,
+    r_sat_goals,
+    rate_parser,
+)
 from workbench.config import tenants, workloads
 from workbench.config.external import EXTERNAL_PARAMS
-from workbench.config.factors import FACTORS, add_cli_flags
-from workbench.config.paths import DEFAULT_INVENTORY, FSTRESS, REPO
+from workbench.config.factors import FACTORS
+from workbench.config.paths import FSTRESS, REPO
 from workbench.config.profiles import FAMILY_OF_WORKLOAD, PROFILES, with_policy
-from workbench.config.settings import add_flags, bounds_of
 from workbench.config.untrusted import UNSAFE_ID_CHARS
-from workbench.config.vocabulary import CANNED_WORKLOADS
-from workbench.controller.policy import POLICY_CLASSES
 from workbench.controller.spec import RatingSpec
 from workbench.measure.ansible import AnsibleHarness, HarnessError
 from workbench.pipeline.stop import RatingKilled
 
-# The spec's flags (declared in controller.spec with flag=True) that are Params too; first_load is
-# the command line's own (with_settings)
-_SPEC_OPTIONS = ("policy", *(n for n, b in bounds_of(RatingSpec).items() if b.flag and n != "first_load"))
-
-
-class UsageError(Exception):
-    """Bad input: printed as one line, exit code 2."""
-
-
-class _Parser(argparse.ArgumentParser):
-    """argparse's errors in one line (its usage of `rate` runs to a screen): `--help` shows the rest."""
-
-    def error(self, message: str):
-        self.exit(2, f"{self.prog}: {' '.join(message.split())} (--help lists the flags)\n")
-
-
-def _flags(parser: argparse.ArgumentParser) -> set[str]:
-    subs = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
-    return {o for sp in (subs[0].choices.values() if subs else ()) for o in sp._option_string_actions}
-
-
-def one_line(message: str, flags: set[str]) -> str:
-    """A usage error in one line; a message that starts with a setting's name (`memory_mb must be …`,
-    `fs: 'zfs' is not …`) names its flag instead (`--memory-mb must be …`)."""
-    text = " ".join(str(message).split())
-    m = re.match(r"(?:factor |setting )?([a-z][a-z0-9_]*)\b", text)
-    if m and not text.startswith("--") and f"--{m[1].replace('_', '-')}" in flags:
-        text = f"--{m[1].replace('_', '-')}{text[m.end():]}"
-    return text
-
 
 def _parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="workbench", description="NFS benchmarking workbench")
+    p = Parser(prog="workbench", description="NFS benchmarking workbench")
     sub = p.add_subparsers(dest="cmd", required=True)
-
-    def common(sp: argparse.ArgumentParser) -> None:
-        sp.add_argument("--workload", default="web_server",
-                        help=f"canned fstress workload ({', '.join(CANNED_WORKLOADS)}) or a workload file")
-        sp.add_argument("--profile", choices=sorted(PROFILES), default="quick")
-        sp.add_argument("--policy", choices=tuple(POLICY_CLASSES), help="search policy (default: the profile's)")
-        sp.add_argument("--r-sat-ms", metavar="MS[,MS...]",
-                        help="R_sat: mean response time threshold (ms); several goals comma-separated, "
-                             "e.g. 40,20,80: one search rates them all, the first is the headline λ*; "
-                             "/L_sat after a goal gives its own p95 threshold (ms), e.g. 40,20/500")
-        add_flags(sp, RatingSpec)
-        add_cli_flags(sp)
-        workloads.add_cli_flags(sp)
-
-    r = sub.add_parser("rate", help="rate one sample end to end on a slot")
-    common(r)
-    r.add_argument("--slot", default="slot1")
-    r.add_argument("--inventory", type=Path, default=DEFAULT_INVENTORY)
-    r.add_argument("--load-hosts", type=int, help="the slot's first N load hosts share the load (default: all)")
-    tenants.add_cli_flags(r)
-    r.add_argument("--results", "--out", dest="results",
-                   help="results directory (default results/<time>-<workload>-<slot>); re-use it to resume")
-    r.add_argument("--warmup-s", type=float)
-    r.add_argument("--fileset-rate", type=float)
-    r.add_argument("--fstress-cpus", default=None, help='taskset CPU list for fstress (default: the inventory\'s; local "1", real hosts none)')
-    ext = r.add_argument_group("external server (rate an NFS server Workbench does not provision; "
-                               "use a slot of load hosts only, e.g. --inventory inventory/external/hosts.yml)")
-    for name, (_, text) in EXTERNAL_PARAMS.items():
-        ext.add_argument("--" + name.replace("_", "-"), type=int if name.endswith("_port") else str, help=text)
-    r.add_argument("--check", action="store_true", help="check every input, touch no host, exit")
-    r.add_argument("--no-teardown", action="store_true", help="leave the slot provisioned (and leased)")
-    r.add_argument("--agent", choices=("on", "off"), default=None,
-                   help="trials through a resident `fstress agent` per load host instead of an Ansible run "
-                        "per trial (default: WB_FSTRESS_AGENT=1/0, else on)")
-    r.add_argument("--quiet", action="store_true", help="no per-trial progress")
-    r.add_argument("--verbose", action="store_true",
-                   help="each trial's reason and decision whole (the line is cut to 120 columns otherwise)")
-
-    pl = sub.add_parser("plan", help="dry-run planner: expected cost of a rating (simulated server)")
-    common(pl)
-    pl.add_argument("--capacity", type=float, help="simulated capacity (ops/s) instead of the family model")
-    pl.add_argument("--reps", type=int, default=20)
-    pl.add_argument("--seed", type=int, default=0)
-    _compare_parser(sub)
+    rate_parser(sub)
+    plan_parser(sub)
+    compare_parser(sub)
     return p
-
-
-def _goal_ms(text: str, part: str, i: int, what: str) -> float:
-    try:
-        g = float(part)
-    except ValueError:
-        raise UsageError(f"--r-sat-ms: {part.strip()!r} (goal {i} of {text!r}) is not a number; give R_sat "
-                         f"in ms, several comma-separated, each with an optional /L_sat, e.g. 40,20/500") from None
-    if not (math.isfinite(g) and g > 0):
-        raise UsageError(f"--r-sat-ms: goal {i} of {text!r} is {g:g}; r_sat_ms must be a number of ms > 0"
-                         if what == "R_sat" else f"--r-sat-ms: goal {i} of {text!r} has L_sat {g:g}; it must be "
-                                                 f"a number of ms > 0")
-    return g
-
-
-def r_sat_goals(text: str | None) -> dict[str, Any]:
-    """--r-sat-ms "40", "40,20,80" or "40/1000,20/500,80" (R_sat[/L_sat] per goal) → {"r_sat_ms": 40.0,
-    "goals_ms": [20.0, 80.0] or None} plus l_sat_ms / goals_l_sat_ms where an L_sat is given ({} when
-    not given); a bad list fails in one line naming what is wrong."""
-    from workbench.config.vocabulary import MAX_GOALS
-    if text is None:
-        return {}
-    goals: list[float] = []
-    l_sats: list[float | None] = []
-    for i, part in enumerate(text.split(","), 1):
-        r, _, l_sat = part.partition("/")
-        g = _goal_ms(text, r, i, "R_sat")
-        if g in goals:
-            raise UsageError(f"--r-sat-ms: {g:g} ms is given twice in {text!r}; each goal once")
-        goals.append(g)
-        l_sats.append(_goal_ms(text, l_sat, i, "L_sat") if l_sat.strip() else None)
-    if len(goals) > MAX_GOALS:
-        raise UsageError(f"--r-sat-ms: {len(goals)} goals in {text!r}; at most {MAX_GOALS}")
-    out: dict[str, Any] = {"r_sat_ms": goals[0], "goals_ms": goals[1:] or None}
-    if l_sats[0] is not None:
-        out["l_sat_ms"] = l_sats[0]
-    if any(x is not None for x in l_sats[1:]):
-        out["goals_l_sat_ms"] = l_sats[1:]
-    return out
 
 
 def check_rate_inputs(plan) -> dict[str, Any]:
@@ -178,6 +80,7 @@ def check_rate_inputs(plan) -> dict[str, Any]:
     workload and its file set pass `fstress check` and fit the export. Returns the file set."""
     from workbench.params.plan import ParamError
     from workbench.params.validation import validate_plan
+
     if not FSTRESS.is_file():
         raise UsageError(f"fstress binary {FSTRESS} is missing: run `make fstress`")
     try:
@@ -190,11 +93,12 @@ def build_plan(args: argparse.Namespace, rating_id: str):
     """The rating plan of the command line: the same Params checks as the DAGs', plus the
     CLI's own settings (first load, warm-up, file set, fstress CPUs, inventory)."""
     from workbench.params.plan import ParamError, plan_from_params, with_settings
+
     # the slot is checked against the inventory (check_rate_inputs), not against WB_SLOTS
     params: dict[str, Any] = {"workload": args.workload, "profile": args.profile, "slot": "auto"}
     params.update({f.name: getattr(args, f.name) for f in FACTORS})
     params.update({name: getattr(args, name) for name in workloads.WORKLOAD_FACTOR_NAMES})
-    params.update({k: getattr(args, k) for k in _SPEC_OPTIONS})
+    params.update({k: getattr(args, k) for k in SPEC_OPTIONS})
     params.update({k: getattr(args, k) for k in EXTERNAL_PARAMS})
     params.update(r_sat_goals(args.r_sat_ms))
     params["load_hosts"] = args.load_hosts
@@ -203,9 +107,15 @@ def build_plan(args: argparse.Namespace, rating_id: str):
         params["seed_source"] = "load"
     try:
         plan = plan_from_params(params, rating_id, workload_files=True)
-        return with_settings(plan, slot=args.slot, first_load=args.first_load, warmup_s=args.warmup_s,
-                             fileset_rate=args.fileset_rate, fstress_cpus=args.fstress_cpus,
-                             inventory=args.inventory)
+        return with_settings(
+            plan,
+            slot=args.slot,
+            first_load=args.first_load,
+            warmup_s=args.warmup_s,
+            fileset_rate=args.fileset_rate,
+            fstress_cpus=args.fstress_cpus,
+            inventory=args.inventory,
+        )
     except ParamError as e:
         raise UsageError(str(e)) from None
 
@@ -214,13 +124,16 @@ def results_dir(args: argparse.Namespace) -> Path:
     """The results directory: --results (checked: config.untrusted.check_results_path, its name is
     the rating id) or results/<time>-<workload>-<slot>. Nothing is made here."""
     from workbench.config.untrusted import check_results_path
+
     if args.results is None:
         stem = UNSAFE_ID_CHARS.sub("_", f"{Path(args.workload).stem}-{args.slot}")[:80]
-        return (REPO / "results" / f"{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}-{stem}").resolve()
+        return (
+            REPO / "results" / f"{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}-{stem}"
+        ).resolve()
     try:
         check_results_path(args.results)
         out = Path(args.results).resolve()
-        check_results_path(str(out))            # as resolved (a symbolic link may name anything)
+        check_results_path(str(out))  # as resolved (a symbolic link may name anything)
     except ValueError as e:
         raise UsageError(str(e)) from None
     if out.exists() and not out.is_dir():
@@ -238,9 +151,16 @@ def cmd_rate(args: argparse.Namespace, harness_factory=None) -> int:
     plan = build_plan(args, rating_id=out.name)
     fileset = check_rate_inputs(plan) if harness_factory is None else {}
     if args.check:
-        size = (f"; file set {fileset['files']} files, {fileset['fileset_bytes'] / 2**20:.0f} MiB "
-                f"at {plan.fileset_rate:g} ops/s" if fileset.get("needs_fileset") else "")
-        print(f"workbench rate: inputs OK ({plan.workload_name()} on {plan.slot}, {plan.server_text()}{size})")
+        size = (
+            f"; file set {fileset['files']} files, {fileset['fileset_bytes'] / 2**20:.0f} MiB "
+            f"at {plan.fileset_rate:g} ops/s"
+            if fileset.get("needs_fileset")
+            else ""
+        )
+        print(
+            f"workbench rate: inputs OK ({plan.workload_name()} on {plan.slot}, "
+            f"{plan.server_text()}{size})"
+        )
         return 0
     store = LocalStore(out)
     try:
@@ -248,13 +168,24 @@ def cmd_rate(args: argparse.Namespace, harness_factory=None) -> int:
     except ParamError as e:
         raise UsageError(str(e)) from None
     spec = plan.rating_spec()
-    prog = Progress(spec.budget_s, spec.trial_overhead_s, enabled=not args.quiet, verbose=args.verbose)
+    prog = Progress(
+        spec.budget_s, spec.trial_overhead_s, enabled=not args.quiet, verbose=args.verbose
+    )
     err = sys.stderr
-    err.write(f"workbench rate: {plan.workload_name()} on {plan.slot}, profile {plan.profile}\n  results: {out}\n")
+    err.write(
+        f"workbench rate: {plan.workload_name()} on {plan.slot}, profile {plan.profile}\n  "
+        f"results: {out}\n"
+    )
     t0 = time.monotonic()
-    res = run_rating(plan, store, log=lambda s: err.write(s + "\n"), on_trial=prog.trial,
-                     teardown_after=not args.no_teardown, make=harness_factory or AnsibleHarness,
-                     agent=None if getattr(args, "agent", None) is None else args.agent == "on")
+    res = run_rating(
+        plan,
+        store,
+        log=lambda s: err.write(s + "\n"),
+        on_trial=prog.trial,
+        teardown_after=not args.no_teardown,
+        make=harness_factory or AnsibleHarness,
+        agent=None if getattr(args, "agent", None) is None else args.agent == "on",
+    )
     where = store.url(store.rating_prefix(plan.rating_id))
     print(f"\n{plan.workload_name()} on {plan.slot} ({plan.profile}), stored in\n  {where}")
     print(result_block(res, time.monotonic() - t0))
@@ -263,8 +194,15 @@ def cmd_rate(args: argparse.Namespace, harness_factory=None) -> int:
 
 def cmd_plan(args: argparse.Namespace) -> int:
     from workbench.planning.dryrun import plan
+
     fields = with_policy(PROFILES[args.profile]["spec"], args.policy)
-    fields.update({k: getattr(args, k) for k in (*_SPEC_OPTIONS[1:], "first_load") if getattr(args, k) is not None})
+    fields.update(
+        {
+            k: getattr(args, k)
+            for k in (*SPEC_OPTIONS[1:], "first_load")
+            if getattr(args, k) is not None
+        }
+    )
     fields.update(r_sat_goals(args.r_sat_ms))
     if args.runlength_s is not None:
         fields["runlength_policy"] = "fixed"
@@ -277,8 +215,14 @@ def cmd_plan(args: argparse.Namespace) -> int:
     server, what = _planned_server(args)
     p = plan(spec, server, reps=args.reps, seed=args.seed)
     print(f"plan: {args.workload}, profile {args.profile}, policy {spec.policy.name} on a {what}")
-    print(f"  expected cost    {p['expected_cost_s']:.0f} s  (p10 {p['cost_s']['p10']:.0f}, p90 {p['cost_s']['p90']:.0f})")
-    print(f"  expected trials  {p['expected_trials']:.1f}  (p10 {p['trials']['p10']:.0f}, p90 {p['trials']['p90']:.0f})")
+    print(
+        f"  expected cost    {p['expected_cost_s']:.0f} s  (p10 {p['cost_s']['p10']:.0f}, p90 "
+        f"{p['cost_s']['p90']:.0f})"
+    )
+    print(
+        f"  expected trials  {p['expected_trials']:.1f}  (p10 {p['trials']['p10']:.0f}, p90 "
+        f"{p['trials']['p90']:.0f})"
+    )
     print(f"  expected loads   {p['expected_loads']:.1f}")
     print(f"  convergence      {p['convergence_rate']:.0%} of {p['n_runs']} runs")
     print(f"  median |λ*−true|/true  {p['median_rel_error']:.3f}")
@@ -287,46 +231,56 @@ def cmd_plan(args: argparse.Namespace) -> int:
 
 def _planned_server(args: argparse.Namespace):
     from workbench.measure.simulated import SimulatedServer
+
     if args.capacity is not None:
         if not (math.isfinite(args.capacity) and args.capacity > 0):
             raise UsageError(f"--capacity must be > 0, got {args.capacity}")
-        return SimulatedServer(capacity_ops_s=args.capacity), f"simulated server, capacity {args.capacity:g} ops/s"
+        return SimulatedServer(
+            capacity_ops_s=args.capacity
+        ), f"simulated server, capacity {args.capacity:g} ops/s"
     family = FAMILY_OF_WORKLOAD.get(args.workload, "web")
-    f = {k: getattr(args, k) for k in ("threads", "disks", "memory_mb", "fs") if getattr(args, k) is not None}
+    f = {
+        k: getattr(args, k)
+        for k in ("threads", "disks", "memory_mb", "fs")
+        if getattr(args, k) is not None
+    }
     if f.get("fs") == "tmpfs":
         f.pop("fs")
     try:
         server = SimulatedServer.for_factors(family, f)
     except ValueError as e:
         raise UsageError(str(e)) from None
-    return server, f"simulated {family} server {f or '(default factors)'}, capacity {server.capacity_ops_s:.0f} ops/s"
-
-
-def _compare_parser(sub: Any) -> None:
-    c = sub.add_parser("compare", help="B's peak rate against A's: change, CI, test, verdict, HTML page")
-    c.add_argument("a", help="rating A (before): an id, s3://bucket/ratings/<id>/ or a …/ratings/<id> directory")
-    c.add_argument("b", help="rating B (after), as A")
-    c.add_argument("--results", help="local results directory holding ratings given by id (default: the S3 store)")
-    c.add_argument("--tolerance", type=float, default=0.10, help="relative change that matters (default 0.10)")
-    c.add_argument("--confidence", type=float, default=0.95)
-    c.add_argument("--out", help="the HTML page (default compare-<A>-vs-<B>.html here)")
-    c.add_argument("--publish", action="store_true", help="also store it under comparisons/ in B's store")
+    return (
+        server,
+        f"simulated {family} server {f or '(default factors)'}, capacity "
+        f"{server.capacity_ops_s:.0f} ops/s",
+    )
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
     from workbench.params.plan import ParamError
     from workbench.pipeline import compare
     from workbench.store.base import StoreError
+
     try:
-        (sa, a_id), (sb, b_id) = compare.open_rating(args.a, args.results), compare.open_rating(args.b, args.results)
-        out = compare.compare_ratings(compare.load_rating(sa, a_id), compare.load_rating(sb, b_id),
-                                      args.tolerance, args.confidence)
+        (sa, a_id), (sb, b_id) = (
+            compare.open_rating(args.a, args.results),
+            compare.open_rating(args.b, args.results),
+        )
+        out = compare.compare_ratings(
+            compare.load_rating(sa, a_id),
+            compare.load_rating(sb, b_id),
+            args.tolerance,
+            args.confidence,
+        )
     except (ParamError, StoreError) as e:
         raise UsageError(str(e)) from None
     v = out["verdict"]
     page = Path(args.out or f"compare-{a_id}-vs-{b_id}.html")
     page.write_text(out["html"])
-    print(f"A {a_id}: λ* {v['baseline_peak']:.4g} ops/s\nB {b_id}: λ* {_num(v['current_peak'])} ops/s")
+    print(
+        f"A {a_id}: λ* {v['baseline_peak']:.4g} ops/s\nB {b_id}: λ* {_num(v['current_peak'])} ops/s"
+    )
     print(f"{v['word']}: {v['reason']}\npage: {page.resolve()}")
     if args.publish:
         print(f"stored: {compare.publish(sb, out)}")
@@ -351,21 +305,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         if args.cmd == "rate":
-            check_settings()                       # WB_LEASE_*: refused before anything, --check too
+            check_settings()  # WB_LEASE_*: refused before anything, --check too
         return {"rate": cmd_rate, "plan": cmd_plan, "compare": cmd_compare}[args.cmd](args)
-    except UsageError as e:                        # one line, whatever the message held, naming the flag
-        print(f"workbench: {one_line(e, _flags(parser))}", file=sys.stderr)
+    except UsageError as e:  # one line, whatever the message held, naming the flag
+        print(f"workbench: {one_line(str(e), option_strings(parser))}", file=sys.stderr)
         return 2
-    except LeaseConfigError as e:                  # WB_LEASE_STORE, WB_LEASE_STALE_S, WB_LEASE_WAIT_S
+    except LeaseConfigError as e:  # WB_LEASE_STORE, WB_LEASE_STALE_S, WB_LEASE_WAIT_S
         print(f"workbench: {e}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("workbench: interrupted (re-run the same command to resume)", file=sys.stderr)
         return 130
-    except RatingKilled as e:                      # SIGTERM: the slot is torn down by a detached process
+    except RatingKilled as e:  # SIGTERM: the slot is torn down by a detached process
         print(f"workbench: {e} (re-run the same command to resume)", file=sys.stderr)
         return 143
-    except HarnessError as e:                      # a provisioning step failed: one line + the log
+    except HarnessError as e:  # a provisioning step failed: one line + the log
         print(f"workbench: {e}", file=sys.stderr)
         return 1
 

@@ -12,6 +12,7 @@ then the result block. Airflow's own log records and the playbooks' output go to
 at the start (`--verbose` shows them instead). Exit 0 when the run succeeded and, for rate_peak, the
 rating converged; 1 otherwise.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -23,8 +24,9 @@ import socket
 import sys
 import threading
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from workbench.config.paths import DAGS, WORKDIR, private_dir, rating_dir
 from workbench.measure import agent as agents
@@ -42,9 +44,12 @@ def worker_hostname() -> str:
 
 def load_dag(dag_id: str, dags_folder: Path = DAGS):
     from airflow.dag_processing.dagbag import DagBag
+
     bag = DagBag(str(dags_folder))
     if bag.import_errors:
-        raise SystemExit("DAG import errors:\n" + "\n".join(f"{k}: {v}" for k, v in bag.import_errors.items()))
+        raise SystemExit(
+            "DAG import errors:\n" + "\n".join(f"{k}: {v}" for k, v in bag.import_errors.items())
+        )
     if dag_id not in bag.dags:
         raise SystemExit(f"unknown DAG {dag_id!r}; known: {', '.join(sorted(bag.dags))}")
     return bag.dags[dag_id]
@@ -61,7 +66,7 @@ def run(dag_id: str, conf: dict[str, Any] | None = None, logical_date: dt.dateti
     dag.test() runs every task in this process, so rate_peak's trial tasks find the slot's resident
     fstress agents the deploy task started (measure/agent.py; WB_FSTRESS_AGENT=0 turns them off)."""
     dag = load_dag(dag_id)
-    when = logical_date or dt.datetime.now(dt.timezone.utc)
+    when = logical_date or dt.datetime.now(dt.UTC)
     with agents.enable():
         return dag.test(run_conf=conf or {}, logical_date=when, run_after=when)
 
@@ -108,13 +113,13 @@ class TrialWatcher(threading.Thread):
             rs = RatingPlan.from_dict(spec).rating_spec()
             self.progress = Progress(rs.budget_s, rs.trial_overhead_s, self.stream, compact=True)
         keys = sorted(self.store.list_keys(self.store.trials_prefix(self.rating_id)))
-        for key in keys[self.shown:]:
+        for key in keys[self.shown :]:
             self.progress.trial(self.store.get_json(key))
             self.shown += 1
 
     def run(self) -> None:
         while not self.done.wait(2.0):
-            with contextlib.suppress(Exception):      # the store may be busy; the next poll catches up
+            with contextlib.suppress(Exception):  # the store may be busy; the next poll catches up
                 self.poll()
 
     def stop(self) -> None:
@@ -125,11 +130,19 @@ class TrialWatcher(threading.Thread):
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m workbench.dagrun", description=__doc__.split("\n\n")[0])
-    ap.add_argument("dag_id", choices=["rate_peak", "map_surface", "nightly_regression", "compare_ratings"])
+    ap = argparse.ArgumentParser(
+        prog="python -m workbench.dagrun", description=__doc__.split("\n\n")[0]
+    )
+    ap.add_argument(
+        "dag_id", choices=["rate_peak", "map_surface", "nightly_regression", "compare_ratings"]
+    )
     ap.add_argument("--conf", default="{}", help="run conf (JSON object): the DAG's Params")
     ap.add_argument("--date", help="logical date YYYY-MM-DD (nightly_regression: the night)")
-    ap.add_argument("--verbose", action="store_true", help="Airflow's log records on the terminal, not in a file")
+    ap.add_argument(
+        "--verbose",
+        action="store_true",
+        help="Airflow's log records on the terminal, not in a file",
+    )
     a = ap.parse_args(argv)
     try:
         conf = json.loads(a.conf)
@@ -138,8 +151,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ValueError as e:
         print(f"--conf must be a JSON object: {e}", file=sys.stderr)
         return 2
-    when = (dt.datetime.strptime(a.date, "%Y-%m-%d").replace(tzinfo=dt.timezone.utc) if a.date
-            else dt.datetime.now(dt.timezone.utc))
+    when = (
+        dt.datetime.strptime(a.date, "%Y-%m-%d").replace(tzinfo=dt.UTC)
+        if a.date
+        else dt.datetime.now(dt.UTC)
+    )
     rid = rating_id_for(a.dag_id, run_id_at(when))
     dr = _run_quietly(a.dag_id, conf, when, rid) if not a.verbose else run(a.dag_id, conf, when)
     state = str(getattr(dr, "state", "unknown"))

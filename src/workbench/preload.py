@@ -9,11 +9,12 @@ task process inherits them. `airflow_local_settings` (imported by Airflow in eac
 calls `preload()` in the processes that fork tasks; a module that fails to import is logged and
 left to the task, which then reports it the usual way.
 """
+
 from __future__ import annotations
 
 import importlib
 import logging
-from typing import Sequence
+from collections.abc import Sequence
 
 TASK_MODULES = (
     "airflow.sdk",
@@ -26,26 +27,28 @@ TASK_MODULES = (
     "workbench.output.notify",
     "great_expectations",
 )
-FORKING_COMMANDS = (("scheduler",), ("celery", "worker"), ("dag-processor",))   # `airflow <command>`s that fork
+# `airflow <command>`s that fork
+FORKING_COMMANDS = (("scheduler",), ("celery", "worker"), ("dag-processor",))
 
 log = logging.getLogger(__name__)
 
 
 def forks_tasks(argv: Sequence[str]) -> bool:
     """Whether this process (its argv) is one that forks task processes: `airflow scheduler` (its
-    LocalExecutor workers are forks of it), `airflow celery worker`, or `airflow dag-processor` (each
-    parse of a DAG file is a fork of it too)."""
+    LocalExecutor workers are forks of it), `airflow celery worker`, or `airflow dag-processor`
+    (each parse of a DAG file is a fork of it too)."""
     args = [a for a in argv[1:] if not a.startswith("-")]
-    return any(tuple(args[:len(c)]) == c for c in FORKING_COMMANDS)
+    return any(tuple(args[: len(c)]) == c for c in FORKING_COMMANDS)
 
 
 def preload(modules: Sequence[str] = TASK_MODULES) -> list[str]:
-    """Import `modules`; the ones that failed (logged, not raised: the scheduler must start anyway)."""
+    """Import `modules`; the ones that failed (logged, not raised: the scheduler must start
+    anyway)."""
     failed = []
     for name in modules:
         try:
             importlib.import_module(name)
-        except Exception as e:                   # noqa: BLE001 (a task that needs it reports it)
+        except Exception as e:  # noqa: BLE001 (a task that needs it reports it)
             log.warning("workbench preload: %s not imported (%s)", name, e)
             failed.append(name)
     return failed

@@ -7,7 +7,8 @@ import pytest
 from scipy import stats
 
 from workbench.analysis.anomalies import history_trend, rating_warnings
-from workbench.analysis.report import nightly_report_html, rating_report_html
+from workbench.analysis.nightly_report import nightly_report_html
+from workbench.analysis.report import rating_report_html
 
 
 def _trials(load, means, start=0, valid=True):

@@ -16,7 +16,15 @@ import pytest
 from hdrh.histogram import HdrHistogram
 from scipy import stats as st
 
-from workbench.analysis import plots, report, surface_plots
+from workbench.analysis import (
+    histograms,
+    history_plot,
+    nightly_report,
+    plots,
+    report,
+    surface_plots,
+    surface_report,
+)
 from workbench.controller.result import GOAL_FIELDS, goal_results
 from workbench.controller.steadiness import records_as_read
 from workbench.stats.rsm import fit_quadratic
@@ -61,11 +69,11 @@ def test_backend_is_agg():
 def test_latency_cdf_hand_case_merges_and_ends_at_one():
     a = _hist([100, 200, 200, 1000])                     # µs
     b = _hist([1000, 1000])
-    x, f = plots.latency_cdf([a.encode(), b])            # base64 string and object both accepted
+    x, f = histograms.latency_cdf([a.encode(), b])            # base64 string and object both accepted
     np.testing.assert_allclose(x, [0.1, 0.2, 1.0])      # ms
     np.testing.assert_allclose(f, [1 / 6, 3 / 6, 1.0])
     assert a.get_total_count() == 4                      # inputs not mutated by the merge
-    x0, f0 = plots.latency_cdf([None, ""])
+    x0, f0 = histograms.latency_cdf([None, ""])
     assert x0.size == 0 and f0.size == 0
 
 
@@ -73,17 +81,17 @@ def test_latency_cdf_real_histograms_monotone_and_in_ms(rating):
     at_peak = [t for t in rating["trials"] if t["load_ops_s"] == 900.0]
     assert len(at_peak) >= 2
     hists = [t["raw"]["histogram"] for t in at_peak]
-    merged = plots.merge_histograms(hists)
+    merged = histograms.merge_histograms(hists)
     assert merged.get_total_count() == sum(HdrHistogram.decode(h).get_total_count() for h in hists)
-    x, f = plots.latency_cdf(hists)
+    x, f = histograms.latency_cdf(hists)
     assert np.all(np.diff(x) > 0) and np.all(np.diff(f) >= 0) and f[-1] == 1.0 and f[0] > 0
     for t in at_peak:                                    # unit check: HDR µs → ms matches fstress p95_ms
         h = HdrHistogram.decode(t["raw"]["histogram"])
-        assert h.get_value_at_percentile(95) * plots.HDR_UNIT_MS == pytest.approx(t["p95_ms"], rel=1e-3)
+        assert h.get_value_at_percentile(95) * histograms.HDR_UNIT_MS == pytest.approx(t["p95_ms"], rel=1e-3)
 
 
 def test_cdf_trials_picks_nearest_load_and_lowest(rating):
-    groups = plots.cdf_trials(rating["trials"], rating["result"]["peak_rate"])
+    groups = histograms.cdf_trials(rating["trials"], rating["result"]["peak_rate"])
     assert [g[0] for g in groups] == [900.0, 200.0]
     assert all(t["valid"] for _, ts in groups for t in ts)
 
@@ -180,7 +188,7 @@ def test_plots_survive_empty_and_missing_histograms(rating):
     trials = copy.deepcopy(rating["trials"])
     for t in trials:
         t["raw"] = None
-    assert _decode_png(plots.latency_cdf_png(trials, rating["result"])).shape == (500, 800, 4)
+    assert _decode_png(histograms.latency_cdf_png(trials, rating["result"])).shape == (500, 800, 4)
     assert _decode_png(plots.latency_vs_load_png([], {}, None)).shape == (500, 800, 4)
     assert _decode_png(plots.search_trace_png([], {})).shape == (500, 800, 4)
 
@@ -214,8 +222,8 @@ def test_history_png():
     hist = [{"date": "2026-11-20", "peak_rate": 900, "ci_lo": 850, "ci_hi": 950},
             {"date": "2026-11-21", "peak_rate": 920, "peak_rate_ci": [880, 990]}]
     cur = {"date": "2026-11-22", "peak_rate": 700, "ci_lo": 650, "ci_hi": 760, "regression": True}
-    assert _decode_png(plots.history_png(hist, cur)).shape == (500, 800, 4)
-    assert _decode_png(plots.history_png([], None)).shape == (500, 800, 4)
+    assert _decode_png(history_plot.history_png(hist, cur)).shape == (500, 800, 4)
+    assert _decode_png(history_plot.history_png([], None)).shape == (500, 800, 4)
 
 
 # --------------------------------------------------------------------------- HTML
@@ -287,7 +295,7 @@ def test_the_report_shows_the_load_curve_its_csv_and_the_ort(rating):
 
 
 def test_rating_report_uses_given_plots(rating):
-    png = plots.history_png([], None)
+    png = history_plot.history_png([], None)
     page = report.rating_report_html(rating["spec"], rating["result"], rating["trials"], plots={"only.png": png})
     assert page.count("data:image/png;base64,") == 1 and "only.png" in page
     assert "no great_expectations result recorded" in page
@@ -296,7 +304,7 @@ def test_rating_report_uses_given_plots(rating):
 def test_surface_report_html():
     samples = [dict(r, rating_id=f"r{i}", n_trials=5, seed_load=None) for i, r in enumerate(_grid().to_dict("records"))]
     samples[0]["rating_id"] = "<img src=x>"
-    page = report.surface_report_html(
+    page = surface_report.surface_report_html(
         {"sweep_id": "sw1", "factors": ["disks", "threads"], "levels": {"disks": [1, 4], "threads": [4, 32]},
          "design": "fullfact"},
         samples, {"mape_loo": 12.5, "mape_all": 3.25, "r2": 0.97, "coefficients": {"1": 546.25, "disks": 216.2}},
@@ -305,11 +313,11 @@ def test_surface_report_html():
     assert "&lt;img src=x&gt;" in page and "<img src=x>" not in page
     assert not _EXTERNAL.search(page)
     samples[0]["peak_rate_ci"] = [3148.55, 3657.41]           # each λ* with its interval, side by side
-    page = report.surface_report_html({"sweep_id": "sw1", "factors": ["disks", "threads"]}, samples, None)
+    page = surface_report.surface_report_html({"sweep_id": "sw1", "factors": ["disks", "threads"]}, samples, None)
     assert "<th>peak_rate_ci</th>" in page.replace(' class="l"', "") and "[3149, 3657]" in page
     samples[1]["report_href"] = "../../ratings/r1/report.html"
     samples[0]["report_href"] = '../../ratings/"x/report.html'
-    page = report.surface_report_html({"sweep_id": "sw1", "factors": ["disks", "threads"]}, samples, None)
+    page = surface_report.surface_report_html({"sweep_id": "sw1", "factors": ["disks", "threads"]}, samples, None)
     assert '<a href="../../ratings/r1/report.html">r1</a>' in page
     assert '<a href="../../ratings/&quot;x/report.html">&lt;img src=x&gt;</a>' in page
     assert '<td class="l">r2</td>' in page or ">r2</td>" in page       # no href: plain text
@@ -324,19 +332,19 @@ def test_nightly_report_shows_regression():
          "diff_ci": [-20.0, 30.0], "welch_p": 0.6, "regression": False, "reason": "within tolerance",
          "report_url": None},
     ]
-    page = report.nightly_report_html("2026-11-22", verdicts, {"history.png": plots.history_png([], None)})
+    page = nightly_report.nightly_report_html("2026-11-22", verdicts, {"history.png": history_plot.history_png([], None)})
     assert '<span class="status bad">REGRESSION</span>' in page
     assert '<span class="status ok">OK</span>' in page
     assert "1 of 2 baseline(s) regressed" in page and "-33.3 %" in page
     assert "<th>R_sat ms</th>" in page
     assert ">decided by</th>" in page and ">Welch</td>" in page
     assert ">s3://workbench/ratings/x/report.html</td>" in page     # no href: the URL as text
-    linked = report.nightly_report_html("2026-11-22", [{**verdicts[0], "report_href": "../../ratings/x/report.html"}])
+    linked = nightly_report.nightly_report_html("2026-11-22", [{**verdicts[0], "report_href": "../../ratings/x/report.html"}])
     assert '<a href="../../ratings/x/report.html">s3://workbench/ratings/x/report.html</a>' in linked
-    ok_page = report.nightly_report_html("2026-11-22", verdicts[1:], None)
+    ok_page = nightly_report.nightly_report_html("2026-11-22", verdicts[1:], None)
     assert "REGRESSION" not in ok_page and "ALL OK" in ok_page
     stuck = {**verdicts[1], "inconclusive": True, "reason": "tonight's rating did not converge (...)"}
-    grey = report.nightly_report_html("2026-11-22", [stuck], None)
+    grey = nightly_report.nightly_report_html("2026-11-22", [stuck], None)
     assert grey.count('<span class="status na">NO VERDICT</span>') == 2 and "ALL OK" not in grey
     assert not _EXTERNAL.search(page)
 

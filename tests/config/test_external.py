@@ -151,7 +151,7 @@ def test_report_says_external_server_and_shows_what_the_client_learnt():
 
 def test_history_seeds_an_external_rating_only_from_the_same_filer(tmp_path):
     from workbench.store.local import LocalStore
-    from workbench.params.plan import history_seed
+    from workbench.params.seeds import history_seed
     store = LocalStore(tmp_path)
     ext = plan_from_params({**FILER, "profile": "smoke"}, "ext")
     own = plan_from_params({"profile": "smoke"}, "own")
@@ -172,7 +172,7 @@ def test_history_seeds_an_external_rating_only_from_the_same_filer(tmp_path):
 
 
 def test_sweeps_and_nightly_baselines_take_the_external_words(tmp_path):
-    from workbench.pipeline.nightly import load_nightly_config
+    from workbench.pipeline.nightly_config import load_nightly_config
     from workbench.pipeline.sweep import plan_sweep
     # map_surface: the endpoint goes in `fixed`; a server factor swept on it is refused by name
     with pytest.raises(ParamError, match=r"read_iops=100 cannot apply to an external server"):

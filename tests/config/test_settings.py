@@ -108,7 +108,7 @@ def test_no_spec_setting_is_spelled_as_a_schema_or_flag_elsewhere():
     """A setting's name, bounds and help live in its declaration: no other module writes a Params
     entry ("name": dict(type=...)) or a --flag for it."""
     flags = {"--" + n.replace("_", "-") for n in SPEC_SETTINGS} - {
-        "--r-sat-ms"}   # the command line's goal list R[/L],R[/L],… (cli.r_sat_goals), not one setting
+        "--r-sat-ms"}   # the command line's goal list R[/L],R[/L],… (cli_args.r_sat_goals), not one setting
     bad = []
     for path in SRC.rglob("*.py"):
         for node in ast.walk(ast.parse(path.read_text())):
@@ -118,7 +118,7 @@ def test_no_spec_setting_is_spelled_as_a_schema_or_flag_elsewhere():
                             and any(kw.arg == "type" for kw in v.keywords):
                         bad.append(f"{path.relative_to(SRC)}:{node.lineno}: {k.value}")
             if isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "add_argument" and \
-                    not (path.name == "cli.py" and _in_function(path, node.lineno, "_compare_parser")):
+                    not (path.name == "cli_args.py" and _in_function(path, node.lineno, "compare_parser")):
                 bad += [f"{path.relative_to(SRC)}:{node.lineno}: {a.value}" for a in node.args
                         if isinstance(a, ast.Constant) and a.value in flags]
     assert not bad, bad

@@ -269,7 +269,7 @@ def test_seed_trials_fix_the_sample_at_the_seed_load_only():
     nxt = decide(spec, r.trials[:3])               # the pure decision after 3 seed trials
     assert isinstance(nxt, NextTrial) and nxt.load_ops_s == 900.0
     assert nxt.reason == "seed sample: trial 4 of 6 at the seed load"
-    # (certifying the λ* interval may take a load to 3 trials: strategies.CERTIFY_MIN_TRIALS)
+    # (certifying the λ* interval may take a load to 3 trials: certifying.CERTIFY_MIN_TRIALS)
     assert all(loads.count(x) <= 3 for x in set(loads) - {900.0})
     base = find_peak(dataclasses.replace(spec, seed_trials=None), SimulatedServer(capacity_ops_s=1000, seed=7).measure)
     assert [t.load_ops_s for t in base.trials].count(900.0) <= 3

@@ -18,7 +18,7 @@ from workbench.config import paths
 from workbench.config.vocabulary import CANNED_WORKLOADS, MAX_TRIAL_TASKS
 from workbench.controller.result import goal_results
 from workbench.params.plan import PARAMS, rating_id_for
-from workbench.pipeline import nightly
+from workbench.pipeline import nightly, nightly_config
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -291,7 +291,7 @@ def test_nightly_flags_a_worse_configuration(airflow_env, tmp_path, notify_recei
     load_recorded_nights(store, "2026-11-01", "2026-11-02")
     history = nightly.nightly_history(store, "web", "2026-11-03")
     cfg = tmp_path / "nightly.yml"
-    monkeypatch.setenv(nightly.CONFIG_DIRS_ENV, str(tmp_path))     # the UI's config_path: operator-listed dirs only
+    monkeypatch.setenv(nightly_config.CONFIG_DIRS_ENV, str(tmp_path))     # the UI's config_path: operator-listed dirs only
     worse = {"workload": "web_server", "profile": "smoke", "read_iops": 50, "slot": "slot2", "max_trials": 12}
     cfg.write_text("tolerance: 0.25\nconfidence: 0.95\nseed_trials: 2\nbaselines:\n"
                    f"  - name: web\n    params: {json.dumps(worse)}\n")
@@ -341,7 +341,7 @@ def test_nightly_reports_a_lab_change_when_the_canary_slowed_too(airflow_env, tm
     load_recorded_nights(store, "2026-11-01", "2026-11-02", as_name="canary")
     monkeypatch.setenv("WB_INVENTORY", str(renumbered_inventory(tmp_path / "hosts.yml", {1: 3})))
     monkeypatch.setattr(vocabulary, "SLOTS", ("slot3",))         # "auto": as with WB_SLOTS=slot3
-    monkeypatch.setenv(nightly.CONFIG_DIRS_ENV, str(tmp_path))
+    monkeypatch.setenv(nightly_config.CONFIG_DIRS_ENV, str(tmp_path))
     slower = {"workload": "web_server", "profile": "smoke", "read_iops": 50, "max_trials": 12}
     cfg = tmp_path / "nightly.yml"
     cfg.write_text("tolerance: 0.25\nconfidence: 0.95\nseed_trials: 2\ncanary: canary\nbaselines:\n"

@@ -13,7 +13,7 @@ import pytest
 from helpers import FakeRunner
 from workbench import pipeline
 from workbench.config import paths
-from workbench.lease import leases
+from workbench.lease import heartbeat, leases
 from workbench.measure.ansible import AnsibleHarness
 from workbench.params.plan import RatingPlan, plan_from_params
 from workbench.pipeline import steps
@@ -134,7 +134,7 @@ def test_the_heartbeat_keeps_a_lease_past_the_stale_time(lease_dir, monkeypatch)
     monkeypatch.setattr(leases, "LEASE_STALE_S", 1.0)
     monkeypatch.setattr(leases, "HEARTBEAT_S", 0.2)
     holder = leases.lease_slot(_plan("long", "slot1"), holder={"host": "elsewhere", "pid": 1})   # not provably alive
-    with leases.holding(holder):
+    with heartbeat.holding(holder):
         for _ in range(6):                                # 3 s: three stale times
             time.sleep(0.5)
             with pytest.raises(leases.SlotBusy):
@@ -142,7 +142,7 @@ def test_the_heartbeat_keeps_a_lease_past_the_stale_time(lease_dir, monkeypatch)
     time.sleep(1.3)                                       # heartbeat stopped, holder unknown: stale
     assert leases.lease_slot(_plan("second", "slot1")).lease_token == 2
     with pytest.raises(leases.LeaseLost):
-        with leases.holding(holder):
+        with heartbeat.holding(holder):
             pass
 
 
@@ -190,7 +190,7 @@ def test_the_state_directory_must_be_ours_and_private(tmp_path):
 
 def test_no_heartbeat_thread_outlives_its_block(lease_dir):
     p = leases.lease_slot(_plan("t", "slot1"))
-    with leases.holding(p):
+    with heartbeat.holding(p):
         pass
     assert not [t for t in __import__("threading").enumerate() if t.name.startswith("lease-heartbeat")]
 

@@ -16,7 +16,7 @@ import pytest
 
 from helpers import FakeRunner
 from workbench.config import paths
-from workbench.lease import leases
+from workbench.lease import heartbeat, leases
 from workbench.lease.store import FileStore, lease_store
 from workbench.measure.ansible import AnsibleHarness
 from workbench.params.plan import RatingPlan, plan_from_params
@@ -136,7 +136,7 @@ def test_a_heartbeat_that_cannot_take_the_lock_stops_the_step(lease_dir, monkeyp
             time.sleep(6)
     t0 = time.monotonic()
     with pytest.raises(leases.LeaseLost, match="no heartbeat of slot1"):
-        with leases.holding(plan):
+        with heartbeat.holding(plan):
             threading.Thread(target=hog, daemon=True).start()
             time.sleep(30)
     assert other.is_set() and time.monotonic() - t0 < 6
@@ -169,14 +169,14 @@ def test_an_unknown_lease_store_is_refused(monkeypatch):
 
 STEP = """
 import json, subprocess, sys, time
-from workbench.lease import leases
+from workbench.lease import heartbeat, leases
 from workbench.params.plan import plan_from_params
 from workbench.pipeline.stop import stop_children
 holder = leases.this_process(dag_id="rate_peak", run_id="run-1")       # a task of one Airflow run
 t_lease = time.monotonic()                                              # one clock for every process (Linux)
 plan = leases.lease_slot(plan_from_params({"profile": "smoke", "slot": "slot1"}, "zombie"), holder=holder)
 try:
-    with leases.holding(plan, on_lost=stop_children):
+    with heartbeat.holding(plan, on_lost=stop_children):
         child = subprocess.Popen(["sleep", sys.argv[1]], start_new_session=True)   # as Ansible's workers
         print(json.dumps({"token": plan.lease_token, "child": child.pid, "t_lease": t_lease}), flush=True)
         child.wait(timeout=90)
@@ -219,7 +219,7 @@ def test_outside_the_main_thread_a_lost_lease_stops_the_children_and_ends_the_bl
 
     def step():
         try:
-            with leases.holding(plan, on_lost=lambda: called.append(child.kill())):
+            with heartbeat.holding(plan, on_lost=lambda: called.append(child.kill())):
                 s = lease_store()
                 with s.locked("slot1"):
                     s.write("slot1", {**s.read("slot1"), "rating_id": "thief"})

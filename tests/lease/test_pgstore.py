@@ -15,7 +15,7 @@ import time
 import pytest
 
 from workbench.config import paths
-from workbench.lease import leases
+from workbench.lease import heartbeat, leases
 from workbench.lease.store import lease_store
 from workbench.params.plan import plan_from_params
 
@@ -71,7 +71,7 @@ def test_leases_in_postgres_are_exclusive_fenced_and_taken_over_from_an_ended_ho
     with pytest.raises(leases.SlotBusy, match="slot1 is held by rating pg-a.*workbench_leases"):
         leases.lease_slot(_plan("pg-b"))
     assert abs(leases.read_lease("slot1")["heartbeat_unix"] - time.time()) < 5
-    with leases.holding(a):
+    with heartbeat.holding(a):
         leases.mark_dirty(a, True)
     store = lease_store()
     with store.locked("slot1"):                               # a holder that ended
@@ -164,7 +164,7 @@ def test_the_heartbeat_beats_in_postgres_and_a_takeover_stops_the_step(pg_leases
     store = lease_store()
     t0 = time.monotonic()
     with pytest.raises(leases.LeaseLost, match="no longer rating pg-beat's"):
-        with leases.holding(a):
+        with heartbeat.holding(a):
             first = leases.read_lease("slot1")
             assert first["step"]["pid"] == os.getpid()
             time.sleep(1.0)

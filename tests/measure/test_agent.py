@@ -16,6 +16,7 @@ import pytest
 from helpers import REPO, FakeRunner
 
 from workbench.measure import agent as agents
+from workbench.measure import agent_process
 from workbench.measure.ansible import AnsibleHarness
 
 FAKE = Path(__file__).resolve().parent / "fake_agent.py"
@@ -50,7 +51,7 @@ def test_the_seed_is_run_trial_ymls():
     text = (REPO / "playbooks" / "run_trial.yml").read_text()
     expr = re.search(r"fstress_trial_seed: \"\{\{(.*?)\}\}\"", text, re.S).group(1)
     assert "(0 if (warmup_trial | default(false) | bool) else (trial_id | default(0) | int) + 1)" in expr
-    assert f"+ {agents.SEED_CLIENT_STRIDE} * (fstress_trial_client_id | int)" in " ".join(expr.split())
+    assert f"+ {agent_process.SEED_CLIENT_STRIDE} * (fstress_trial_client_id | int)" in " ".join(expr.split())
     assert agents.trial_seed(4, 0) == 5 and agents.trial_seed(4, 2) == 5 + 2 * 1000003
     assert agents.trial_seed(9, 1, warmup_trial=True) == 1000003
 

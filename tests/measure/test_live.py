@@ -1,16 +1,20 @@
 """The live view (measure/live.py): the exporter fed by the real telemetry reader (a stand-in sampler
 process printing two samples), its HTTP endpoint, a taken port, the rules, the generated Prometheus
 configs checked by Debian's promtool, and a real Prometheus scraping the exporter and evaluating a
-recording rule (every wait bounded; Prometheus is polled, never slept on)."""
+recording rule; the fstress agents' endpoints (`fstress agent --metrics-addr`, bin/fstress against its
+null server): scraped during and after a trial, by a real Prometheus too, and an fstress too old for
+the flag started without it (every wait bounded; Prometheus is polled, never slept on)."""
 from __future__ import annotations
 
 import contextlib
 import json
 import logging
+import os
 import shutil
 import socket
 import subprocess
 import sys
+import threading
 import time
 import urllib.parse
 import urllib.request
@@ -18,11 +22,15 @@ from pathlib import Path
 
 import pytest
 import yaml
+from prometheus_client.parser import text_string_to_metric_families
 
 from workbench.config.paths import REPO
-from workbench.measure import live, telemetry
+from workbench.measure import agent as agents
+from workbench.measure import live, live_agents, live_config, telemetry
 
 MONITORING = REPO / "monitoring" / "prometheus"
+FSTRESS = REPO / "bin" / "fstress"
+FAKE_AGENT = Path(__file__).resolve().parent / "fake_agent.py"
 PROMETHEUS, PROMTOOL = shutil.which("prometheus"), shutil.which("promtool")
 
 
@@ -156,7 +164,7 @@ def _promtool(*args: str) -> subprocess.CompletedProcess:
 
 def _config(tmp_path: Path, targets_host: str = "127.0.0.1", node: str | None = "127.0.0.1:9100") -> Path:
     args = ["config", "--targets-host", targets_host, "--rules", str(MONITORING / "rules.yml")]
-    out = subprocess.run([sys.executable, "-m", "workbench.measure.live", *args, *(["--node", node] if node else [])],
+    out = subprocess.run([sys.executable, "-m", "workbench.measure.live_config", *args, *(["--node", node] if node else [])],
                          capture_output=True, text=True, timeout=60, check=True)
     path = tmp_path / "prometheus.yml"
     path.write_text(out.stdout)
@@ -165,12 +173,14 @@ def _config(tmp_path: Path, targets_host: str = "127.0.0.1", node: str | None = 
 
 def test_promtool_accepts_the_rules_and_the_generated_configs(tmp_path, prometheus_installed):
     rules = _promtool("check", "rules", str(MONITORING / "rules.yml"))
-    assert rules.returncode == 0 and "SUCCESS: 8 rules found" in rules.stdout, rules.stdout + rules.stderr
+    assert rules.returncode == 0 and "SUCCESS: 12 rules found" in rules.stdout, rules.stdout + rules.stderr
     cfg = _promtool("check", "config", str(_config(tmp_path)))
     assert cfg.returncode == 0 and "SUCCESS: 1 rule files found" in cfg.stdout, cfg.stdout + cfg.stderr
     scraped = yaml.safe_load(_config(tmp_path).read_text())["scrape_configs"]
+    assert [j["job_name"] for j in scraped] == ["workbench", "fstress", "node"]
     assert [t for j in scraped for c in j["static_configs"] for t in c["targets"]] == [
-        *(f"127.0.0.1:{live.PORT_BASE + k}" for k in range(1, 6)), "127.0.0.1:9100"]
+        *(f"127.0.0.1:{live.PORT_BASE + k}" for k in range(1, 6)),
+        *(f"127.0.0.1:{live.PORT_BASE + 10 + k}" for k in range(1, 6)), "127.0.0.1:9100"]
     # docker-compose.yml's copy: what the generator prints for the worker's container (its rules path
     # exists only in the container: syntax only)
     compose = MONITORING / "compose" / "prometheus.yml"
@@ -239,3 +249,196 @@ def test_a_real_prometheus_scrapes_a_trial_and_records_its_utilization(tmp_path,
         except subprocess.TimeoutExpired:
             prom.kill()
             prom.wait(timeout=15)
+
+
+# ------------------------------------------------------------------ the fstress agents' endpoints
+def test_the_agents_ports_labels_and_flag(endpoints):
+    endpoints.setenv(live.PORT_ENV, "9650")
+    assert [live_agents.agent_port_for(s) for s in ("slot1", "slot5", "sshslot2", "filer", "", None)] == [
+        9661, 9665, 9662, None, None, None]
+    assert live_agents.agent_labels(None) == {} and live_agents.agent_labels("slot7") == {"rating_id": "", "slot": "slot7"}
+    spec = {"host": "h", "prefix": ["/x/fstress"], "pid_file": "/x/p", "connection": "local"}
+    assert agents.agent_argv(spec, "d", "fd:5")[-2:] == ["--metrics-addr", "fd:5"]
+    assert "--metrics-addr" not in agents.agent_argv(spec, "d")
+    with live_agents.agent_endpoint("ssh", 9661) as (addr, fds):
+        assert (addr, fds) == ("127.0.0.1:9661", ())                 # an SSH host's agent: its own loopback
+    ssh = agents.agent_argv({**spec, "connection": "ssh", "ssh_host": "10.0.0.5"}, "d", addr)
+    assert ssh[-1].endswith("agent --deployment d --pid-file /x/p --metrics-addr 127.0.0.1:9661")
+    port = _free_port()
+    with live_agents.agent_endpoint("local", port) as (addr, fds):          # a local one: a socket made here
+        assert addr == f"fd:{fds[0]}"
+        with live_agents.agent_endpoint("local", port) as taken:            # the port taken: no endpoint, no failure
+            assert taken == (None, ())
+    assert live_agents.agent_endpoint("local", None).__enter__() == (None, ())
+
+
+# an fstress before protocol 2: `agent --metrics-addr` is an unknown flag (a usage line, exit 2)
+_OLD = 'case " $* " in *" --metrics-addr "*) echo "flag provided but not defined: -metrics-addr" >&2; exit 2;; esac; '
+
+
+def test_an_fstress_too_old_for_the_view_is_started_without_it(tmp_path, endpoints):
+    endpoints.setenv(live.PORT_ENV, "9650")
+    spec = {"host": "old", "prefix": ["sh", "-c", _OLD + 'exec "$0" "$@"', sys.executable, str(FAKE_AGENT), "ok"],
+            "pid_file": "", "connection": "local", "run_args": []}
+    fleet = agents.Fleet([spec], slot="slot3", log_dir=tmp_path)
+    try:
+        (a,) = fleet.agents
+        assert a.hello["protocol"] == 1 and "--metrics-addr" not in a.argv
+        assert "flag provided but not defined" in (tmp_path / "agent-old.log").read_text()
+        (r,) = fleet.run([["--rate", "10", "--duration", "1", "--seed", "1", "--client-id", "0"]], timeout_s=10)
+        assert r.ok
+    finally:
+        fleet.close()
+    endpoints.setenv(live.OFF_ENV, "off")                 # the view off: never the flag
+    fleet = agents.Fleet([spec], slot="slot3")
+    assert "--metrics-addr" not in fleet.agents[0].argv and fleet.agents[0].hello["protocol"] == 1
+    fleet.close()
+
+
+@pytest.fixture
+def null_server():
+    """`fstress nullserver` of bin/fstress on a free loopback port."""
+    assert FSTRESS.is_file(), "bin/fstress is missing: make fstress"
+    port = _free_port()
+    proc = subprocess.Popen([str(FSTRESS), "nullserver", "--listen", f"127.0.0.1:{port}"], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        assert proc.stderr is not None and "listening" in proc.stderr.readline()   # once it listens; EOF: failed
+        yield port
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+def _agent_base(monkeypatch) -> int:
+    """A port base whose slot1 ports (this process's and its agents', base+1 and base+11) are free; set."""
+    for _ in range(20):
+        base = _free_port() - 11
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", base + 1))
+            except OSError:
+                continue
+        monkeypatch.setenv(live.PORT_ENV, str(base))
+        return base
+    raise AssertionError("no free pair of ports")
+
+
+def _agent_fleet(tmp_path: Path, server_port: int) -> agents.Fleet:
+    """A real agent (bin/fstress) of slot1 against the null server, its live view on."""
+    spec = {"host": "loadT", "prefix": [str(FSTRESS)], "pid_file": str(tmp_path / "agent.pid"), "connection": "local",
+            "run_args": ["--server", f"127.0.0.1:{server_port}", "--mount-port", str(server_port), "--export", "/export",
+                         "--workload", "web_server", "--drain-timeout", "0"]}
+    return agents.Fleet([spec], deployment="dep-live", slot="slot1", log_dir=tmp_path)
+
+
+def _agent_trial(fleet: agents.Fleet, runlength_s: float) -> tuple[threading.Thread, list]:
+    """A trial at 300 ops/s on a thread; its HostResults land in the list."""
+    args = agents.trial_args(fleet.specs[0], rate=300, runlength_s=runlength_s, warmup_s=0.2, client_id=0, seed=1,
+                             start_at=time.time())
+    out: list = []
+    th = threading.Thread(target=lambda: out.extend(fleet.run([args], timeout_s=30)), daemon=True)
+    th.start()
+    return th, out
+
+
+def _scrape(url: str) -> list:
+    text = urllib.request.urlopen(url, timeout=5).read().decode()
+    return [s for f in text_string_to_metric_families(text) for s in f.samples]
+
+
+def _value(samples: list, name: str, **labels: str) -> float | None:
+    for s in samples:
+        if s.name == name and all(s.labels.get(k) == v for k, v in labels.items()):
+            return s.value
+    return None
+
+
+@pytest.mark.timeout(60)
+def test_a_real_agent_serves_its_trial_as_it_runs(tmp_path, endpoints, null_server):
+    """bin/fstress's agent on slot1's agent port: during the trial running 1 and the completed calls
+    growing (scrapes paced by the trial's thread, bounded), after it running 0, every call sent
+    completed; labelled by the deployment and the rating and slot of this process's view."""
+    base = _agent_base(endpoints)
+    fleet = _agent_fleet(tmp_path, null_server)
+    try:
+        hello = fleet.agents[0].hello
+        assert hello["protocol"] == 2 and hello["metrics"] == f"127.0.0.1:{base + 11}", hello
+        url, want = f"http://{hello['metrics']}/metrics", {"rating_id": "r-agent", "slot": "slot1"}
+        with live.trial("slot1", "r-agent", 0, 300.0):
+            th, out = _agent_trial(fleet, 1.5)
+            seen: list[float] = []
+            deadline = time.monotonic() + 20
+            while len(seen) < 2 and time.monotonic() < deadline and th.is_alive():
+                s = _scrape(url)
+                done = _value(s, "fstress_calls_completed_total", **want)
+                if _value(s, "fstress_trial_running", **want) == 1 and done and (not seen or done > seen[-1]):
+                    seen.append(done)
+                th.join(timeout=0.05)                      # the pace: the trial's end, or 50 ms
+            th.join(timeout=30)
+        assert len(seen) == 2, f"no growing count during the trial: {seen}"
+        assert out and out[0].ok and out[0].result, out
+        s = _scrape(url)
+        assert _value(s, "fstress_trial_running", deployment="dep-live", **want) == 0
+        done, sent = _value(s, "fstress_calls_completed_total", **want), _value(s, "fstress_calls_sent_total", **want)
+        assert done == sent and done >= out[0].result["ops_total"] and _value(s, "fstress_calls_in_flight", **want) == 0
+        assert _value(s, "fstress_offered_ops_per_second", **want) == 300
+        assert _value(s, "fstress_send_lag_seconds_count", **want) == out[0].result["ops_total"]
+    finally:
+        fleet.close()
+
+
+@pytest.mark.timeout(90)
+def test_a_real_prometheus_scrapes_the_agents(tmp_path, endpoints, null_server, prometheus_installed):
+    """The generated config's job fstress scrapes the real agent of slot1: the recording rule of its
+    achieved rate (rate() of the completed calls) during the trial, its running 1 then 0."""
+    _agent_base(endpoints)
+    web = _free_port()
+    log = tmp_path / "prometheus.log"
+    prom = subprocess.Popen([PROMETHEUS, f"--config.file={_config(tmp_path, node=None)}",
+                             f"--storage.tsdb.path={tmp_path / 'data'}", f"--web.listen-address=127.0.0.1:{web}"],
+                            stdout=subprocess.DEVNULL, stderr=open(log, "wb"), start_new_session=True)
+    fleet = _agent_fleet(tmp_path, null_server)
+    sel = 'rating_id="r-prom",slot="slot1"'
+    try:
+        with live.trial("slot1", "r-prom", 0, 300.0):       # slot1's exporter: its scrapes pace _await
+            _await(prom, web, 'up{job="fstress"} == 1', log)
+            th, out = _agent_trial(fleet, 3.0)
+            rate = _await(prom, web, f"fstress:achieved_ops_per_second:rate5s{{{sel}}} > 0", log)
+            assert 0 < float(rate[0]["value"][1]) < 600, rate
+            running = _await(prom, web, f'fstress_trial_running{{{sel},deployment="dep-live"}} == 1', log)
+            assert running[0]["metric"]["job"] == "fstress"
+            th.join(timeout=30)
+            assert out and out[0].ok, out
+            _await(prom, web, f"fstress_trial_running{{{sel}}} == 0", log)
+    finally:
+        fleet.close()
+        prom.terminate()
+        try:
+            prom.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            prom.kill()
+            prom.wait(timeout=15)
+
+
+@pytest.mark.timeout(60)
+def test_an_agent_in_a_network_namespace_is_scraped_from_outside(tmp_path, endpoints):
+    """A local load host lives in a network namespace of its own (the slots'): its agent serves on the
+    socket made in this one (fd:N), so this host's Prometheus reaches it; inside, nothing listens."""
+    base = _agent_base(endpoints)
+    ns = f"wb-livetest-{os.getpid()}"
+    subprocess.run(["ip", "netns", "add", ns], check=True)
+    try:
+        spec = {"host": "loadNS", "prefix": ["ip", "netns", "exec", ns, str(FSTRESS)],
+                "pid_file": str(tmp_path / "agent.pid"), "connection": "local", "run_args": []}
+        fleet = agents.Fleet([spec], deployment="dep-ns", slot="slot1", log_dir=tmp_path)
+        try:
+            assert fleet.agents[0].hello["metrics"] == f"127.0.0.1:{base + 11}"
+            assert _value(_scrape(f"http://127.0.0.1:{base + 11}/metrics"), "fstress_trials_total",
+                          deployment="dep-ns") == 0
+            inside = subprocess.run(["ip", "netns", "exec", ns, "ss", "-Htln"], capture_output=True, text=True)
+            assert str(base + 11) not in inside.stdout, inside.stdout
+        finally:
+            fleet.close()
+    finally:
+        subprocess.run(["ip", "netns", "del", ns], check=False)

@@ -6,12 +6,8 @@ import pytest
 from scipy import optimize, stats
 
 from workbench.controller.trial import TrialResult
-from workbench.measure.simulated import (
-    FAMILIES,
-    SimulatedServer,
-    family_capacity,
-    surface_grid,
-)
+from workbench.measure.factor_model import FAMILIES, family_capacity, surface_grid
+from workbench.measure.simulated import SimulatedServer
 
 
 def _means(s, load, r, n):

@@ -5,26 +5,26 @@ import pytest
 from helpers import load_recorded_nights
 
 from workbench.params.plan import ParamError
-from workbench.pipeline import nightly
+from workbench.pipeline import nightly, nightly_config
 from workbench.store.local import LocalStore
 
 
 def test_nightly_config_in_the_repo_is_valid(tmp_path):
-    cfg = nightly.load_nightly_config("config/nightly.yml")
+    cfg = nightly_config.load_nightly_config("config/nightly.yml")
     assert cfg["baselines"] and 0 < cfg["tolerance"] < 1
     bad = tmp_path / "n.yml"
     bad.write_text("baselines:\n  - name: x\n    params: {disks: 0}\n")
     with pytest.raises(ParamError, match="disks"):
-        nightly.load_nightly_config(bad)
+        nightly_config.load_nightly_config(bad)
     assert cfg["seed_trials"] == 6 == nightly.NIGHTLY_SEED_TRIALS
     assert cfg["canary"] in [b["name"] for b in cfg["baselines"]]
     bad.write_text("canary: nope\nbaselines:\n  - name: x\n    params: {}\n")
     with pytest.raises(ParamError, match="canary: 'nope' is not one of the baselines"):
-        nightly.load_nightly_config(bad)
+        nightly_config.load_nightly_config(bad)
     for v in ("1", "true", "2.5", "21"):
         bad.write_text(f"seed_trials: {v}\nbaselines:\n  - name: x\n    params: {{}}\n")
         with pytest.raises(ParamError, match="seed_trials must be an integer in"):
-            nightly.load_nightly_config(bad)
+            nightly_config.load_nightly_config(bad)
 
 
 def test_recorded_nights_same_is_no_regression_worse_is(tmp_path):
@@ -98,16 +98,16 @@ def test_a_ui_config_path_must_lie_in_a_configuration_directory(tmp_path, monkey
     operator listed in WB_NIGHTLY_CONFIG_DIRS; anything else, a symlink out included, is refused
     naming the field, before the file is read."""
     from workbench.config.paths import REPO
-    monkeypatch.delenv(nightly.CONFIG_DIRS_ENV, raising=False)
-    assert nightly.confined_config("config/nightly.yml") == str((REPO / "config" / "nightly.yml").resolve())
+    monkeypatch.delenv(nightly_config.CONFIG_DIRS_ENV, raising=False)
+    assert nightly_config.confined_config("config/nightly.yml") == str((REPO / "config" / "nightly.yml").resolve())
     for bad in ("/etc/shadow", "config/../README.md", str(tmp_path / "n.yml"), "", "config/\0x"):
         with pytest.raises(ParamError, match="config_path: "):
-            nightly.confined_config(bad)
+            nightly_config.confined_config(bad)
     escape = tmp_path / "ok"
     escape.mkdir()
     (escape / "n.yml").write_text("baselines: []\n")
     (escape / "out.yml").symlink_to("/etc/passwd")
-    monkeypatch.setenv(nightly.CONFIG_DIRS_ENV, str(escape))
-    assert nightly.confined_config(str(escape / "n.yml")) == str((escape / "n.yml").resolve())
+    monkeypatch.setenv(nightly_config.CONFIG_DIRS_ENV, str(escape))
+    assert nightly_config.confined_config(str(escape / "n.yml")) == str((escape / "n.yml").resolve())
     with pytest.raises(ParamError, match="outside the configuration directories"):
-        nightly.confined_config(str(escape / "out.yml"))
+        nightly_config.confined_config(str(escape / "out.yml"))

@@ -1,4 +1,4 @@
-"""The measured cost of a rating (pipeline.steps.measured_cost): wall time from the start of
+"""The measured cost of a rating (pipeline.finish.measured_cost): wall time from the start of
 provisioning to the summary, split into provision, deploy, trials and orchestration."""
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from workbench.measure.simulated import SimulatedServer
 from workbench.params.plan import plan_from_params
 from workbench.pipeline import steps
 from workbench.pipeline.runner import run_rating
-from workbench.pipeline.steps import measured_cost
+from workbench.pipeline.finish import measured_cost
 from workbench.store.local import LocalStore
 
 

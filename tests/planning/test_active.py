@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from workbench.measure.simulated import family_capacity
+from workbench.measure.factor_model import family_capacity
 from workbench.planning import active
 from workbench.planning.design import FactorSpace, Numeric
 from workbench.planning.doptimal import _greedy

@@ -4,7 +4,7 @@ import math
 import numpy as np
 import pytest
 
-from workbench.measure.simulated import surface_grid
+from workbench.measure.factor_model import surface_grid
 from workbench.planning.design import Categorical, FactorSpace, Numeric
 from workbench.planning.doptimal import d_optimal, log_det_information
 from workbench.planning.seeding import nearest_seed, seed_order

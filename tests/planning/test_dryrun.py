@@ -6,7 +6,8 @@ from types import SimpleNamespace
 import pytest
 
 import workbench.planning.dryrun as sim
-from workbench.measure.simulated import SimulatedServer, surface_grid
+from workbench.measure.factor_model import surface_grid
+from workbench.measure.simulated import SimulatedServer
 from workbench.planning.dryrun import plan
 
 

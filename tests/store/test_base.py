@@ -71,7 +71,7 @@ def test_every_layout_method_is_pinned():
               "surface_plot_key", "surface_report_key", "nightly_prefix", "night_config_key", "baseline_key",
               "verdicts_key", "nightly_report_key", "comparison_verdict_key", "comparison_report_key"}
     assert called == layout
-    helpers = {n for n in vars(Store) if n.endswith(("_key", "_prefix"))} - {"delete_prefix"}
+    helpers = {n for n in dir(Store) if n.endswith(("_key", "_prefix"))} - {"delete_prefix"}
     assert helpers - layout == {"rating_key", "surface_key", "nightly_key", "comparison_key"}
 
 

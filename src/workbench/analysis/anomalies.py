@@ -13,20 +13,22 @@ trials or nights to distrust.
   λ* against the night's position: significantly negative is a leak-like decline even when no
   single night is a regression.
 """
+
 from __future__ import annotations
 
 import math
 from collections import defaultdict
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any, TypeGuard
 
 from workbench.stats.intervals import slope_test, zscores
 
 Z_THRESHOLD = 2.0
-MIN_Z_TRIALS = 6          # (n − 1)/√n > 2 first at n = 6 (5/√6 = 2.04)
+MIN_Z_TRIALS = 6  # (n − 1)/√n > 2 first at n = 6 (5/√6 = 2.04)
 MIN_SLOPE_POINTS = 3
 
 
-def _finite(x: Any) -> bool:
+def _finite(x: Any) -> TypeGuard[float]:
     return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
 
 
@@ -42,10 +44,18 @@ def _by_load(trials: Sequence[Mapping[str, Any]]) -> dict[float, list[tuple[int,
 
 def _outliers(load: float, points: list[tuple[int, float]]) -> list[dict[str, Any]]:
     z = zscores([m for _, m in points])
-    return [{"kind": "outlier", "load_ops_s": load, "trials": [n], "z": round(float(zi), 3),
-             "text": f"trial {n} at {load:g} ops/s: mean {m:.4g} ms is {zi:+.2f} standard deviations "
-                     f"from the load's mean (|z| > {Z_THRESHOLD:g})"}
-            for (n, m), zi in zip(points, z, strict=True) if abs(zi) > Z_THRESHOLD]
+    return [
+        {
+            "kind": "outlier",
+            "load_ops_s": load,
+            "trials": [n],
+            "z": round(float(zi), 3),
+            "text": f"trial {n} at {load:g} ops/s: mean {m:.4g} ms is {zi:+.2f} standard "
+            f"deviations from the load's mean (|z| > {Z_THRESHOLD:g})",
+        }
+        for (n, m), zi in zip(points, z, strict=True)
+        if abs(zi) > Z_THRESHOLD
+    ]
 
 
 def _drift(load: float, points: list[tuple[int, float]], confidence: float) -> list[dict[str, Any]]:
@@ -56,14 +66,23 @@ def _drift(load: float, points: list[tuple[int, float]], confidence: float) -> l
     if not s.significant:
         return []
     word = "rose" if s.slope > 0 else "fell"
-    return [{"kind": "drift", "load_ops_s": load, "trials": [int(n) for n in ns],
-             "slope_ms_per_trial": s.slope, "p_value": s.p_value,
-             "text": f"at {load:g} ops/s the mean {word} by {abs(s.slope):.3g} ms per trial over trials "
-                     f"{int(ns[0])}–{int(ns[-1])} (slope p = {s.p_value:.3g} < {1 - confidence:.2g}): "
-                     f"the server changed while it was measured"}]
+    return [
+        {
+            "kind": "drift",
+            "load_ops_s": load,
+            "trials": [int(n) for n in ns],
+            "slope_ms_per_trial": s.slope,
+            "p_value": s.p_value,
+            "text": f"at {load:g} ops/s the mean {word} by {abs(s.slope):.3g} ms per trial over "
+            f"trials {int(ns[0])}–{int(ns[-1])} (slope p = {s.p_value:.3g} < "
+            f"{1 - confidence:.2g}): the server changed while it was measured",
+        }
+    ]
 
 
-def rating_warnings(trials: Sequence[Mapping[str, Any]], confidence: float = 0.95) -> dict[str, Any]:
+def rating_warnings(
+    trials: Sequence[Mapping[str, Any]], confidence: float = 0.95
+) -> dict[str, Any]:
     """{"warnings": [...], "loads_unchecked_for_outliers": [...]} for one rating's trial records
     (n, load_ops_s, mean_ms, valid)."""
     warnings: list[dict[str, Any]] = []
@@ -78,17 +97,26 @@ def rating_warnings(trials: Sequence[Mapping[str, Any]], confidence: float = 0.9
     return {"warnings": warnings, "loads_unchecked_for_outliers": unchecked}
 
 
-def history_trend(peaks: Sequence[float | None], nights: Sequence[str],
-                  confidence: float = 0.95) -> dict[str, Any] | None:
+def history_trend(
+    peaks: Sequence[float | None], nights: Sequence[str], confidence: float = 0.95
+) -> dict[str, Any] | None:
     """A leak-like warning when λ* declines significantly over the nights (oldest first; tonight
     last); None when there is no such decline or fewer than 3 nights with a λ*."""
-    pts = [(i, float(p), night) for i, (p, night) in enumerate(zip(peaks, nights, strict=True)) if _finite(p)]
+    pts = [
+        (i, float(p), night)
+        for i, (p, night) in enumerate(zip(peaks, nights, strict=True))
+        if _finite(p)
+    ]
     if len(pts) < MIN_SLOPE_POINTS:
         return None
     s = slope_test([p for _, p, _ in pts], [float(i) for i, _, _ in pts], confidence)
     if not (s.significant and s.slope < 0):
         return None
-    return {"kind": "trend", "nights": [night for *_, night in pts], "slope_ops_s_per_night": s.slope,
-            "p_value": s.p_value,
-            "text": f"λ* fell by {-s.slope:.3g} ops/s per night over {len(pts)} nights "
-                    f"({pts[0][2]} … {pts[-1][2]}; slope p = {s.p_value:.3g}): a leak-like decline"}
+    return {
+        "kind": "trend",
+        "nights": [night for *_, night in pts],
+        "slope_ops_s_per_night": s.slope,
+        "p_value": s.p_value,
+        "text": f"λ* fell by {-s.slope:.3g} ops/s per night over {len(pts)} nights "
+        f"({pts[0][2]} … {pts[-1][2]}; slope p = {s.p_value:.3g}): a leak-like decline",
+    }

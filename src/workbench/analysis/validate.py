@@ -11,29 +11,34 @@ expectation suite on an ephemeral context:
   (100·max_op |mix_actual − mix_target|), error rate ≤ ``max_error_rate``.
 
 A trial whose only failed check is the achieved fraction is not excluded but listed in ``short``: it
-measured the server past its capacity, the controller's evidence of saturation (its completions test,
-controller/certify.py, allows for Poisson noise); excluding it would take back the upper end of the λ*
-interval the rating stopped on.
+measured the server past its capacity, the controller's evidence of saturation (its completions
+test, controller/certify.py, allows for Poisson noise); excluding it would take back the upper end
+of the λ* interval the rating stopped on.
 
-Trials the harness already marked invalid are excluded with the harness's own reason (verbatim) and are not
-re-judged on rate, mix or errors. A failing trial is excluded with a reason naming each failed
-check; ``excluded`` maps trial n → reason. A record without a usable n gets the key −(position+1).
+Trials the harness already marked invalid are excluded with the harness's own reason (verbatim) and
+are not re-judged on rate, mix or errors. A failing trial is excluded with a reason naming each
+failed check; ``excluded`` maps trial n → reason. A record without a usable n gets the key
+−(position+1).
 
-Harness failures (``harness_failure`` / ``outcome`` "harness": the trial measured nothing of the server)
-are no server trial: never judged, never counted as excluded; ``harness`` maps their n → reason and
-``n_checked`` counts the server's trials only. Their ids still take part in the id checks.
+Harness failures (``harness_failure`` / ``outcome`` "harness": the trial measured nothing of the
+server) are no server trial: never judged, never counted as excluded; ``harness`` maps their n →
+reason and ``n_checked`` counts the server's trials only. Their ids still take part in the id
+checks.
 
 Error rate = errors / ops_total. Timeouts in a trial the harness accepted as "overloaded" (a
-server above its peak, see workbench.measure.trialjson.result_from_json) are not counted, only NFS errors.
+server above its peak, see workbench.measure.trialjson.result_from_json) are not counted, only NFS
+errors.
 """
+
 from __future__ import annotations
 
 import logging
 import math
 import time
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 import pandas as pd
 
@@ -43,33 +48,41 @@ __all__ = ["TrialValidation", "validate_trials", "trials_frame", "is_harness_fai
 
 logging.getLogger("great_expectations").setLevel(logging.WARNING)
 
-_SHORT = "gx: achieved "     # the reason of a trial that completed fewer operations than offered
-_VALID_ONLY = "harness_valid == True"         # the GX row_condition below, as shown in the summary
+_SHORT = "gx: achieved "  # the reason of a trial that completed fewer operations than offered
+_VALID_ONLY = "harness_valid == True"  # the GX row_condition below, as shown in the summary
 
 
 def is_harness_failure(rec: Mapping[str, Any]) -> bool:
-    """A trial record of a harness failure (TrialResult.harness_failure): no sample of the server."""
+    """A trial record of a harness failure (TrialResult.harness_failure): no sample of the
+    server."""
     return record_outcome(rec) == "harness"
 
 
 @dataclass(frozen=True)
 class TrialValidation:
     success: bool
-    excluded: dict[int, str]                  # trial n → human reason (the server's trials)
-    n_checked: int                            # the server's trials (harness failures not counted)
-    gx: dict[str, Any] = field(default_factory=dict)   # JSON-serialisable summary of the GX result
+    excluded: dict[int, str]  # trial n → human reason (the server's trials)
+    n_checked: int  # the server's trials (harness failures not counted)
+    gx: dict[str, Any] = field(default_factory=dict)  # JSON-serialisable summary of the GX result
     elapsed_s: float = 0.0
-    harness: dict[int, str] = field(default_factory=dict)   # harness failures: n → reason, not judged
-    short: dict[int, str] = field(default_factory=dict)     # failed only the achieved fraction: kept
+    # harness failures: n → reason, not judged
+    harness: dict[int, str] = field(default_factory=dict)
+    short: dict[int, str] = field(default_factory=dict)  # failed only the achieved fraction: kept
 
     def to_dict(self) -> dict[str, Any]:
-        return {"success": self.success, "excluded": {str(k): v for k, v in self.excluded.items()},
-                "n_checked": self.n_checked, "gx": self.gx, "elapsed_s": self.elapsed_s,
-                "harness": {str(k): v for k, v in self.harness.items()},
-                "short": {str(k): v for k, v in self.short.items()}}
+        return {
+            "success": self.success,
+            "excluded": {str(k): v for k, v in self.excluded.items()},
+            "n_checked": self.n_checked,
+            "gx": self.gx,
+            "elapsed_s": self.elapsed_s,
+            "harness": {str(k): v for k, v in self.harness.items()},
+            "short": {str(k): v for k, v in self.short.items()},
+        }
 
 
 # ----------------------------------------------------------------------------- the frame
+
 
 def _num(x: Any) -> float:
     """A finite float or NaN (None, strings, bools and infinities → NaN)."""
@@ -97,13 +110,13 @@ def _error_rate(rec: Mapping[str, Any]) -> float:
     raw = rec.get("raw") or {}
     errors = _num(rec.get("errors"))
     if str(rec.get("reason") or "").startswith("overloaded") and "errors" in raw:
-        errors = _num(raw.get("errors"))       # harness-accepted timeouts of an overloaded server
+        errors = _num(raw.get("errors"))  # harness-accepted timeouts of an overloaded server
     errors = 0.0 if math.isnan(errors) else errors
     ops = _num(rec.get("ops_total"))
     if math.isnan(ops):
         ops = _num(raw.get("ops_total"))
     if not ops or math.isnan(ops):
-        return 0.0 if errors == 0 else 1.0     # errors but no operation counted: all failed
+        return 0.0 if errors == 0 else 1.0  # errors but no operation counted: all failed
     return errors / ops
 
 
@@ -119,26 +132,41 @@ def trials_frame(records: Iterable[Mapping[str, Any]]) -> pd.DataFrame:
     for row, rec in enumerate(records):
         offered = _offered_ops_s(rec)
         achieved = _num(rec.get("achieved_rate"))
-        rows.append({
-            "row": row,
-            "n": _trial_id(rec.get("n")),
-            "load_ops_s": _num(rec.get("load_ops_s")),
-            "achieved_rate": achieved,
-            "mean_ms": _num(rec.get("mean_ms")),
-            "p95_ms": _num(rec.get("p95_ms")),
-            "errors": _num(rec.get("errors")),
-            "ops_total": _num(rec.get("ops_total")),
-            "error_rate": _error_rate(rec),
-            "achieved_fraction": achieved / offered if offered and offered > 0 else math.nan,
-            "mix_error_pp": _mix_error_pp(rec.get("raw")),
-            "harness_valid": bool(rec.get("valid", True)),
-        })
-    cols = ["row", "n", "load_ops_s", "achieved_rate", "mean_ms", "p95_ms", "errors", "ops_total",
-            "error_rate", "achieved_fraction", "mix_error_pp", "harness_valid"]
+        rows.append(
+            {
+                "row": row,
+                "n": _trial_id(rec.get("n")),
+                "load_ops_s": _num(rec.get("load_ops_s")),
+                "achieved_rate": achieved,
+                "mean_ms": _num(rec.get("mean_ms")),
+                "p95_ms": _num(rec.get("p95_ms")),
+                "errors": _num(rec.get("errors")),
+                "ops_total": _num(rec.get("ops_total")),
+                "error_rate": _error_rate(rec),
+                "achieved_fraction": achieved / offered if offered and offered > 0 else math.nan,
+                "mix_error_pp": _mix_error_pp(rec.get("raw")),
+                "harness_valid": bool(rec.get("valid", True)),
+            }
+        )
+    cols = [
+        "row",
+        "n",
+        "load_ops_s",
+        "achieved_rate",
+        "mean_ms",
+        "p95_ms",
+        "errors",
+        "ops_total",
+        "error_rate",
+        "achieved_fraction",
+        "mix_error_pp",
+        "harness_valid",
+    ]
     return pd.DataFrame(rows, columns=cols)
 
 
 # ----------------------------------------------------------------------------- the GX objects
+
 
 @lru_cache(maxsize=1)
 def _batch_definition():
@@ -159,9 +187,9 @@ def _suite(min_achieved_fraction: float, max_mix_error_pp: float, max_error_rate
     import great_expectations as gx
     from great_expectations.expectations.row_conditions import Column
 
-    _batch_definition()                        # a suite needs an active context
+    _batch_definition()  # a suite needs an active context
     E = gx.expectations
-    valid = dict(row_condition=Column("harness_valid") == True)  # noqa: E712 (builds a GX condition)
+    valid = Column("harness_valid") == True  # noqa: E712 (builds a GX condition)
     suite = gx.ExpectationSuite(name="workbench_trials")
     for e in (
         E.ExpectColumnValuesToNotBeNull(column="n"),
@@ -169,11 +197,17 @@ def _suite(min_achieved_fraction: float, max_mix_error_pp: float, max_error_rate
         E.ExpectColumnValuesToBeBetween(column="n", min_value=0),
         E.ExpectColumnValuesToBeBetween(column="mean_ms", min_value=0),
         E.ExpectColumnValuesToBeBetween(column="p95_ms", min_value=0),
-        E.ExpectColumnValuesToNotBeNull(column="mean_ms", **valid),
-        E.ExpectColumnValuesToNotBeNull(column="achieved_fraction", **valid),
-        E.ExpectColumnValuesToBeBetween(column="achieved_fraction", min_value=min_achieved_fraction, **valid),
-        E.ExpectColumnValuesToBeBetween(column="mix_error_pp", max_value=max_mix_error_pp, **valid),
-        E.ExpectColumnValuesToBeBetween(column="error_rate", max_value=max_error_rate, **valid),
+        E.ExpectColumnValuesToNotBeNull(column="mean_ms", row_condition=valid),
+        E.ExpectColumnValuesToNotBeNull(column="achieved_fraction", row_condition=valid),
+        E.ExpectColumnValuesToBeBetween(
+            column="achieved_fraction", min_value=min_achieved_fraction, row_condition=valid
+        ),
+        E.ExpectColumnValuesToBeBetween(
+            column="mix_error_pp", max_value=max_mix_error_pp, row_condition=valid
+        ),
+        E.ExpectColumnValuesToBeBetween(
+            column="error_rate", max_value=max_error_rate, row_condition=valid
+        ),
     ):
         suite.add_expectation(e)
     return suite
@@ -181,12 +215,14 @@ def _suite(min_achieved_fraction: float, max_mix_error_pp: float, max_error_rate
 
 # ----------------------------------------------------------------------------- reasons
 
+
 def _fmt(v: Any) -> str:
     return "missing" if v is None or (isinstance(v, float) and math.isnan(v)) else f"{v:.4g}"
 
 
-def _reason(etype: str, column: str, value: Any, kw: Mapping[str, Any], row: int) -> str:
-    """One human sentence fragment for a failed expectation on one row (record `row` of the batch)."""
+def _reason(etype: str, column: str | None, value: Any, kw: Mapping[str, Any], row: int) -> str:
+    """One human sentence fragment for a failed expectation on one row (record `row` of the
+    batch)."""
     if column == "n":
         if etype == "expect_column_values_to_not_be_null":
             return f"gx: trial id n missing or not a number (record {row} of the batch)"
@@ -225,16 +261,11 @@ def _exception_message(info: Any) -> str | None:
     return "; ".join(msgs) or None
 
 
-# ----------------------------------------------------------------------------- entry point
-
-def validate_trials(records: Iterable[Mapping[str, Any]], *, min_achieved_fraction: float = 0.95,
-                    max_mix_error_pp: float = 2.0, max_error_rate: float = 0.0) -> TrialValidation:
-    """Run the suite on a batch of trial records; see the module docstring."""
-    t0 = time.perf_counter()
-    records = list(records)
-    df = trials_frame(records)
-    keys = {row: (int(n) if math.isfinite(n) and float(n).is_integer() else -(row + 1))
-            for row, n in zip(df["row"], df["n"])}
+def _marked_by_harness(
+    records: Sequence[Mapping[str, Any]], keys: Mapping[int, int]
+) -> tuple[dict[int, list[str]], dict[int, str]]:
+    """What the harness already said, by trial key: the reasons of the trials it marked invalid
+    (excluded with its own reason, not re-judged), and its failures (no trial of the server)."""
     reasons: dict[int, list[str]] = {}
     harness: dict[int, str] = {}
     for row, rec in enumerate(records):
@@ -243,42 +274,88 @@ def validate_trials(records: Iterable[Mapping[str, Any]], *, min_achieved_fracti
         elif not rec.get("valid", True):
             reason = str(rec.get("reason") or "harness marked the trial invalid")
             reasons.setdefault(keys[row], []).append(reason)
+    return reasons, harness
+
+
+def _expectation(r: Any, keys: Mapping[int, int], reasons: dict[int, list[str]]) -> dict[str, Any]:
+    """One expectation's result (GX's ExpectationValidationResult) as a plain record; the reason of
+    each row it failed goes to `reasons` under the row's trial key."""
+    cfg = r.expectation_config
+    kw = {k: v for k, v in cfg.kwargs.items() if k not in ("batch_id", "result_format")}
+    if "row_condition" in kw:
+        kw["row_condition"] = _VALID_ONLY
+    column = kw.get("column")
+    idx = (r.result or {}).get("unexpected_index_list") or []
+    bad_n = []
+    for item in idx:
+        row = int(item["row"])
+        bad_n.append(keys[row])
+        reasons.setdefault(keys[row], []).append(
+            _reason(cfg.type, column, item.get(column), kw, row)
+        )
+    return {
+        "type": cfg.type,
+        "kwargs": {k: _plain(v) for k, v in kw.items()},
+        "success": bool(r.success),
+        "unexpected_count": int((r.result or {}).get("unexpected_count") or 0),
+        "unexpected_n": bad_n,
+        "exception": _exception_message(r.exception_info),
+    }
+
+
+# ----------------------------------------------------------------------------- entry point
+
+
+def validate_trials(
+    records: Iterable[Mapping[str, Any]],
+    *,
+    min_achieved_fraction: float = 0.95,
+    max_mix_error_pp: float = 2.0,
+    max_error_rate: float = 0.0,
+) -> TrialValidation:
+    """Run the suite on a batch of trial records; see the module docstring."""
+    t0 = time.perf_counter()
+    records = list(records)
+    df = trials_frame(records)
+    keys = {
+        row: (int(n) if math.isfinite(n) and float(n).is_integer() else -(row + 1))
+        for row, n in zip(df["row"], df["n"])
+    }
+    reasons, harness = _marked_by_harness(records, keys)
     expectations: list[dict[str, Any]] = []
     success = True
     if len(df):
         suite = _suite(float(min_achieved_fraction), float(max_mix_error_pp), float(max_error_rate))
         batch = _batch_definition().get_batch(batch_parameters={"dataframe": df})
-        res = batch.validate(suite, result_format={"result_format": "COMPLETE",
-                                                   "unexpected_index_column_names": ["row", "n"]})
+        res = batch.validate(
+            suite,
+            result_format={
+                "result_format": "COMPLETE",
+                "unexpected_index_column_names": ["row", "n"],
+            },
+        )
         success = bool(res.success)
-        for r in res.results:
-            cfg = r.expectation_config
-            kw = {k: v for k, v in cfg.kwargs.items() if k not in ("batch_id", "result_format")}
-            if "row_condition" in kw:
-                kw["row_condition"] = _VALID_ONLY
-            column = kw.get("column")
-            idx = (r.result or {}).get("unexpected_index_list") or []
-            bad_n = []
-            for item in idx:
-                row = int(item["row"])
-                bad_n.append(keys[row])
-                reasons.setdefault(keys[row], []).append(_reason(cfg.type, column, item.get(column), kw, row))
-            expectations.append({
-                "type": cfg.type, "kwargs": {k: _plain(v) for k, v in kw.items()},
-                "success": bool(r.success),
-                "unexpected_count": int((r.result or {}).get("unexpected_count") or 0),
-                "unexpected_n": bad_n,
-                "exception": _exception_message(r.exception_info),
-            })
+        expectations = [_expectation(r, keys, reasons) for r in res.results]
     excluded = {k: "; ".join(dict.fromkeys(v)) for k, v in sorted(reasons.items())}
     short = {k: v for k, v in excluded.items() if all(r.startswith(_SHORT) for r in reasons[k])}
-    gx_summary = {"suite": "workbench_trials", "success": success, "n_trials": int(len(df)),
-                  "n_harness": len(harness),
-                  "thresholds": {"min_achieved_fraction": float(min_achieved_fraction),
-                                 "max_mix_error_pp": float(max_mix_error_pp),
-                                 "max_error_rate": float(max_error_rate)},
-                  "expectations": expectations}
-    return TrialValidation(success=success, excluded={k: v for k, v in excluded.items() if k not in short},
-                           short=short, n_checked=int(len(df)) - len(harness),
-                           gx=gx_summary, elapsed_s=round(time.perf_counter() - t0, 4),
-                           harness=dict(sorted(harness.items())))
+    gx_summary = {
+        "suite": "workbench_trials",
+        "success": success,
+        "n_trials": int(len(df)),
+        "n_harness": len(harness),
+        "thresholds": {
+            "min_achieved_fraction": float(min_achieved_fraction),
+            "max_mix_error_pp": float(max_mix_error_pp),
+            "max_error_rate": float(max_error_rate),
+        },
+        "expectations": expectations,
+    }
+    return TrialValidation(
+        success=success,
+        excluded={k: v for k, v in excluded.items() if k not in short},
+        short=short,
+        n_checked=int(len(df)) - len(harness),
+        gx=gx_summary,
+        elapsed_s=round(time.perf_counter() - t0, 4),
+        harness=dict(sorted(harness.items())),
+    )

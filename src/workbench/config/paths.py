@@ -2,6 +2,7 @@
 
 Everything else derives its paths from these names; the state directory follows ``WB_WORKDIR``.
 """
+
 from __future__ import annotations
 
 import os
@@ -10,27 +11,29 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[3]
 FSTRESS = REPO / "bin" / "fstress"
-CANNED_WORKLOADS_DIR = REPO / "loadgen" / "internal" / "workload" / "canned"   # embedded in fstress
+CANNED_WORKLOADS_DIR = REPO / "loadgen" / "internal" / "workload" / "canned"  # embedded in fstress
 PLAYBOOKS = REPO / "playbooks"
 DAGS = REPO / "dags"
 DEFAULT_INVENTORY = REPO / "inventory" / "local" / "hosts.yml"
 
-WORKDIR = Path(os.environ.get("WB_WORKDIR", "/tmp/workbench"))   # local state of this workbench
-LEASES = WORKDIR / "leases"                                       # one lease file per SUT slot
-MINIO_ENV_FILE = Path("/tmp/workbench/minio/env")                 # written by scripts/minio.sh
+WORKDIR = Path(os.environ.get("WB_WORKDIR", "/tmp/workbench"))  # local state of this workbench
+LEASES = WORKDIR / "leases"  # one lease file per SUT slot
+MINIO_ENV_FILE = Path("/tmp/workbench/minio/env")  # written by scripts/minio.sh
 
 
 def private_dir(path: Path) -> Path:
-    """`path` made if missing (mode 0700) and checked: a real directory owned by this user, then 0700.
-    Root runs playbooks and reads credentials under the state directory, so one that another user
-    made first (e.g. under world-writable /tmp) is refused (PermissionError naming why)."""
+    """`path` made if missing (mode 0700) and checked: a real directory owned by this user, then
+    0700. Root runs playbooks and reads credentials under the state directory, so one that another
+    user made first (e.g. under world-writable /tmp) is refused (PermissionError naming why)."""
     if path.is_symlink():
         raise PermissionError(f"refusing state directory {path}: it is a symbolic link")
     path.mkdir(mode=0o700, parents=True, exist_ok=True)
     st = path.lstat()
     if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid():
-        raise PermissionError(f"refusing state directory {path}: owned by uid {st.st_uid}, not by us "
-                              f"({os.geteuid()}), or not a directory")
+        raise PermissionError(
+            f"refusing state directory {path}: owned by uid {st.st_uid}, not by us "
+            f"({os.geteuid()}), or not a directory"
+        )
     if stat.S_IMODE(st.st_mode) != 0o700:
         path.chmod(0o700)
     return path

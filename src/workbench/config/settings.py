@@ -5,13 +5,15 @@ dataclasses whose fields are made by `setting(...)`. From those declarations com
 (`check_settings`, called in `__post_init__`), the Params form entries of the DAGs (`param_schema`)
 and the command-line flags (`add_flags`): a setting's name, bounds and help are written once.
 """
+
 from __future__ import annotations
 
 import argparse
 import dataclasses
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 META = "workbench.setting"
 
@@ -21,17 +23,17 @@ class Bounds:
     """What a setting takes. kind: "number" | "integer" | "bool" | "choice" | "numbers"."""
 
     kind: str
-    lo: float | None = None           # lowest value allowed
-    hi: float | None = None           # highest value allowed
-    lo_open: bool = False             # lo itself not allowed
-    hi_open: bool = False             # hi itself not allowed
-    none_ok: bool = False             # None allowed (the setting's "not set")
-    inf_ok: bool = False              # +inf allowed (numbers)
-    choices: tuple[Any, ...] = ()     # kind "choice"
+    lo: float | None = None  # lowest value allowed
+    hi: float | None = None  # highest value allowed
+    lo_open: bool = False  # lo itself not allowed
+    hi_open: bool = False  # hi itself not allowed
+    none_ok: bool = False  # None allowed (the setting's "not set")
+    inf_ok: bool = False  # +inf allowed (numbers)
+    choices: tuple[Any, ...] = ()  # kind "choice"
     help: str = ""
-    form: Mapping[str, Any] | None = None   # the Params form's (narrower) range, JSON-schema words;
-                                            # None: not on the form
-    flag: bool = False                # a command-line flag of `workbench rate` / `plan`
+    form: Mapping[str, Any] | None = None  # the Params form's (narrower) range, JSON-schema words;
+    # None: not on the form
+    flag: bool = False  # a command-line flag of `workbench rate` / `plan`
 
     def describe(self) -> str:
         """The allowed values, for an error message."""
@@ -40,13 +42,21 @@ class Bounds:
         if self.kind == "choice":
             return "one of " + ", ".join(repr(c) for c in self.choices)
         if self.kind == "integer" and self.lo is not None and self.hi is not None:
-            return f"an integer in [{self.lo:g}, {self.hi:g}]" + (" or None" if self.none_ok else "")
+            return f"an integer in [{self.lo:g}, {self.hi:g}]" + (
+                " or None" if self.none_ok else ""
+            )
         lo = "" if self.lo is None else f"{'>' if self.lo_open else '>='} {self.lo:g}"
         hi = "" if self.hi is None else f"{'<' if self.hi_open else '<='} {self.hi:g}"
-        what = {"integer": "an integer", "numbers": "a non-empty sequence of numbers"}.get(self.kind, "a number")
+        what = {"integer": "an integer", "numbers": "a non-empty sequence of numbers"}.get(
+            self.kind, "a number"
+        )
         rng = " and ".join(x for x in (lo, hi) if x)
-        return (what + (f" {rng}" if rng else "") + (" (inf allowed)" if self.inf_ok else "")
-                + (" or None" if self.none_ok else ""))
+        return (
+            what
+            + (f" {rng}" if rng else "")
+            + (" (inf allowed)" if self.inf_ok else "")
+            + (" or None" if self.none_ok else "")
+        )
 
     def accepts(self, v: Any) -> bool:
         if v is None:
@@ -58,8 +68,11 @@ class Bounds:
         if self.kind == "list":
             return not isinstance(v, (str, bytes, int, float))
         if self.kind == "numbers":
-            return (not isinstance(v, (str, bytes, int, float)) and len(v) > 0
-                    and all(self._number_ok(x) for x in v))
+            return (
+                not isinstance(v, (str, bytes, int, float))
+                and len(v) > 0
+                and all(self._number_ok(x) for x in v)
+            )
         if self.kind == "integer" and (not isinstance(v, int) or isinstance(v, bool)):
             return False
         return self._number_ok(v)
@@ -74,12 +87,35 @@ class Bounds:
         return not (self.hi is not None and (v > self.hi or (self.hi_open and v == self.hi)))
 
 
-def setting(default: Any, help: str, kind: str = "number", *, lo: float | None = None, hi: float | None = None,
-            lo_open: bool = False, hi_open: bool = False, none_ok: bool = False, inf_ok: bool = False,
-            choices: tuple[Any, ...] = (), form: Mapping[str, Any] | None = None, flag: bool = False) -> Any:
+def setting(
+    default: Any,
+    help: str,
+    kind: str = "number",
+    *,
+    lo: float | None = None,
+    hi: float | None = None,
+    lo_open: bool = False,
+    hi_open: bool = False,
+    none_ok: bool = False,
+    inf_ok: bool = False,
+    choices: tuple[Any, ...] = (),
+    form: Mapping[str, Any] | None = None,
+    flag: bool = False,
+) -> Any:
     """A dataclass field declared once: its default, help and what it takes (see `Bounds`)."""
-    b = Bounds(kind, lo, hi, lo_open, hi_open, none_ok or default is None, inf_ok, tuple(choices), help,
-               form, flag)
+    b = Bounds(
+        kind,
+        lo,
+        hi,
+        lo_open,
+        hi_open,
+        none_ok or default is None,
+        inf_ok,
+        tuple(choices),
+        help,
+        form,
+        flag,
+    )
     return dataclasses.field(default=default, metadata={META: b})
 
 
@@ -98,9 +134,14 @@ def check_settings(obj: Any) -> None:
 
 def param_schema(b: Bounds) -> dict[str, Any]:
     """The Params form entry (JSON schema) of a setting: empty = the profile's value."""
-    t = {"number": "number", "integer": "integer", "bool": "boolean", "choice": "string",
-         "numbers": "array",
-         "list": "array"}[b.kind]
+    t = {
+        "number": "number",
+        "integer": "integer",
+        "bool": "boolean",
+        "choice": "string",
+        "numbers": "array",
+        "list": "array",
+    }[b.kind]
     out: dict[str, Any] = dict(type=["null", t], default=None, description=b.help)
     if b.kind == "choice":
         out["enum"] = [None, *b.choices]
@@ -125,8 +166,11 @@ def add_flags(parser: argparse.ArgumentParser, cls: Any) -> list[str]:
     for name, b in bounds_of(cls).items():
         if not b.flag:
             continue
-        kw: dict[str, Any] = {"choices": b.choices} if b.kind == "choice" else {
-            "type": int if b.kind == "integer" else float}
+        kw: dict[str, Any] = (
+            {"choices": b.choices}
+            if b.kind == "choice"
+            else {"type": int if b.kind == "integer" else float}
+        )
         parser.add_argument("--" + name.replace("_", "-"), help=cli_help(b.help), **kw)
         names.append(name)
     return names

@@ -8,6 +8,7 @@ operator's and keep their templates; they are read with `load_yaml`, which bound
 refuses YAML aliases and anchors (a 2 KB file of nested aliases expands to billions of nodes for
 any walk of the result) and deep nesting.
 """
+
 from __future__ import annotations
 
 import re
@@ -16,7 +17,7 @@ from typing import Any
 import yaml
 
 UNSAFE_ID_CHARS = re.compile(r"[^A-Za-z0-9._-]+")
-MAX_RATING_ID = 128             # store keys, log and lease file names stay well under NAME_MAX (255)
+MAX_RATING_ID = 128  # store keys, log and lease file names stay well under NAME_MAX (255)
 TEMPLATE_MARKERS = ("{{", "{%", "{#")
 MAX_YAML_BYTES = 1 << 20
 MAX_YAML_DEPTH = 64
@@ -28,8 +29,10 @@ def refuse_template(name: str, value: Any) -> None:
     if isinstance(value, str):
         hit = next((m for m in TEMPLATE_MARKERS if m in value), None)
         if hit:
-            raise ValueError(f"{name}: {value[:60]!r} holds {hit!r}, which Ansible would evaluate as a "
-                             f"template; plain text only")
+            raise ValueError(
+                f"{name}: {value[:60]!r} holds {hit!r}, which Ansible would evaluate as a "
+                f"template; plain text only"
+            )
     elif isinstance(value, (list, tuple)):
         for i, v in enumerate(value):
             refuse_template(f"{name}[{i}]", v)
@@ -39,18 +42,25 @@ def refuse_template(name: str, value: Any) -> None:
 
 
 def check_rating_id(rating_id: Any, name: str = "rating_id") -> None:
-    """A store-safe rating id: 1 to MAX_RATING_ID letters, digits, '.', '_' and '-', not "." or "..";
-    ValueError naming `name`, the word the user typed (the CLI's rating id is its --results name)."""
+    """A store-safe rating id: 1 to MAX_RATING_ID letters, digits, '.', '_' and '-', not "." or
+    ".."; ValueError naming `name`, the word the user typed (the CLI's rating id is its --results
+    name)."""
     if not isinstance(rating_id, str) or not rating_id or rating_id in (".", ".."):
-        raise ValueError(f"{name}: {rating_id!r} is not a rating id; 1 to {MAX_RATING_ID} letters, digits, "
-                         f"'.', '_' and '-'")
+        raise ValueError(
+            f"{name}: {rating_id!r} is not a rating id; 1 to {MAX_RATING_ID} letters, digits, "
+            f"'.', '_' and '-'"
+        )
     if len(rating_id) > MAX_RATING_ID:
-        raise ValueError(f"{name}: the rating id {rating_id[:24]}… is {len(rating_id)} characters long; at "
-                         f"most {MAX_RATING_ID}")
+        raise ValueError(
+            f"{name}: the rating id {rating_id[:24]}… is {len(rating_id)} characters long; at "
+            f"most {MAX_RATING_ID}"
+        )
     bad = UNSAFE_ID_CHARS.search(rating_id)
     if bad:
-        raise ValueError(f"{name}: the rating id {rating_id!r} holds {bad.group(0)!r}; only letters, digits, "
-                         f"'.', '_' and '-'")
+        raise ValueError(
+            f"{name}: the rating id {rating_id!r} holds {bad.group(0)!r}; only letters, digits, "
+            f"'.', '_' and '-'"
+        )
 
 
 class _BoundedLoader(yaml.SafeLoader):
@@ -62,13 +72,19 @@ class _BoundedLoader(yaml.SafeLoader):
         event = self.peek_event()
         if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None):
             kind = "alias *" if isinstance(event, yaml.AliasEvent) else "anchor &"
-            raise yaml.composer.ComposerError(None, None, f"found {kind}{event.anchor}: YAML aliases and "
-                                              f"anchors are not allowed; write the values out", event.start_mark)
+            raise yaml.composer.ComposerError(
+                None,
+                None,
+                f"found {kind}{event.anchor}: YAML aliases and "
+                f"anchors are not allowed; write the values out",
+                event.start_mark,
+            )
         self._depth += 1
         try:
             if self._depth > MAX_YAML_DEPTH:
-                raise yaml.composer.ComposerError(None, None, f"nested deeper than {MAX_YAML_DEPTH} levels",
-                                                  event.start_mark)
+                raise yaml.composer.ComposerError(
+                    None, None, f"nested deeper than {MAX_YAML_DEPTH} levels", event.start_mark
+                )
             return super().compose_node(parent, index)
         finally:
             self._depth -= 1
@@ -86,18 +102,22 @@ def load_yaml(text: str | bytes, max_bytes: int = MAX_YAML_BYTES) -> Any:
         loader.dispose()
 
 
-MAX_RESULTS_PATH = 1024         # the runner's artifacts nest ~200 characters deeper; PATH_MAX is 4096
+MAX_RESULTS_PATH = 1024  # the runner's artifacts nest ~200 characters deeper; PATH_MAX is 4096
 
 
 def check_results_path(text: Any, flag: str = "--results") -> None:
     """A results directory the user typed: not empty, one line, at most MAX_RESULTS_PATH characters,
     no template marker, its last part a rating id (check_rating_id). ValueError naming `flag`."""
     if not isinstance(text, str) or not text.strip():
-        raise ValueError(f"{flag}: {text!r} is empty; give a directory (or leave the flag out for "
-                         f"results/<time>-<workload>-<slot>)")
+        raise ValueError(
+            f"{flag}: {text!r} is empty; give a directory (or leave the flag out for "
+            f"results/<time>-<workload>-<slot>)"
+        )
     if any(ord(c) < 32 for c in text) or len(text) > MAX_RESULTS_PATH:
-        raise ValueError(f"{flag}: {text[:40]!r}… ({len(text)} characters) is not allowed; a path of one line, "
-                         f"at most {MAX_RESULTS_PATH} characters")
-    refuse_template(flag, text)     # its files' paths are extra-vars of the playbooks
+        raise ValueError(
+            f"{flag}: {text[:40]!r}… ({len(text)} characters) is not allowed; a path of one line, "
+            f"at most {MAX_RESULTS_PATH} characters"
+        )
+    refuse_template(flag, text)  # its files' paths are extra-vars of the playbooks
     name = text.rstrip("/").rsplit("/", 1)[-1]
     check_rating_id(name, flag)

@@ -24,12 +24,13 @@ Stop rules (`RatingSpec.stop_rule`, docs/controller.md "Decision rule"):
 Everything — current load, bracket, picker state, runlength — is re-derived from the log on
 every call: no hidden state, deterministic, resumable after a crash.
 """
+
 from __future__ import annotations
 
 import itertools
 import statistics
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Callable, Sequence
 
 from workbench.controller.fit import near_r_sat
 from workbench.controller.result import PeakResult, result_of
@@ -55,14 +56,15 @@ class Done:
 
 
 def _unmeasurable(spec: RatingSpec, trials: Sequence[TrialResult]) -> dict[float, TrialResult]:
-    """Loads with a run of ≥ max_invalid_per_load consecutive invalid trials → the run's last trial."""
+    """Loads with a run of ≥ max_invalid_per_load consecutive invalid trials → the run's last
+    trial."""
     out: dict[float, TrialResult] = {}
     run = 0
     for i, t in enumerate(trials):
-        same = i > 0 and load_key(trials[i - 1].load_ops_s) == load_key(t.load_ops_s)
+        same = i > 0 and load_key(trials[i - 1].load) == load_key(t.load)
         run = (run + 1 if same else 1) if not t.valid else 0
         if run >= spec.max_invalid_per_load:
-            out[load_key(t.load_ops_s)] = t
+            out[load_key(t.load)] = t
     return out
 
 
@@ -86,12 +88,15 @@ def harness_failing(spec: RatingSpec, trials: Sequence[TrialResult]) -> str | No
     tail = list(itertools.takewhile(lambda t: t.harness_failure, reversed(trials)))
     if len(tail) < spec.max_harness_in_row:
         return None
-    return (f"harness failing: {len(tail)} harness failures in a row "
-            f"({tail[0].reason or 'no reason given'})")
+    return (
+        f"harness failing: {len(tail)} harness failures in a row "
+        f"({tail[0].reason or 'no reason given'})"
+    )
 
 
-def _rerun_invalid(spec: RatingSpec, server: Sequence[TrialResult], not_steady: bool
-                   ) -> tuple[tuple[float, str] | None, float, str | None]:
+def _rerun_invalid(
+    spec: RatingSpec, server: Sequence[TrialResult], not_steady: bool
+) -> tuple[tuple[float, str] | None, float, str | None]:
     """(next, runlength, stop reason) after an invalid trial, server[-1] (not_steady: one the
     controller excluded, steadiness.py). Invalid trials never count and are re-run at the same load
     and runlength (a not-steady one longer where its warm-up says so). After max_invalid_per_load
@@ -100,19 +105,33 @@ def _rerun_invalid(spec: RatingSpec, server: Sequence[TrialResult], not_steady: 
     below it (_decide_goal: next None); it ends at twice that many invalid trials in a row, or
     when no other load was ever measured (the harness itself is suspect)."""
     last = server[-1]
-    tail = list(itertools.takewhile(lambda t: not t.valid, reversed(server)))   # invalid, newest first
+    tail = list(itertools.takewhile(lambda t: not t.valid, reversed(server)))  # newest first
     run = len(tail)
-    streak = len(list(itertools.takewhile(lambda t: load_key(t.load_ops_s) == load_key(last.load_ops_s), tail)))
-    measured_elsewhere = any(t.valid and load_key(t.load_ops_s) != load_key(last.load_ops_s) for t in server)
+    at_last = load_key(last.load)
+    streak = len(list(itertools.takewhile(lambda t: load_key(t.load) == at_last, tail)))
+    measured_elsewhere = any(t.valid and load_key(t.load) != at_last for t in server)
     if streak < spec.max_invalid_per_load:
         if not_steady:
-            return (last.load_ops_s, f"re-run {last.reason}"), rerun_runlength_s(spec, last), None
-        return (last.load_ops_s, f"re-run invalid trial ({last.reason or 'invalid'})"), float(last.runlength_s), None
+            return (last.load, f"re-run {last.reason}"), rerun_runlength_s(spec, last), None
+        return (
+            (last.load, f"re-run invalid trial ({last.reason or 'invalid'})"),
+            float(last.runlength),
+            None,
+        )
     if run >= 2 * spec.max_invalid_per_load or not measured_elsewhere:
-        return None, spec.runlength_s, (f"{run} consecutive invalid trials"
-                                        + (f" at {last.load_ops_s:g} ops/s" if run == streak else
-                                           f", the last {streak} at {last.load_ops_s:g} ops/s")
-                                        + f" ({last.reason or 'no reason given'})")
+        return (
+            None,
+            spec.runlength_s,
+            (
+                f"{run} consecutive invalid trials"
+                + (
+                    f" at {last.load_ops_s:g} ops/s"
+                    if run == streak
+                    else f", the last {streak} at {last.load_ops_s:g} ops/s"
+                )
+                + f" ({last.reason or 'no reason given'})"
+            ),
+        )
     return None, spec.runlength_s, None
 
 
@@ -133,36 +152,27 @@ def decide(spec: RatingSpec, trials: Sequence[TrialResult]) -> NextTrial | Done:
     for i, t in enumerate(trials):
         if not isinstance(t, TrialResult):
             raise TypeError(f"trial {i} is not a TrialResult")
-    trials, not_steady = excluding_not_steady(spec, trials)  # not-steady trials: invalid, re-run
-    cost = trial_cost_s(spec, trials)                        # every trial costs, harness failures too
-    server = [t for t in trials if not t.harness_failure]    # the samples of the server
-    goals = spec.goals
+    # not-steady trials: invalid, re-run
+    trials, not_steady = excluding_not_steady(spec, trials)
+    cost = trial_cost_s(spec, trials)  # every trial costs, harness failures too
+    server = [t for t in trials if not t.harness_failure]  # the samples of the server
     done: dict[float, tuple] = {}
     nxt: tuple[float, str] | None = None
     stop_reason: str | None = harness_failing(spec, trials)
     rl = spec.runlength_s
-    unmeasurable = _unmeasurable(spec, server)
     if stop_reason is None and server and not server[-1].valid:
-        last_is_not_steady = max(i for i, t in enumerate(trials) if not t.harness_failure) in not_steady
-        nxt, rl, stop_reason = _rerun_invalid(spec, server, last_is_not_steady)
+        last = max(i for i, t in enumerate(trials) if not t.harness_failure)
+        nxt, rl, stop_reason = _rerun_invalid(spec, server, last in not_steady)
     open_search = nxt is None and stop_reason is None
-    optional: tuple[float, tuple] | None = None     # the lowest goal that may narrow its interval
-    if open_search or len(goals) > 1:   # several goals: each is judged, so a stop reports every met one
-        for g in goals:
-            kind, payload = decide_goal(spec.at_goal(g), g, server, unmeasurable)
-            if kind == "tighten":          # converged, its interval finite: a tightening trial is optional
-                done[g] = payload[2]
-                optional = optional or (g, payload[:2])
-            elif kind == "done":
-                done[g] = payload
-            elif open_search and nxt is None:       # the lowest open goal places the next trial
-                nxt, rl = _placed(spec, g, server, *payload)
-        if open_search and nxt is None and optional:   # every goal converged: then tighten, if affordable
-            nxt, rl = _placed(spec, optional[0], server, *optional[1])
-            if _unaffordable(spec, trials, cost, rl):
-                nxt = None
+    if open_search or len(spec.goals) > 1:  # several goals: a stop reports every met one
+        placed = _judge_goals(spec, trials, server, open_search, cost, done)
+        if placed is not None:
+            nxt, rl = placed
     if nxt is not None and trials and trials[-1].harness_failure:
-        nxt = (nxt[0], f"re-run after a harness failure ({trials[-1].reason or 'no reason given'}): {nxt[1]}")
+        nxt = (
+            nxt[0],
+            f"re-run after a harness failure ({trials[-1].reason or 'no reason given'}): {nxt[1]}",
+        )
     if nxt is not None and stop_reason is None:
         stop_reason = _unaffordable(spec, trials, cost, rl)
         if not stop_reason:
@@ -170,13 +180,46 @@ def decide(spec: RatingSpec, trials: Sequence[TrialResult]) -> NextTrial | Done:
     return Done(result_of(spec, trials, done, stop_reason, not_steady))
 
 
-def _placed(spec: RatingSpec, g: float, server: Sequence[TrialResult], load: float, why: str
-            ) -> tuple[tuple[float, str], float]:
+def _judge_goals(
+    spec: RatingSpec,
+    trials: Sequence[TrialResult],
+    server: Sequence[TrialResult],
+    open_search: bool,
+    cost: float,
+    done: dict[float, tuple],
+) -> tuple[tuple[float, str], float] | None:
+    """Every goal judged on the one log (a goal that ended goes into `done`); with the search open,
+    the next trial ((load, reason), runlength): the lowest open goal places it, or, every goal
+    converged, the lowest that may narrow its interval does when the budget pays for it."""
+    unmeasurable = _unmeasurable(spec, server)
+    nxt = None
+    optional: tuple[float, tuple] | None = None  # the lowest goal that may narrow its interval
+    for g in spec.goals:
+        kind, payload = decide_goal(spec.at_goal(g), g, server, unmeasurable)
+        if kind == "tighten":  # converged, its interval finite: a tightening trial is optional
+            done[g] = payload[2]
+            optional = optional or (g, payload[:2])
+        elif kind == "done":
+            done[g] = payload
+        elif open_search and nxt is None:  # the lowest open goal places the next trial
+            nxt = _placed(spec, g, server, *payload)
+    if open_search and nxt is None and optional:  # every goal converged: tighten, if affordable
+        nxt = _placed(spec, optional[0], server, *optional[1])
+        if _unaffordable(spec, trials, cost, nxt[1]):
+            return None
+    return nxt
+
+
+def _placed(
+    spec: RatingSpec, g: float, server: Sequence[TrialResult], load: float, why: str
+) -> tuple[tuple[float, str], float]:
     """Goal g's next trial: ((load, reason), runlength s)."""
-    valid = [t for t in server if t.valid and load_key(t.load_ops_s) == load_key(load)]
-    rl = next_runlength(spec, [t.mean_ms for t in valid], [float(t.runlength_s) for t in valid]).runlength_s
+    valid = [t for t in server if t.valid and load_key(t.load) == load_key(load)]
+    runlengths = [float(t.runlength) for t in valid]
+    rl = next_runlength(spec, [t.mean_ms for t in valid], runlengths).runlength_s
     probe_s = _probe(spec.at_goal(g), g, valid, why)
-    return (load, why if len(spec.goals) == 1 else f"goal {g:g} ms: {why}"), float(rl if probe_s is None else probe_s)
+    nxt = (load, why if len(spec.goals) == 1 else f"goal {g:g} ms: {why}")
+    return nxt, float(rl if probe_s is None else probe_s)
 
 
 def _unaffordable(spec: RatingSpec, trials: Sequence[TrialResult], cost: float, rl: float) -> str:
@@ -184,14 +227,19 @@ def _unaffordable(spec: RatingSpec, trials: Sequence[TrialResult], cost: float, 
     if len(trials) >= spec.max_trials:
         return f"max_trials ({spec.max_trials}) exhausted"
     if cost + rl + spec.trial_overhead_s > spec.budget_s * (1 + 1e-12):
-        return (f"budget exhausted: {cost:g} s spent, next trial needs "
-                f"{rl + spec.trial_overhead_s:g} s of {spec.budget_s:g} s")
+        return (
+            f"budget exhausted: {cost:g} s spent, next trial needs "
+            f"{rl + spec.trial_overhead_s:g} s of {spec.budget_s:g} s"
+        )
     return ""
 
 
-def find_peak(spec: RatingSpec, measure: Callable[[float, float], TrialResult],
-              trials: Sequence[TrialResult] = (),
-              on_trial: Callable[[TrialResult], None] | None = None) -> PeakResult:
+def find_peak(
+    spec: RatingSpec,
+    measure: Callable[[float, float], TrialResult],
+    trials: Sequence[TrialResult] = (),
+    on_trial: Callable[[TrialResult], None] | None = None,
+) -> PeakResult:
     """The loop around `decide` (one code path): ask, measure, append, repeat.
 
     `trials` resumes from an existing log. `measure(load_ops_s, runlength_s)` returns a

@@ -22,13 +22,14 @@ Policies ([CC] = Cutting Corners, shared/seeds/000_*, newer text 002_*):
                growing steps seed·(1 + δ·2^k) (or seed/(1 + δ·2^k) when the seed saturates).
 - Safeguarded  (new) a galloping opening (×4 from the start load, then the skipped doubling:
                it reaches Binsearch's opening bracket in ≤ as many loads, except for λ* below
-               2·start: +1, charged to the model allowance); inside a bracket, a regula-falsi step on 1/R
-               (exact for M/M/1) is accepted only strictly inside the bracket and only while
+               2·start: +1, charged to the model allowance); inside a bracket, a regula-falsi step
+               on 1/R (exact for M/M/1) is accepted only strictly inside the bracket and only while
                the bracket at least halves every two steps (Brent's rule) and fewer than
                `max_bad` model steps have failed to halve it; otherwise bisection. It can
                never leave the bracket, so it never diverges, and after `max_bad` failures it
                is plain bisection: at most a constant number of extra loads over Binsearch.
 """
+
 from __future__ import annotations
 
 import math
@@ -49,26 +50,25 @@ def _seeded_opening(st: SearchState, delta: float) -> tuple[float, str] | None:
         return st.start, "seed load"
     if st.lo is not None and st.hi is not None:
         return None
-    if st.hi is None:      # everything so far unsaturated: step up from the seed
+    if st.hi is None:  # everything so far unsaturated: step up from the seed
         k = sum(1 for s in st.loads if s.load > st.start * (1 + 1e-9))
-        cand = st.start * (1.0 + delta * 2 ** k)
+        cand = st.start * (1.0 + delta * 2**k)
         top = max(s.load for s in st.loads)
         if cand <= top:
-            cand = top * (1.0 + delta * 2 ** k)
-        return cand, f"seed bracketing: up step {k} (×{1 + delta * 2 ** k:g})"
+            cand = top * (1.0 + delta * 2**k)
+        return cand, f"seed bracketing: up step {k} (×{1 + delta * 2**k:g})"
     k = sum(1 for s in st.loads if s.load < st.start * (1 - 1e-9))
-    cand = st.start / (1.0 + delta * 2 ** k)
+    cand = st.start / (1.0 + delta * 2**k)
     bottom = min(s.load for s in st.loads)
     if cand >= bottom:
-        cand = bottom / (1.0 + delta * 2 ** k)
-    return cand, f"seed bracketing: down step {k} (÷{1 + delta * 2 ** k:g})"
+        cand = bottom / (1.0 + delta * 2**k)
+    return cand, f"seed bracketing: down step {k} (÷{1 + delta * 2**k:g})"
 
 
 def bisect(st: SearchState) -> tuple[float, str]:
     """Algorithm 3 step 3 (set form): midpoint of [highest unsaturated, lowest saturated]."""
     assert st.lo is not None and st.hi is not None
-    return (st.lo.load + st.hi.load) / 2.0, (
-        f"bisect [{st.lo.load:g}, {st.hi.load:g}]")
+    return (st.lo.load + st.hi.load) / 2.0, (f"bisect [{st.lo.load:g}, {st.hi.load:g}]")
 
 
 class Binsearch:
@@ -86,10 +86,10 @@ class Binsearch:
                 return op
         if not st.loads:
             return st.start, "initial load (Algorithm 3 step 1)"
-        if st.hi is None:      # geometric phase
+        if st.hi is None:  # geometric phase
             top = max(s.load for s in st.loads)
             return top * 2.0, f"geometric phase: 2 × {top:g}"
-        if st.lo is None:      # even the first load saturated: halve below it
+        if st.lo is None:  # even the first load saturated: halve below it
             return st.hi.load / 2.0, f"first load saturated: {st.hi.load:g} / 2"
         return bisect(st)
 
@@ -119,13 +119,17 @@ class Linear:
         if st.lo is None:
             bottom = min(s.load for s in st.loads)
             nxt = bottom - self.step
-            return (nxt, f"linear phase down: {bottom:g} − {self.step:g}") if nxt > 0 else (
-                bottom / 2.0, f"linear phase down: {bottom:g} / 2")
+            return (
+                (nxt, f"linear phase down: {bottom:g} − {self.step:g}")
+                if nxt > 0
+                else (bottom / 2.0, f"linear phase down: {bottom:g} / 2")
+            )
         return bisect(st)
 
 
-def two_point_fit(p1: tuple[float, float], p2: tuple[float, float], r_sat: float,
-                  form: str = "mm1") -> float:
+def two_point_fit(
+    p1: tuple[float, float], p2: tuple[float, float], r_sat: float, form: str = "mm1"
+) -> float:
     """[CC] Algorithm 4 step 2: fit the response curve through two (λ, R̄) points and solve
     it at R = R_sat. Returns nan when the fit is degenerate.
 
@@ -182,12 +186,19 @@ class Model:
         prev = [s for s in st.loads if s is not cur]
         near = min(prev, key=lambda s: (abs(s.mean - st.r_sat_ms), -s.order))
         pred = two_point_fit((cur.load, cur.mean), (near.load, near.mean), st.r_sat_ms, self.form)
-        why = (f"model {self.form} through ({cur.load:g}, {cur.mean:.3g} ms) and "
-               f"({near.load:g}, {near.mean:.3g} ms) → {pred:.6g}")
+        why = (
+            f"model {self.form} through ({cur.load:g}, {cur.mean:.3g} ms) and "
+            f"({near.load:g}, {near.mean:.3g} ms) → {pred:.6g}"
+        )
         top = max(s.load for s in st.loads)
         # sanity only (not a safeguard): a load must be a positive finite number, not absurdly
         # far from what was tested, and new
-        if not math.isfinite(pred) or pred <= 0 or pred > self.max_factor * top or _is_tested(st, pred):
+        if (
+            not math.isfinite(pred)
+            or pred <= 0
+            or pred > self.max_factor * top
+            or _is_tested(st, pred)
+        ):
             return self._fallback(st, why)
         return pred, why
 

@@ -5,11 +5,13 @@ A policy is a frozen dataclass of declared settings (`config.settings`): only th
 a knob has it, so `RatingSpec` carries none of them. `LocalPolicy()` is the recommended policy and
 the default of `RatingSpec` (chosen by bench/validity.py; docs/performance.md "Issue 16").
 """
+
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, ClassVar, Mapping
+from typing import Any, ClassVar
 
 from workbench.config.settings import check_settings, setting
 from workbench.controller.local import Local
@@ -19,16 +21,18 @@ from workbench.controller.safeguarded import Safeguarded
 
 @dataclass(frozen=True)
 class Policy:
-    """A search policy. The class attributes are the per-load rules of summary.py, off by default."""
+    """A search policy. The class attributes are the per-load rules of summary.py, off by
+    default."""
 
     name: ClassVar[str] = ""
-    stop_rule: ClassVar[str] = "inside"    # the spec's stop rule unless it names one
-    near_min_trials: ClassVar[int] = 0     # trials before a load near R_sat is classified (0: min_trials)
-    distrust_repeats: ClassVar[bool] = False   # a repeated trial mean makes the load's CI unbounded
-    monotone_check: ClassVar[bool] = False     # a load reading far below a lower one stays open
+    stop_rule: ClassVar[str] = "inside"  # the spec's stop rule unless it names one
+    # trials before a load near R_sat is classified (0: min_trials)
+    near_min_trials: ClassVar[int] = 0
+    distrust_repeats: ClassVar[bool] = False  # a repeated trial mean makes the load's CI unbounded
+    monotone_check: ClassVar[bool] = False  # a load reading far below a lower one stays open
     far_factor: ClassVar[float | None] = None  # one trial above far_factor·R_sat saturates a load
-    throughput_rule: ClassVar[bool] = False    # a load completing too few operations is saturated
-    strawman: ClassVar[bool] = False           # §3.1: fixed trials per load, no CI
+    throughput_rule: ClassVar[bool] = False  # a load completing too few operations is saturated
+    strawman: ClassVar[bool] = False  # §3.1: fixed trials per load, no CI
 
     def __post_init__(self) -> None:
         check_settings(self)
@@ -37,7 +41,8 @@ class Policy:
         raise NotImplementedError
 
     def far_threshold_ms(self, r_sat_ms: float) -> float | None:
-        """The mean response time above which one trial saturates a load (far_factor·R_sat; None: off)."""
+        """The mean response time above which one trial saturates a load (far_factor·R_sat; None:
+        off)."""
         return None if self.far_factor is None else self.far_factor * r_sat_ms
 
     def probe_runlength_s(self, spec: Any) -> float | None:
@@ -54,13 +59,20 @@ class LinearPolicy(Policy):
     first saturated load. trials None: §5.2 Linear (adaptive trials, then bisection)."""
 
     name: ClassVar[str] = "linear"
-    step_ops_s: float | None = setting(None, "Linear increment (ops/s; None: first_load)", lo=0, lo_open=True,
-                                       hi=1e9)
-    trials: int | None = setting(10, "valid trials at every load (None: Algorithm 2's adaptive trials)",
-                                 "integer", lo=2, hi=10**5, none_ok=True)
+    step_ops_s: float | None = setting(
+        None, "Linear increment (ops/s; None: first_load)", lo=0, lo_open=True, hi=1e9
+    )
+    trials: int | None = setting(
+        10,
+        "valid trials at every load (None: Algorithm 2's adaptive trials)",
+        "integer",
+        lo=2,
+        hi=10**5,
+        none_ok=True,
+    )
 
     @property
-    def strawman(self) -> bool:          # type: ignore[override]
+    def strawman(self) -> bool:  # type: ignore[override]
         return self.trials is not None
 
     def step(self, spec: Any) -> float:
@@ -110,24 +122,50 @@ class LocalPolicy(Policy):
     near_min_trials: ClassVar[int] = 3
     distrust_repeats: ClassVar[bool] = True
     monotone_check: ClassVar[bool] = True
-    far_factor: float | None = setting(4.0, "one trial above far_factor·R_sat saturates a load (None: off)",
-                                       lo=1.0, hi=1e6, lo_open=True, hi_open=True, none_ok=True)
-    throughput_rule: bool = setting(True, "a load that completes significantly fewer operations than offered "
-                                          "(Poisson z < −5) is saturated", "bool")
-    probe_share: float | None = setting(0.5, "trials away from R_sat run this share of runlength_s (None: all "
-                                             "run runlength_s)", lo=0.0, hi=1.0, lo_open=True, none_ok=True)
+    # A knob of this policy where the others have a fixed rule (the base's ClassVar): mypy cannot
+    # express a class attribute that a subclass turns into a dataclass field.
+    far_factor: float | None = setting(  # type: ignore[misc]
+        4.0,
+        "one trial above far_factor·R_sat saturates a load (None: off)",
+        lo=1.0,
+        hi=1e6,
+        lo_open=True,
+        hi_open=True,
+        none_ok=True,
+    )
+    throughput_rule: bool = setting(  # type: ignore[misc]  # (as far_factor)
+        True,
+        "a load that completes significantly fewer operations than offered "
+        "(Poisson z < −5) is saturated",
+        "bool",
+    )
+    probe_share: float | None = setting(
+        0.5,
+        "trials away from R_sat run this share of runlength_s (None: all run runlength_s)",
+        lo=0.0,
+        hi=1.0,
+        lo_open=True,
+        none_ok=True,
+    )
     # The fit's per-look error as a share of 1 − c: 0.5 cost up to 15 % more, 1.0 fell below 90 % in
     # region on the knee and cold families (docs/performance.md, issue 16 fifth stage).
-    fit_stop_share: float = setting(0.8, "the fit's stop tests run at 1 − share·(1 − c)", lo=0.0, hi=1.0,
-                                    lo_open=True)
-    fit_ci_share: float = setting(0.2, "the fit's reported λ* CI is at 1 − share·(1 − c)", lo=0.0, hi=1.0,
-                                  lo_open=True)
+    fit_stop_share: float = setting(
+        0.8, "the fit's stop tests run at 1 − share·(1 − c)", lo=0.0, hi=1.0, lo_open=True
+    )
+    fit_ci_share: float = setting(
+        0.2, "the fit's reported λ* CI is at 1 − share·(1 − c)", lo=0.0, hi=1.0, lo_open=True
+    )
     # issue 30 (d): after the gallop's first overloaded load, the next load is its completion rate
     # × (1 + capacity_cut) (safeguarded.Safeguarded._capacity_cut)
-    capacity_cut: float | None = setting(None, "after an overloaded gallop load, try its completion rate × (1 + "
-                                               "this) next (None: off)", lo=0.0, hi=1.0, none_ok=True)
+    capacity_cut: float | None = setting(
+        None,
+        "after an overloaded gallop load, try its completion rate × (1 + this) next (None: off)",
+        lo=0.0,
+        hi=1.0,
+        none_ok=True,
+    )
 
-    def picker(self, spec: Any) -> Picker:
+    def picker(self, spec: Any) -> Local:
         return Local(spec)
 
     def fit_confidence(self, c: float) -> float:
@@ -142,8 +180,9 @@ class LocalPolicy(Policy):
         return None if self.probe_share is None else self.probe_share * spec.runlength_s
 
 
-POLICY_CLASSES: dict[str, type[Policy]] = {c.name: c for c in (
-    LinearPolicy, BinsearchPolicy, ModelPolicy, SafeguardedPolicy, LocalPolicy)}
+POLICY_CLASSES: dict[str, type[Policy]] = {
+    c.name: c for c in (LinearPolicy, BinsearchPolicy, ModelPolicy, SafeguardedPolicy, LocalPolicy)
+}
 RECOMMENDED = LocalPolicy
 
 
@@ -160,4 +199,6 @@ def policy_from(value: Any) -> Policy:
         if unknown:
             raise ValueError(f"policy {value['name']}: unknown setting(s) {', '.join(unknown)}")
         return cls(**knobs)
-    raise ValueError(f"RatingSpec.policy must be one of {', '.join(POLICY_CLASSES)} (or a Policy), got {value!r}")
+    raise ValueError(
+        f"RatingSpec.policy must be one of {', '.join(POLICY_CLASSES)} (or a Policy), got {value!r}"
+    )

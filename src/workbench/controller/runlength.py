@@ -18,11 +18,12 @@ that is Fig. 6's sweet spot, found from data instead of read off a plot.
 Before a load has two valid trials its variance is unknown; its first trials use
 `spec.runlength_s`.
 """
+
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 from workbench.stats.intervals import quantile
 
@@ -31,10 +32,10 @@ __all__ = ["RunlengthPlan", "plan_runlength", "unit_variance", "next_runlength"]
 
 @dataclass(frozen=True)
 class RunlengthPlan:
-    runlength_s: float        # runlength for the next trial
-    more_trials: int          # expected further trials (including the next one)
-    expected_cost_s: float    # expected further cost, overhead included
-    feasible: bool            # False when even max trials × r_max cannot meet the target
+    runlength_s: float  # runlength for the next trial
+    more_trials: int  # expected further trials (including the next one)
+    expected_cost_s: float  # expected further cost, overhead included
+    feasible: bool  # False when even max trials × r_max cannot meet the target
 
 
 def unit_variance(means: Sequence[float], runlengths: Sequence[float]) -> float:
@@ -47,16 +48,24 @@ def unit_variance(means: Sequence[float], runlengths: Sequence[float]) -> float:
     return sum(r * (x - m) ** 2 for r, x in zip(runlengths, means)) / (n - 1)
 
 
-def plan_runlength(kappa2: float, w_sum: float, n: int, target_half_width: float,
-                   confidence: float, overhead_s: float, r_min: float, r_max: float,
-                   max_more: int = 30) -> RunlengthPlan:
+def plan_runlength(
+    kappa2: float,
+    w_sum: float,
+    n: int,
+    target_half_width: float,
+    confidence: float,
+    overhead_s: float,
+    r_min: float,
+    r_max: float,
+    max_more: int = 30,
+) -> RunlengthPlan:
     """Minimise k·(r + o) subject to q(c, n+k)²·κ²/(W + k·r) ≤ h², r ∈ [r_min, r_max]."""
     if not math.isfinite(kappa2) or kappa2 <= 0 or target_half_width <= 0:
         return RunlengthPlan(r_min, 1, r_min + overhead_s, True)
     best: RunlengthPlan | None = None
     for k in range(1, max_more + 1):
         q = quantile(confidence, n + k)
-        need_w = q * q * kappa2 / (target_half_width ** 2)   # total runlength needed (Eq. 1)
+        need_w = q * q * kappa2 / (target_half_width**2)  # total runlength needed (Eq. 1)
         r = max(r_min, (need_w - w_sum) / k)
         if r > r_max * (1 + 1e-12):
             continue
@@ -76,6 +85,14 @@ def next_runlength(spec, means: Sequence[float], runlengths: Sequence[float]) ->
     w = sum(runlengths)
     m = sum(r * x for r, x in zip(runlengths, means)) / w
     h = (1.0 - spec.accuracy) * m
-    return plan_runlength(k2, w, len(means), h, spec.confidence, spec.trial_overhead_s,
-                          spec.runlength_min_s, spec.runlength_max_s,
-                          max_more=max(1, spec.max_trials_per_load - len(means)))
+    return plan_runlength(
+        k2,
+        w,
+        len(means),
+        h,
+        spec.confidence,
+        spec.trial_overhead_s,
+        spec.runlength_min_s,
+        spec.runlength_max_s,
+        max_more=max(1, spec.max_trials_per_load - len(means)),
+    )

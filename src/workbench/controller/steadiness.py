@@ -1,4 +1,5 @@
-"""The controller acts on each trial's steady-state verdict (stats.steady, recorded in raw["steady"]).
+"""The controller acts on each trial's steady-state verdict (stats.steady, recorded in
+raw["steady"]).
 
 A valid trial judged not steady (trend, stall or backlog; not "short" or without a series: nothing
 to judge) is excluded: `decide` sees it as an invalid trial (reason "not steady: …"), so it counts
@@ -22,16 +23,19 @@ grow it again: a quick rating re-ran 6400 and 4800 ops/s twice each (1197 and 43
 and stopped on six invalid trials in a row. A rise that stays below R_sat is still re-run: it may
 be a transient.
 """
+
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from workbench.controller.state import load_key
 from workbench.controller.trial import TrialResult
 from workbench.stats.steady import NOT_STEADY
 
-WARMUP_SHARE = 0.25     # MSER's warm-up this share of a trial's intervals or more: the re-run is longer
+# MSER's warm-up this share of a trial's intervals or more: the re-run is longer
+WARMUP_SHARE = 0.25
 
 
 def verdict_of(t: TrialResult) -> Mapping[str, Any]:
@@ -52,16 +56,25 @@ def _why(v: Mapping[str, Any]) -> str:
         parts.append("interval " + ", ".join(str(i) for i in v.get("stall_intervals") or []))
     elif str(v.get("verdict")).startswith("trend") and v.get("mk_p") is not None:
         change = v.get("trend_change_ms")
-        parts.append(f"Mann–Kendall τ {v.get('mk_tau', float('nan')):.2f}, p {v['mk_p']:.2g}"
-                     + (f", {change:+.3g} ms" if isinstance(change, (int, float)) else ""))
+        parts.append(
+            f"Mann–Kendall τ {v.get('mk_tau', float('nan')):.2f}, p {v['mk_p']:.2g}"
+            + (f", {change:+.3g} ms" if isinstance(change, (int, float)) else "")
+        )
     elif v.get("verdict") == "backlog" and v.get("backlog_ratio") is not None:
-        parts.append(f"{v.get('outstanding_at_stop')} calls outstanding at the stop, "
-                     f"{v['backlog_ratio']:.1f}× Little's L")
+        parts.append(
+            f"{v.get('outstanding_at_stop')} calls outstanding at the stop, "
+            f"{v['backlog_ratio']:.1f}× Little's L"
+        )
     if v.get("low_start"):
         n = v["low_start"]
-        parts.append(f"a rise from a low start of {n} interval{'s' if n != 1 else ''}, judged whole")
+        parts.append(
+            f"a rise from a low start of {n} interval{'s' if n != 1 else ''}, judged whole"
+        )
     if v.get("warmup_intervals"):
-        parts.append(f"warm-up {v['warmup_intervals']} of {v['warmup_intervals'] + (v.get('intervals') or 0)} intervals")
+        parts.append(
+            f"warm-up {v['warmup_intervals']} of "
+            f"{v['warmup_intervals'] + (v.get('intervals') or 0)} intervals"
+        )
     return f"not steady: {v.get('verdict')}" + (f" ({'; '.join(parts)})" if parts else "")
 
 
@@ -79,8 +92,9 @@ def saturated_anyway(spec, t: TrialResult) -> bool:
         return False
     first = v.get("first_ms")
     far_ms = spec.policy.far_threshold_ms(spec.r_sat_ms)
-    return t.mean_ms > max(spec.goals) or (far_ms is not None and isinstance(first, (int, float))
-                                             and first > far_ms)
+    return t.mean_ms > max(spec.goals) or (
+        far_ms is not None and isinstance(first, (int, float)) and first > far_ms
+    )
 
 
 def immaterial_trend(v: Mapping[str, Any], r_sat_ms: float, width: float) -> bool:
@@ -88,28 +102,45 @@ def immaterial_trend(v: Mapping[str, Any], r_sat_ms: float, width: float) -> boo
     under the region's half-width width·R_sat, with no stall or backlog beside it: no re-run of it
     can move its load across the region."""
     change = v.get("trend_change_ms")
-    return (str(v.get("verdict")).startswith("trend") and isinstance(change, (int, float))
-            and abs(change) < width * r_sat_ms and not v.get("stall_intervals") and not v.get("backlog"))
+    return (
+        str(v.get("verdict")).startswith("trend")
+        and isinstance(change, (int, float))
+        and abs(change) < width * r_sat_ms
+        and not v.get("stall_intervals")
+        and not v.get("backlog")
+    )
 
 
 def not_steady_excluded(spec, trials: Sequence[TrialResult]) -> dict[int, str]:
     """{trial index: reason} of the not-steady trials the controller excludes: all of a load's
-    while it has at most spec.max_unsteady_reruns of them, none once it has more; never one saturated
-    anyway or an immaterial trend."""
+    while it has at most spec.max_unsteady_reruns of them, none once it has more; never one
+    saturated anyway or an immaterial trend."""
     at: dict[float, list[int]] = {}
     for i, t in enumerate(trials):
-        if (is_not_steady(t) and not saturated_anyway(spec, t)
-                and not immaterial_trend(verdict_of(t), min(spec.goals), spec.width)):
-            at.setdefault(load_key(t.load_ops_s), []).append(i)
-    return {i: _why(verdict_of(trials[i])) for idx in at.values()
-            if len(idx) <= spec.max_unsteady_reruns for i in idx}
+        if (
+            is_not_steady(t)
+            and not saturated_anyway(spec, t)
+            and not immaterial_trend(verdict_of(t), min(spec.goals), spec.width)
+        ):
+            at.setdefault(load_key(t.load), []).append(i)
+    return {
+        i: _why(verdict_of(trials[i]))
+        for idx in at.values()
+        if len(idx) <= spec.max_unsteady_reruns
+        for i in idx
+    }
 
 
-def excluding_not_steady(spec, trials: Sequence[TrialResult]) -> tuple[list[TrialResult], dict[int, str]]:
+def excluding_not_steady(
+    spec, trials: Sequence[TrialResult]
+) -> tuple[list[TrialResult], dict[int, str]]:
     """The log as the controller reads it — each excluded not-steady trial an invalid trial with its
     reason — and {index: reason} of those trials."""
     out = not_steady_excluded(spec, trials)
-    view = [dataclasses.replace(t, valid=False, reason=out[i]) if i in out else t for i, t in enumerate(trials)]
+    view = [
+        dataclasses.replace(t, valid=False, reason=out[i]) if i in out else t
+        for i, t in enumerate(trials)
+    ]
     return view, out
 
 
@@ -118,16 +149,26 @@ def rerun_runlength_s(spec, t: TrialResult) -> float:
     v = verdict_of(t)
     d = int(v.get("warmup_intervals") or 0)
     n = d + int(v.get("intervals") or 0)
-    r = float(t.runlength_s)
-    # warm-up (MSER's d) ≥ WARMUP_SHARE of the intervals: 2·r, capped by runlength_max_s (never below r)
+    r = float(t.runlength)
+    # warm-up (MSER's d) ≥ WARMUP_SHARE of the intervals: 2·r, capped by runlength_max_s (never
+    # below r)
     return max(r, min(2.0 * r, spec.runlength_max_s)) if n and d >= WARMUP_SHARE * n else r
 
 
-def records_as_read(not_steady: Mapping[str, str] | None, records: Sequence[Mapping[str, Any]]
-                    ) -> list[Mapping[str, Any]]:
+def records_as_read(
+    not_steady: Mapping[str, str] | None, records: Sequence[Mapping[str, Any]]
+) -> list[Mapping[str, Any]]:
     """Stored trial records as decide read them, given a result's `not_steady` ({"n": why}): an
     excluded trial is not valid, its reason first, and `excluded` says "not steady"."""
     out = not_steady or {}
-    return [{**r, "valid": False, "excluded": "not steady",
-             "reason": "; ".join(x for x in (out[str(r.get("n"))], r.get("reason")) if x)}
-            if str(r.get("n")) in out and not r.get("excluded") else r for r in records]
+    return [
+        {
+            **r,
+            "valid": False,
+            "excluded": "not steady",
+            "reason": "; ".join(x for x in (out[str(r.get("n"))], r.get("reason")) if x),
+        }
+        if str(r.get("n")) in out and not r.get("excluded")
+        else r
+        for r in records
+    ]

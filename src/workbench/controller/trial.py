@@ -4,12 +4,14 @@
 and the unit of the trial log that ``decide(spec, trials)`` reads. It is immutable and
 round-trips through plain dicts (JSON, Parquet rows, XCom).
 """
+
 from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -54,18 +56,36 @@ class TrialResult:
             if not isinstance(value, (int, float)) or math.isnan(value) or value < 0:
                 raise ValueError(f"TrialResult.{name} must be a number >= 0, got {value!r}")
         if not isinstance(self.harness_failure, bool):
-            raise ValueError(f"TrialResult.harness_failure must be a bool, got {self.harness_failure!r}")
-        if self.drain_s is not None and not (isinstance(self.drain_s, (int, float)) and 0 <= self.drain_s < math.inf):
-            raise ValueError(f"TrialResult.drain_s must be None or a number >= 0, got {self.drain_s!r}")
+            raise ValueError(
+                f"TrialResult.harness_failure must be a bool, got {self.harness_failure!r}"
+            )
+        if self.drain_s is not None and not (
+            isinstance(self.drain_s, (int, float)) and 0 <= self.drain_s < math.inf
+        ):
+            raise ValueError(
+                f"TrialResult.drain_s must be None or a number >= 0, got {self.drain_s!r}"
+            )
         if self.harness_failure and self.valid:
             raise ValueError("TrialResult: a harness failure is never valid (valid=False)")
 
     @property
     def outcome(self) -> str:
-        """"measured" (valid), "invalid" (the server's invalid trial) or "harness" (a harness failure)."""
+        """ "measured" (valid), "invalid" (the server's invalid trial) or "harness" (a harness
+        failure)."""
         return "harness" if self.harness_failure else ("measured" if self.valid else "invalid")
 
-    def at(self, load_ops_s: float, runlength_s: float) -> "TrialResult":
+    @property
+    def load(self) -> float:
+        """The offered load of a trial of the log (``find_peak`` tags each one; ValueError if
+        not)."""
+        return _tagged(self.load_ops_s, "load_ops_s")
+
+    @property
+    def runlength(self) -> float:
+        """The runlength of a trial of the log (``find_peak`` tags each one; ValueError if not)."""
+        return _tagged(self.runlength_s, "runlength_s")
+
+    def at(self, load_ops_s: float, runlength_s: float) -> TrialResult:
         """This result tagged with the load and runlength it was measured at (unset fields only)."""
         return dataclasses.replace(
             self,
@@ -78,15 +98,22 @@ class TrialResult:
         return {**dataclasses.asdict(self), "outcome": self.outcome}
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "TrialResult":
+    def from_dict(cls, d: dict[str, Any]) -> TrialResult:
         """From a dict of fields; unknown keys (n, decision, outcome) are ignored. A record stored
         before harness failures had their own outcome lacks `harness_failure`: it is False."""
         names = {f.name for f in dataclasses.fields(cls)}
         return cls(**{k: v for k, v in d.items() if k in names})
 
 
+def _tagged(value: float | None, name: str) -> float:
+    if value is None:
+        raise ValueError(f"TrialResult.{name} is unset: tag the trial with .at(load, runlength)")
+    return value
+
+
 def steady_verdict(rec: Mapping[str, Any]) -> str | None:
-    """The steady-state verdict of a stored trial record (stats.steady, in raw["steady"]), None when it has none."""
+    """The steady-state verdict of a stored trial record (stats.steady, in raw["steady"]), None when
+    it has none."""
     return ((rec.get("raw") or {}).get("steady") or {}).get("verdict")
 
 

@@ -13,6 +13,7 @@
 with ``heartbeat_unix`` on this host's clock, or None), `write` (also a heartbeat), `delete`,
 `next_token` (the slot's fencing sequence) and `touch` (the heartbeat).
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -20,20 +21,22 @@ import fcntl
 import json
 import os
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator, Protocol
+from typing import Any, Protocol
 
 from workbench.config import paths
 
-LOCK_WAIT_S = 30.0             # a lease's lock is held for a read and a write
+LOCK_WAIT_S = 30.0  # a lease's lock is held for a read and a write
 
 
 class LeaseStore(Protocol):
-    shared: bool               # visible to every host of the deployment
+    shared: bool  # visible to every host of the deployment
 
     def where(self, slot: str) -> str: ...
-    def locked(self, slot: str, lock: str = "lock",
-               wait_s: float = LOCK_WAIT_S) -> contextlib.AbstractContextManager[None]: ...
+    def locked(
+        self, slot: str, lock: str = "lock", wait_s: float = LOCK_WAIT_S
+    ) -> contextlib.AbstractContextManager[None]: ...
     def read(self, slot: str) -> dict[str, Any] | None: ...
     def write(self, slot: str, lease: dict[str, Any]) -> None: ...
     def delete(self, slot: str) -> None: ...
@@ -60,7 +63,7 @@ class FileStore:
     def locked(self, slot: str, lock: str = "lock", wait_s: float = LOCK_WAIT_S) -> Iterator[None]:
         """An exclusive flock of ``<slot>.<lock>`` (a process's own opens exclude each other too),
         waited for at most `wait_s` (TimeoutError naming the file)."""
-        paths.private_dir(self.root.parent)        # the state directory: ours alone, 0700
+        paths.private_dir(self.root.parent)  # the state directory: ours alone, 0700
         self.root.mkdir(parents=True, exist_ok=True)
         f = self.root / f"{slot}.{lock}"
         deadline = time.monotonic() + wait_s
@@ -86,13 +89,14 @@ class FileStore:
             return None
         try:
             lease = json.loads(text)
-        except ValueError:      # a lease of the old text format (rating id, workdir): treat as a holder
+        except ValueError:  # a lease of the old text format (rating id, workdir): treat as a holder
             lines = text.splitlines()
             lease = {"rating_id": lines[0].strip() if lines else "", "token": 0, "holder": {}}
         return {**lease, "heartbeat_unix": mtime}
 
     def _replace(self, name: str, text: str) -> None:
-        """`name` under root holds `text`, atomically and on disk (a token must not be reissued after a crash)."""
+        """`name` under root holds `text`, atomically and on disk (a token must not be reissued
+        after a crash)."""
         tmp = self.root / f".{name}.{os.getpid()}.tmp"
         with open(tmp, "w") as fh:
             fh.write(text)
@@ -101,7 +105,9 @@ class FileStore:
         os.replace(tmp, self.root / name)
 
     def write(self, slot: str, lease: dict[str, Any]) -> None:
-        self._replace(slot, json.dumps({k: v for k, v in lease.items() if k != "heartbeat_unix"}, indent=1))
+        self._replace(
+            slot, json.dumps({k: v for k, v in lease.items() if k != "heartbeat_unix"}, indent=1)
+        )
 
     def delete(self, slot: str) -> None:
         (self.root / slot).unlink(missing_ok=True)
@@ -131,9 +137,11 @@ def store_spec() -> str:
         return ""
     if spec.startswith(("postgresql://", "postgres://")) and len(spec) <= 1000:
         return spec
-    raise LeaseConfigError("WB_LEASE_STORE must be 'file' (this host's directory, one host only) or "
-                           "postgresql://USER:PASSWORD@HOST:PORT/DB (shared by every host), not "
-                           f"{spec.split('://')[0][:20] + '://…' if '://' in spec else repr(spec[:40])}")
+    raise LeaseConfigError(
+        "WB_LEASE_STORE must be 'file' (this host's directory, one host only) or "
+        "postgresql://USER:PASSWORD@HOST:PORT/DB (shared by every host), not "
+        f"{spec.split('://')[0][:20] + '://…' if '://' in spec else repr(spec[:40])}"
+    )
 
 
 def lease_store() -> LeaseStore:
@@ -143,5 +151,6 @@ def lease_store() -> LeaseStore:
         return FileStore()
     if spec not in _PG:
         from workbench.lease.pgstore import PgStore
+
         _PG[spec] = PgStore(spec)
     return _PG[spec]

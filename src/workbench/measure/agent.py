@@ -1,21 +1,28 @@
-"""The resident fstress agents of a slot (issue 34): one `fstress agent` per load host, started after
-deploy, asked to run trial k over its stdin/stdout (loadgen/README.md, "Agent"), stopped at teardown.
+"""The resident fstress agents of a slot (issue 34): one `fstress agent` per load host, started
+after deploy, asked to run trial k over its stdin/stdout (loadgen/README.md, "Agent"), stopped
+at teardown.
 
 A trial costs its runlength, warm-up and start margin plus ~0.1 s (a run_trial.yml run: 2-6 s more).
-The flags are the role's: deploy (``roles/fstress/tasks/main.yml``, "Write this host's agent spec") writes
-each load host's command prefix (``ip netns exec``, ``taskset``, ``chrt``, the binary) and the
-trial-independent ``fstress run`` flags (``_fstress_run_args``, the same fact run.yml uses) to
-``<results_dir>/agent/<host>.json``; this module adds the trial's own flags exactly as run_trial.yml
-does (`trial_args`: rate share, runlength, warm-up, client id, seed, common start).
+The flags are the role's: deploy (``roles/fstress/tasks/main.yml``, "Write this host's agent
+spec") writes each load host's command prefix (``ip netns exec``, ``taskset``, ``chrt``, the
+binary) and the trial-independent ``fstress run`` flags (``_fstress_run_args``, the same fact
+run.yml uses) to ``<results_dir>/agent/<host>.json``; agent_process adds the trial's own flags
+exactly as run_trial.yml does (`trial_args`: rate share, runlength, warm-up, client id, seed,
+common start).
 
-Scope: the agents live in this process (a `subprocess.Popen` per load host, over `ip netns exec` for
-the local slots or ``ssh -T`` for SSH hosts; the end of their stdin ends them). A rating run in one
-process (`workbench rate`, `pipeline.runner.run_rating`, so map_surface's and nightly_regression's
-rating tasks) re-creates its harness per step but keeps the process, so the agents are kept in a
-registry keyed by inventory and slot (`fleet_for`) and the harness of each step finds them; so
-does the main job's rate_peak under `dag.test()` (workbench.dagrun: every task in its process). Under
-a scheduler or Celery (one task process per trial) rate_peak stays on the playbook: its harness is
-created with the agents off unless the process opted in (`enable`) or WB_FSTRESS_AGENT=1.
+Scope: the agents live in this process (a `subprocess.Popen` per load host, over `ip netns exec`
+for the local slots or ``ssh -T`` for SSH hosts; the end of their stdin ends them). A rating run
+in one process (`workbench rate`, `pipeline.runner.run_rating`, so map_surface's and
+nightly_regression's rating tasks) re-creates its harness per step but keeps the process, so the
+agents are kept in a registry keyed by inventory and slot (`fleet_for`) and the harness of each
+step finds them; so does the main job's rate_peak under `dag.test()` (workbench.dagrun: every
+task in its process). Under a scheduler or Celery (one task process per trial) rate_peak stays
+on the playbook: its harness is created with the agents off unless the process opted in
+(`enable`) or WB_FSTRESS_AGENT=1.
+
+Live view (on unless WB_METRICS=off): a numbered slot's agent serves /metrics
+(live_agents.agent_endpoint) and names the rating and slot (protocol 2); an older fstress (exit 2 at
+`--metrics-addr`) starts without.
 
 Faults: no reply (the agent's output ended: killed, host or connection gone), a reply with
 ``ok: false``, or no reply within the trial's bound → the trial is a harness failure (the controller
@@ -23,151 +30,48 @@ re-runs it) and the fleet is closed: the next trial starts new agents. A new age
 stops a live agent of an earlier deployment (the stale agent replaced); teardown closes the fleet
 (quit, then kill) and teardown.yml kills an agent by its pid file.
 """
+
 from __future__ import annotations
 
+import contextlib
 import json
 import os
-import queue
 import subprocess
 import threading
 import time
 import uuid
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from workbench.config.paths import FSTRESS
-from workbench.measure.remote import end_group, host_argv
+from workbench.measure import live, live_agents
+from workbench.measure.agent_process import (
+    EXIT_USAGE,
+    HELLO_TIMEOUT_S,
+    Agent,
+    AgentError,
+    agent_argv,
+    trial_args,
+    trial_seed,
+)
 
-__all__ = ["AgentError", "Agent", "Fleet", "trial_seed", "trial_args", "agent_argv", "fleet_for", "close_fleet",
-           "enabled", "enable", "in_process_default", "run_trial", "merge"]
-
-PROTOCOL = 1
-HELLO_TIMEOUT_S = 30.0
-QUIT_TIMEOUT_S = 5.0
-# Seeds apart per client: playbooks/run_trial.yml's fstress_trial_seed (one definition, two languages;
-# tests/measure/test_agent.py checks the playbook's expression still reads this way)
-SEED_CLIENT_STRIDE = 1000003
-
-
-class AgentError(RuntimeError):
-    """An agent failed: it did not start, its output ended, it replied ok:false, or it did not reply in time."""
-
-
-def trial_seed(trial_id: int, client_id: int, warmup_trial: bool = False) -> int:
-    """run_trial.yml's fstress_trial_seed: (0 for the warm-up, else trial_id + 1) + 1000003 x client_id."""
-    return (0 if warmup_trial else int(trial_id) + 1) + SEED_CLIENT_STRIDE * int(client_id)
-
-
-def trial_args(spec: Mapping[str, Any], *, rate: float, runlength_s: float, warmup_s: float, client_id: int,
-               seed: int, start_at: float) -> list[str]:
-    """The `fstress run` flags (without --json) roles/fstress/tasks/run.yml passes for this trial."""
-    return [*spec["run_args"], "--rate", "%.6f" % float(rate), "--duration", str(float(runlength_s)),
-            "--warmup", str(float(warmup_s)), "--client-id", str(int(client_id)), "--seed", str(int(seed)),
-            "--start-at", "%.3f" % float(start_at)]
-
-
-def agent_argv(spec: Mapping[str, Any], deployment: str) -> list[str]:
-    """The command that starts the host's agent: the role's prefix (netns, taskset, chrt, binary) with
-    `agent`, locally (the local connection) or through `ssh -T` (anything else)."""
-    return host_argv(spec, [*spec["prefix"], "agent", "--deployment", deployment, "--pid-file", spec["pid_file"]])
-
-
-class Agent:
-    """One load host's agent: a child process speaking JSON lines; a reader thread queues its replies."""
-
-    def __init__(self, host: str, argv: Sequence[str], log_path: Path | None = None) -> None:
-        self.host = host
-        self.argv = list(argv)
-        self._log = open(log_path, "ab") if log_path is not None else subprocess.DEVNULL
-        try:
-            self.proc = subprocess.Popen(self.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                         stderr=self._log, start_new_session=True)
-        except OSError as e:
-            self._close_log()
-            raise AgentError(f"{host}: cannot start the agent ({self.argv[0]}): {e}") from e
-        self._replies: queue.Queue[dict[str, Any] | None] = queue.Queue()
-        self._reader = threading.Thread(target=self._read, name=f"agent-{host}", daemon=True)
-        self._reader.start()
-        self.hello: dict[str, Any] = {}
-        self._n = 0
-
-    def _read(self) -> None:
-        assert self.proc.stdout is not None
-        for line in self.proc.stdout:
-            try:
-                msg = json.loads(line)
-            except ValueError:
-                msg = {"ok": False, "error": f"unreadable reply line: {line[:200]!r}"}
-            self._replies.put(msg if isinstance(msg, dict) else {"ok": False, "error": "reply is not an object"})
-        self._replies.put(None)             # end of output: the agent is gone
-
-    def _close_log(self) -> None:
-        getattr(self._log, "close", lambda: None)()
-
-    @property
-    def pid(self) -> int:
-        return int(self.hello.get("pid") or self.proc.pid)
-
-    def _next(self, deadline: float) -> dict[str, Any]:
-        left = deadline - time.monotonic()
-        try:
-            msg = self._replies.get(timeout=max(left, 0.0))
-        except queue.Empty:
-            raise AgentError(f"{self.host}: no reply from the agent within its bound") from None
-        if msg is None:
-            self._replies.put(None)          # stays ended
-            try:
-                rc: int | None = self.proc.wait(timeout=1.0)
-            except subprocess.TimeoutExpired:
-                rc = None
-            why = "" if rc is None else f" (killed by signal {-rc})" if rc < 0 else f" (exit {rc})"
-            raise AgentError(f"{self.host}: the agent's output ended{why}")
-        return msg
-
-    def wait_hello(self, timeout_s: float = HELLO_TIMEOUT_S) -> dict[str, Any]:
-        msg = self._next(time.monotonic() + timeout_s)
-        if msg.get("event") != "hello" or not msg.get("ok"):
-            raise AgentError(f"{self.host}: no hello from the agent: {json.dumps(msg)[:300]}")
-        if msg.get("protocol") != PROTOCOL:
-            raise AgentError(f"{self.host}: agent protocol {msg.get('protocol')!r}, expected {PROTOCOL}")
-        self.hello = msg
-        return msg
-
-    def send(self, op: str, **fields: Any) -> str:
-        self._n += 1
-        rid = f"{op}-{self._n}"
-        line = json.dumps({"id": rid, "op": op, **fields}) + "\n"
-        try:
-            assert self.proc.stdin is not None
-            self.proc.stdin.write(line.encode())
-            self.proc.stdin.flush()
-        except (OSError, ValueError) as e:
-            raise AgentError(f"{self.host}: cannot write to the agent: {e}") from e
-        return rid
-
-    def reply(self, rid: str, deadline: float) -> dict[str, Any]:
-        """The reply to request `rid` (replies to earlier requests are skipped)."""
-        while True:
-            msg = self._next(deadline)
-            if msg.get("id") == rid:
-                return msg
-
-    def close(self, timeout_s: float = QUIT_TIMEOUT_S, send_quit: bool = True) -> None:
-        """quit (if send_quit), the end of stdin, then SIGKILL of its process group; never raises."""
-        if self.proc.poll() is None:
-            try:
-                if send_quit:
-                    self.send("quit")
-                assert self.proc.stdin is not None
-                self.proc.stdin.close()
-            except (AgentError, OSError, ValueError):
-                pass
-            end_group(self.proc, timeout_s, QUIT_TIMEOUT_S)
-        self._close_log()
-
-    def kill(self) -> None:
-        self.close(timeout_s=0.0, send_quit=False)      # the end of stdin, then SIGKILL
+__all__ = [
+    "AgentError",
+    "Agent",
+    "Fleet",
+    "trial_seed",
+    "trial_args",
+    "agent_argv",
+    "fleet_for",
+    "close_fleet",
+    "enabled",
+    "enable",
+    "in_process_default",
+    "run_trial",
+    "merge",
+]
 
 
 @dataclass
@@ -184,20 +88,44 @@ class HostResult:
 class Fleet:
     """The agents of one slot's load hosts (in client-id order), of one deployment."""
 
-    def __init__(self, specs: Sequence[Mapping[str, Any]], deployment: str | None = None,
-                 log_dir: Path | None = None, hello_timeout_s: float = HELLO_TIMEOUT_S) -> None:
+    def __init__(
+        self,
+        specs: Sequence[Mapping[str, Any]],
+        deployment: str | None = None,
+        slot: str | None = None,
+        log_dir: Path | None = None,
+        hello_timeout_s: float = HELLO_TIMEOUT_S,
+    ) -> None:
         self.specs = [dict(s) for s in specs]
         self.deployment = deployment or f"wb-{uuid.uuid4().hex[:12]}"
+        self.slot, self.log_dir = slot, log_dir
+        port = live_agents.agent_port_for(slot) if live.enabled() else None
         self.agents: list[Agent] = []
         try:
             for s in self.specs:
-                log = (log_dir / f"agent-{s['host']}.log") if log_dir is not None else None
-                self.agents.append(Agent(s["host"], agent_argv(s, self.deployment), log))
-            for a in self.agents:
-                a.wait_hello(hello_timeout_s)
+                self.agents.append(self._start(s, port))
+            for i, a in enumerate(self.agents):
+                self._hello(i, a, port is not None, hello_timeout_s)
         except BaseException:
             self.kill()
             raise
+
+    def _start(self, spec: Mapping[str, Any], port: int | None) -> Agent:
+        log = (self.log_dir / f"agent-{spec['host']}.log") if self.log_dir is not None else None
+        with live_agents.agent_endpoint(spec.get("connection", "ssh"), port) as (addr, fds):
+            return Agent(spec["host"], agent_argv(spec, self.deployment, addr), log, fds)
+
+    def _hello(self, i: int, a: Agent, metrics: bool, timeout_s: float) -> None:
+        """Agent i's hello; one that exits 2 at --metrics-addr (an older fstress) started again
+        without."""
+        try:
+            a.wait_hello(timeout_s)
+        except AgentError:
+            if not metrics or a.proc.returncode != EXIT_USAGE:
+                raise
+            a.kill()
+            self.agents[i] = self._start(self.specs[i], None)
+            self.agents[i].wait_hello(timeout_s)
 
     hosts = property(lambda self: [s["host"] for s in self.specs])
 
@@ -205,25 +133,36 @@ class Fleet:
         return all(a.proc.poll() is None for a in self.agents)
 
     def run(self, per_host_args: Sequence[Sequence[str]], timeout_s: float) -> list[HostResult]:
-        """One trial: every agent's run request sent first, then every reply awaited (all bounded by
-        one deadline). AgentError when any agent fails to answer; an ok:false reply is a HostResult."""
+        """One trial: every agent's run request sent first, then every reply awaited (all bounded
+        by one deadline). AgentError when any agent fails to answer; an ok:false reply is a
+        HostResult."""
         deadline = time.monotonic() + timeout_s
-        rids = [a.send("run", args=list(args)) for a, args in zip(self.agents, per_host_args)]
+        labels = live_agents.agent_labels(self.slot)  # the live view's: protocol 2
+        rids = [
+            a.send("run", args=list(args), **(labels if a.protocol >= 2 else {}))
+            for a, args in zip(self.agents, per_host_args)
+        ]
         out = []
         for a, rid in zip(self.agents, rids):
             r = a.reply(rid, deadline)
             result = r.get("result") if isinstance(r.get("result"), dict) else None
-            out.append(HostResult(a.host, bool(r.get("ok")), int(r["exit"]) if r.get("exit") is not None else 1,
-                                  result, str(r.get("error") or ""), float(r.get("elapsed_s") or 0.0),
-                                  bool(r.get("reused"))))
+            out.append(
+                HostResult(
+                    a.host,
+                    bool(r.get("ok")),
+                    int(r["exit"]) if r.get("exit") is not None else 1,
+                    result,
+                    str(r.get("error") or ""),
+                    float(r.get("elapsed_s") or 0.0),
+                    bool(r.get("reused")),
+                )
+            )
         return out
 
     def close(self) -> None:
-        for a in self.agents:       # quit to all first: they wind down together
-            try:
+        for a in self.agents:  # quit to all first: they wind down together
+            with contextlib.suppress(AgentError):
                 a.send("quit")
-            except AgentError:
-                pass
         for a in self.agents:
             a.close(send_quit=False)
 
@@ -241,21 +180,40 @@ def merge(parts: Sequence[Path], out: Path) -> str:
     except (OSError, subprocess.TimeoutExpired) as e:
         return f"fstress merge: {e}"
     if m.returncode not in (0, 3):
-        return f"fstress merge failed (rc {m.returncode}): {(m.stderr.strip().splitlines() or [''])[-1]}"
+        last = (m.stderr.strip().splitlines() or [""])[-1]
+        return f"fstress merge failed (rc {m.returncode}): {last}"
     return ""
 
 
-def run_trial(fleet: Fleet, trial_id: int | str, *, load_ops_s: float, runlength_s: float, warmup_s: float,
-              start_margin_s: float, timeout_s: float, out: Path) -> list[str]:
-    """Trial `trial_id` (an int, or the warm-up) as run_trial.yml runs it: each load host its share of
-    `load_ops_s` from one common start, its JSON to <out>.d/<host>.json, merged into `out`. The
+def run_trial(
+    fleet: Fleet,
+    trial_id: int | str,
+    *,
+    load_ops_s: float,
+    runlength_s: float,
+    warmup_s: float,
+    start_margin_s: float,
+    timeout_s: float,
+    out: Path,
+) -> list[str]:
+    """Trial `trial_id` (an int, or the warm-up) as run_trial.yml runs it: each load host its share
+    of `load_ops_s` from one common start, its JSON to <out>.d/<host>.json, merged into `out`. The
     failures ([]: merged); AgentError when an agent died or did not answer within `timeout_s`."""
     hosts = fleet.hosts
     warm = not isinstance(trial_id, int)
     start_at = time.time() + start_margin_s
-    per_host = [trial_args(spec, rate=float(load_ops_s) / len(hosts), runlength_s=runlength_s, warmup_s=warmup_s,
-                           client_id=i, seed=trial_seed(0 if warm else int(trial_id), i, warm), start_at=start_at)
-                for i, spec in enumerate(fleet.specs)]
+    per_host = [
+        trial_args(
+            spec,
+            rate=float(load_ops_s) / len(hosts),
+            runlength_s=runlength_s,
+            warmup_s=warmup_s,
+            client_id=i,
+            seed=trial_seed(0 if warm else int(trial_id), i, warm),
+            start_at=start_at,
+        )
+        for i, spec in enumerate(fleet.specs)
+    ]
     replies = fleet.run(per_host, timeout_s)
     parts_dir = Path(f"{out}.d")
     parts_dir.mkdir(parents=True, exist_ok=True)
@@ -272,8 +230,11 @@ def run_trial(fleet: Fleet, trial_id: int | str, *, load_ops_s: float, runlength
 
 
 # ---------------------------------------------------------------- the process's fleets
-# Whether the in-process rating loop (pipeline.runner.run_rating: `workbench rate`, map_surface's and
-# nightly_regression's rating tasks) and workbench.dagrun's dag.test() run their trials through the
+# Whether the in-process rating loop (pipeline.runner.run_rating: `workbench rate`,
+# map_surface's
+# and
+# nightly_regression's rating tasks) and workbench.dagrun's dag.test() run their trials through
+# the
 # agents (WB_FSTRESS_AGENT=0/1 and `workbench rate --agent off|on` override it).
 IN_PROCESS_DEFAULT = True
 _FLEETS: dict[tuple[str, str], Fleet] = {}
@@ -295,21 +256,22 @@ def in_process_default() -> bool:
 
 def enabled() -> bool:
     """Whether harnesses created with agent=None use the agents: inside `enable` (the in-process
-    rating loop) as it says; elsewhere (e.g. one Airflow task per trial) only with WB_FSTRESS_AGENT=1."""
+    rating loop) as it says; elsewhere (e.g. one Airflow task per trial) only with
+    WB_FSTRESS_AGENT=1."""
     if _ENABLED is not None:
         return _ENABLED
     return bool(_env())
 
 
 class enable:
-    """Context manager: harnesses of this process created inside it use the agents or not (`on`; None:
-    in_process_default()); at its end (the outermost one) every fleet left is closed."""
+    """Context manager: harnesses of this process created inside it use the agents or not (`on`;
+    None: in_process_default()); at its end (the outermost one) every fleet left is closed."""
 
     def __init__(self, on: bool | None = None) -> None:
         self.on = in_process_default() if on is None else bool(on)
         self._was: bool | None = None
 
-    def __enter__(self) -> "enable":
+    def __enter__(self) -> enable:
         global _ENABLED
         self._was, _ENABLED = _ENABLED, self.on
         return self
@@ -325,8 +287,13 @@ def _key(inventory: Path | str, slot: str) -> tuple[str, str]:
     return (str(inventory), slot)
 
 
-def fleet_for(inventory: Path | str, slot: str, spec_dir: Path, hosts: Sequence[str],
-              log_dir: Path | None = None) -> Fleet:
+def fleet_for(
+    inventory: Path | str,
+    slot: str,
+    spec_dir: Path,
+    hosts: Sequence[str],
+    log_dir: Path | None = None,
+) -> Fleet:
     """This process's live fleet of the slot for exactly `hosts` and their specs, else a new one (an
     earlier one closed first). AgentError when a spec is missing or an agent does not start."""
     specs = []
@@ -344,12 +311,14 @@ def fleet_for(inventory: Path | str, slot: str, spec_dir: Path, hosts: Sequence[
         if fleet is not None:
             _FLEETS.pop(key, None)
             fleet.close()
-        fleet = Fleet(specs, log_dir=log_dir)
+        fleet = Fleet(specs, log_dir=log_dir, slot=slot)
         _FLEETS[key] = fleet
         return fleet
 
 
-def drop_fleet(inventory: Path | str, slot: str, fleet: Fleet | None = None, kill: bool = True) -> None:
+def drop_fleet(
+    inventory: Path | str, slot: str, fleet: Fleet | None = None, kill: bool = True
+) -> None:
     """Forget the slot's fleet (only `fleet`, if given) and kill (or close) its agents."""
     with _LOCK:
         cur = _FLEETS.get(_key(inventory, slot))

@@ -3,8 +3,9 @@ hosts (through child groups), in the file's order; its slots; a host's variables
 rating's slot, its load hosts and their settings before any host is touched.
 
 A slot is a group that lists its hosts directly, has no child groups, holds at least one member of
-`loadgen`, and is not `loadgen`, `sut` or `background` (tenant B's load hosts, config.tenants) itself
-(`all` and `ungrouped` never are)."""
+`loadgen`, and is not `loadgen`, `sut` or `background` (tenant B's load hosts, config.tenants)
+itself (`all` and `ungrouped` never are)."""
+
 from __future__ import annotations
 
 import os
@@ -19,7 +20,7 @@ from workbench.config.tenants import BACKGROUND_GROUP
 from workbench.config.untrusted import load_yaml
 
 MAX_INVENTORY_BYTES = 1 << 20
-NOT_SLOTS = ("all", "ungrouped", "loadgen", "sut", BACKGROUND_GROUP)   # background: tenant B's hosts
+NOT_SLOTS = ("all", "ungrouped", "loadgen", "sut", BACKGROUND_GROUP)  # background: tenant B's hosts
 
 
 class InventoryError(ValueError):
@@ -28,10 +29,11 @@ class InventoryError(ValueError):
 
 @dataclass
 class Group:
-    hosts: dict[str, dict[str, Any]] = field(default_factory=dict)   # listed directly, with their vars
+    # listed directly, with their vars
+    hosts: dict[str, dict[str, Any]] = field(default_factory=dict)
     children: list[str] = field(default_factory=list)
     vars: dict[str, Any] = field(default_factory=dict)
-    depth: int = 0                                                   # all = 0, its children 1, ...
+    depth: int = 0  # all = 0, its children 1, ...
 
 
 def read_inventory(path: Path) -> dict[str, Any]:
@@ -41,9 +43,13 @@ def read_inventory(path: Path) -> dict[str, Any]:
     try:
         st = p.stat()
         if not stat.S_ISREG(st.st_mode):
-            raise InventoryError(f"inventory: {path} is not a regular file; want a YAML inventory file")
+            raise InventoryError(
+                f"inventory: {path} is not a regular file; want a YAML inventory file"
+            )
         if st.st_size > MAX_INVENTORY_BYTES:
-            raise InventoryError(f"inventory: {path} is {st.st_size} bytes; at most {MAX_INVENTORY_BYTES}")
+            raise InventoryError(
+                f"inventory: {path} is {st.st_size} bytes; at most {MAX_INVENTORY_BYTES}"
+            )
         fd = os.open(p, os.O_RDONLY | os.O_NONBLOCK)
         with os.fdopen(fd, "rb") as fh:
             text = fh.read(MAX_INVENTORY_BYTES + 1)
@@ -51,7 +57,9 @@ def read_inventory(path: Path) -> dict[str, Any]:
     except (OSError, yaml.YAMLError, UnicodeDecodeError) as e:
         raise InventoryError(f"inventory: cannot read {path}: {' '.join(str(e).split())}") from None
     if not isinstance(data, dict):
-        raise InventoryError(f"inventory: {path} holds a {type(data).__name__}; want a YAML mapping of groups")
+        raise InventoryError(
+            f"inventory: {path} holds a {type(data).__name__}; want a YAML mapping of groups"
+        )
     return data
 
 
@@ -59,7 +67,9 @@ def _mapping(path: Path, where: str, node: Any) -> dict[str, Any]:
     if node is None:
         return {}
     if not isinstance(node, dict):
-        raise InventoryError(f"inventory: {path}: {where} is a {type(node).__name__}; want a mapping")
+        raise InventoryError(
+            f"inventory: {path}: {where} is a {type(node).__name__}; want a mapping"
+        )
     return node
 
 
@@ -70,7 +80,9 @@ def inventory_structure(path: Path) -> dict[str, Group]:
 
     def walk(name: str, node: Any, depth: int, stack: tuple[str, ...]) -> None:
         if name in stack or depth > 64:
-            raise InventoryError(f"inventory: {path}: group {name} is its own descendant; want a tree of groups")
+            raise InventoryError(
+                f"inventory: {path}: group {name} is its own descendant; want a tree of groups"
+            )
         node = _mapping(path, f"group {name}", node)
         g = groups.setdefault(str(name), Group(depth=depth))
         g.depth = max(g.depth, depth)
@@ -105,8 +117,11 @@ def inventory_slots(path: Path) -> list[str]:
     """The slots of the inventory, in file order (see the module's doc)."""
     groups = inventory_structure(path)
     loadgen = set(_members(groups, "loadgen")) if "loadgen" in groups else set()
-    return [name for name, g in groups.items()
-            if name not in NOT_SLOTS and g.hosts and not g.children and loadgen & set(g.hosts)]
+    return [
+        name
+        for name, g in groups.items()
+        if name not in NOT_SLOTS and g.hosts and not g.children and loadgen & set(g.hosts)
+    ]
 
 
 def host_vars(path: Path, host: str) -> dict[str, Any]:
@@ -129,16 +144,22 @@ def slot_load_hosts(path: Path, slot: str, wanted: int = 0, server: bool = False
     groups = inventory_groups(path)
     slots = inventory_slots(path)
     if slot not in slots:
-        raise InventoryError(f"slot: {slot!r} is not a slot of {path}; slots: {', '.join(slots) or 'none'} "
-                             f"(a group that lists its hosts, one of them in loadgen)")
+        raise InventoryError(
+            f"slot: {slot!r} is not a slot of {path}; slots: {', '.join(slots) or 'none'} "
+            f"(a group that lists its hosts, one of them in loadgen)"
+        )
     loadgen = set(groups.get("loadgen", [])) - set(groups.get(BACKGROUND_GROUP, []))
     hosts = [h for h in groups[slot] if h in loadgen]
     if server and not set(groups[slot]) & set(groups.get("sut", [])):
-        raise InventoryError(f"slot: slot {slot} of {path} has no SUT host (a member of group sut) to provision; "
-                             f"to rate a server Workbench does not provision, give server_address")
+        raise InventoryError(
+            f"slot: slot {slot} of {path} has no SUT host (a member of group sut) to provision; "
+            f"to rate a server Workbench does not provision, give server_address"
+        )
     if wanted > len(hosts):
-        raise InventoryError(f"load_hosts: the rating needs {wanted} load hosts; slot {slot} of {path} has {len(hosts)} "
-                             f"({', '.join(hosts)})")
+        raise InventoryError(
+            f"load_hosts: the rating needs {wanted} load hosts; slot {slot} of {path} has "
+            f"{len(hosts)} ({', '.join(hosts)})"
+        )
     return hosts[:wanted] if wanted else hosts
 
 
@@ -151,9 +172,12 @@ def slot_background_hosts(path: Path, slot: str, wanted: int) -> list[str]:
     loadgen = set(groups.get("loadgen", []))
     hosts = [h for h in groups[slot] if h in loadgen and h in set(groups.get(BACKGROUND_GROUP, []))]
     if wanted > len(hosts):
-        raise InventoryError(f"background_load_hosts: tenant B needs {wanted} load host{'s' * (wanted > 1)} of group "
-                             f"'{BACKGROUND_GROUP}' in slot {slot} of {path}; it has {len(hosts)}"
-                             f"{' (' + ', '.join(hosts) + ')' if hosts else ''} (inventory/tenants/hosts.yml has them)")
+        raise InventoryError(
+            f"background_load_hosts: tenant B needs {wanted} load host{'s' * (wanted > 1)} of "
+            f"group '{BACKGROUND_GROUP}' in slot {slot} of {path}; it has {len(hosts)}"
+            f"{' (' + ', '.join(hosts) + ')' if hosts else ''} (inventory/tenants/hosts.yml has "
+            "them)"
+        )
     return hosts[:wanted]
 
 

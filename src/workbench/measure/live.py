@@ -1,6 +1,6 @@
 """The live view (issue 50): a running trial's server telemetry and figures in the Prometheus text
-format, for a Prometheus server to scrape (scripts/celery-stack.sh and docker-compose.yml run one;
-monitoring/prometheus/ holds its rules and the console page ``workbench.html``).
+format, for a Prometheus server to scrape (scripts/celery-stack.sh and docker-compose.yml run
+one; monitoring/prometheus/ holds its rules and the console page ``workbench.html``).
 
 One endpoint per slot and process: ``http://ADDR:PORT/metrics`` with PORT = WB_METRICS_PORT_BASE
 (default 9650) + the slot's number (slot1 → 9651, …; the trailing digits of the inventory group's
@@ -15,47 +15,69 @@ Gauges, labelled {slot, host, rating_id}: every series of measure/telemetry.py (
 disk_read_iops → workbench_disk_read_ops_per_second, net_rx_Bps →
 workbench_net_rx_bytes_per_second, server_mean_ms → workbench_server_mean_seconds), set as each
 sample pair arrives (telemetry.Samplers' on_interval: `publisher`) and removed when the trial ends.
-Labelled {slot, rating_id}: workbench_trial_number (-1: the warm-up), workbench_trial_running (1 while
-it runs), workbench_trial_offered_ops_per_second, and once it ended
+Labelled {slot, rating_id}: workbench_trial_number (-1: the warm-up), workbench_trial_running (1
+while it runs), workbench_trial_offered_ops_per_second, and once it ended
 workbench_trial_achieved_ops_per_second, workbench_trial_mean_seconds, workbench_trial_valid.
-"""
+
+The slot's fstress agents (measure/agent.py) serve their own endpoint, `fstress agent
+--metrics-addr` (loadgen/cmd/fstress/metrics.go), on 127.0.0.1 of their host, port `agent_port_for`
+= the base + 10 + the slot's number (slot1 → 9661): fstress_trial_running,
+fstress_offered_ops_per_second, fstress_calls_completed_total, fstress_calls_in_flight,
+fstress_send_lag_seconds, … labelled {deployment, rating_id, slot} (`agent_labels`: what a run
+request names); the job ``fstress``."""
+
 from __future__ import annotations
 
-import argparse
 import contextlib
 import logging
 import os
 import re
-import sys
 import threading
 import time
-from typing import Any, Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
 
-import yaml
 from prometheus_client import CollectorRegistry, Gauge, start_http_server
 from prometheus_client.core import CounterMetricFamily
 
-__all__ = ["trial", "publisher", "port_for", "metric_name", "enabled", "TrialView", "prometheus_config"]
+__all__ = [
+    "trial",
+    "publisher",
+    "port_for",
+    "view_rating",
+    "metric_name",
+    "enabled",
+    "TrialView",
+]
 
 log = logging.getLogger(__name__)
 
 OFF_ENV, PORT_ENV, ADDR_ENV = "WB_METRICS", "WB_METRICS_PORT_BASE", "WB_METRICS_ADDR"
 PORT_BASE, ADDR = 9650, "127.0.0.1"
-SCRAPED_SLOTS = 5          # Prometheus scrapes slot1..slot5: PORT_BASE+1 .. PORT_BASE+5
+SCRAPED_SLOTS = 5  # Prometheus scrapes slot1..slot5: PORT_BASE+1 .. PORT_BASE+5
+AGENT_PORT_OFFSET = 10  # and their fstress agents: PORT_BASE+11 .. PORT_BASE+15
 PREFIX = "workbench_"
-FINAL_SCRAPE_S = 3.0       # at a trial's end, wait up to this for one more scrape (when one is scraping)
+FINAL_SCRAPE_S = 3.0  # at a trial's end, wait up to this for one more scrape (when one is scraping)
 # telemetry's unit suffixes → Prometheus base units (name, factor)
-_UNITS = (("_iops", "_ops_per_second", 1.0), ("_Bps", "_bytes_per_second", 1.0), ("_ms", "_seconds", 1e-3),
-          ("_frac", "_ratio", 1.0), ("_s", "_per_second", 1.0))
+_UNITS = (
+    ("_iops", "_ops_per_second", 1.0),
+    ("_Bps", "_bytes_per_second", 1.0),
+    ("_ms", "_seconds", 1e-3),
+    ("_frac", "_ratio", 1.0),
+    ("_s", "_per_second", 1.0),
+)
 _NAME_OK = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*")
 SERIES_LABELS = ("slot", "host", "rating_id")
 TRIAL_LABELS = ("slot", "rating_id")
-TRIAL_GAUGES = {"number": "the trial's number in the rating (-1: the warm-up)",
-                "running": "1 while the trial runs, 0 after",
-                "offered_ops_per_second": "the trial's offered load",
-                "achieved_ops_per_second": "operations completed per second in the measured window (after the trial)",
-                "mean_seconds": "the trial's mean response time (after the trial)",
-                "valid": "1 when the trial counts, 0 when invalid (after the trial)"}
+TRIAL_GAUGES = {
+    "number": "the trial's number in the rating (-1: the warm-up)",
+    "running": "1 while the trial runs, 0 after",
+    "offered_ops_per_second": "the trial's offered load",
+    "achieved_ops_per_second": "operations completed per second in the measured window "
+    "(after the trial)",
+    "mean_seconds": "the trial's mean response time (after the trial)",
+    "valid": "1 when the trial counts, 0 when invalid (after the trial)",
+}
 
 
 def enabled() -> bool:
@@ -81,15 +103,24 @@ def port_for(slot: str) -> int:
     return port_base() + slot_number(slot)
 
 
+def view_rating(slot: str) -> str:
+    """The rating of the slot's view in this process (`trial`); "" before any."""
+    view = _views.get(slot)
+    return view.rating_id if view is not None else ""
+
+
 def metric_name(series: str) -> tuple[str, float] | None:
-    """(Prometheus name, factor to base units) of a telemetry series; None for a name it cannot carry."""
+    """(Prometheus name, factor to base units) of a telemetry series; None for a name it cannot
+    carry."""
     if not _NAME_OK.fullmatch(series):
         return None
-    stem, limit = (series[:-len("_limit")], "_limit") if series.endswith("_limit") else (series, "")
+    stem, limit = (
+        (series[: -len("_limit")], "_limit") if series.endswith("_limit") else (series, "")
+    )
     unit, factor = "", 1.0
     for old, new, f in _UNITS:
         if stem.endswith(old):
-            stem, unit, factor = stem[:-len(old)], new, f
+            stem, unit, factor = stem[: -len(old)], new, f
             break
     return f"{PREFIX}{stem}{limit}{unit}", factor
 
@@ -99,7 +130,7 @@ class _Scrapes:
     end waits for one more, so its last figures reach Prometheus before the process may end."""
 
     def __init__(self) -> None:
-        self.n, self.at = 0, [0.0, 0.0]          # scrapes so far, the times of the last two
+        self.n, self.at = 0, [0.0, 0.0]  # scrapes so far, the times of the last two
         self.cond = threading.Condition()
 
     def collect(self) -> Iterator[CounterMetricFamily]:
@@ -107,14 +138,16 @@ class _Scrapes:
             self.n += 1
             self.at = [self.at[1], time.monotonic()]
             self.cond.notify_all()
-        yield CounterMetricFamily("workbench_live_scrapes", "scrapes of this endpoint", value=self.n)
+        yield CounterMetricFamily(
+            "workbench_live_scrapes", "scrapes of this endpoint", value=self.n
+        )
 
-    def describe(self) -> list[CounterMetricFamily]:       # for the registry: not a scrape
+    def describe(self) -> list[CounterMetricFamily]:  # for the registry: not a scrape
         return [CounterMetricFamily("workbench_live_scrapes", "scrapes of this endpoint")]
 
     def await_next(self, since: int) -> None:
-        """When scraped at least twice since scrape `since` (something scrapes regularly), wait for the
-        next scrape: at most twice the last interval, and FINAL_SCRAPE_S."""
+        """When scraped at least twice since scrape `since` (something scrapes regularly), wait for
+        the next scrape: at most twice the last interval, and FINAL_SCRAPE_S."""
         with self.cond:
             n = self.n
             if n - since >= 2:
@@ -130,16 +163,18 @@ class TrialView:
         self.registry = CollectorRegistry(auto_describe=True)
         self.scrapes = _Scrapes()
         self.registry.register(self.scrapes)
-        self.trial = {k: Gauge(f"{PREFIX}trial_{k}", doc, TRIAL_LABELS, registry=self.registry)
-                      for k, doc in TRIAL_GAUGES.items()}
+        self.trial = {
+            k: Gauge(f"{PREFIX}trial_{k}", doc, TRIAL_LABELS, registry=self.registry)
+            for k, doc in TRIAL_GAUGES.items()
+        }
         self.series: dict[str, tuple[Gauge, float]] = {}
-        self.shown: set[tuple[str, str]] = set()         # (series, host) with a value now
+        self.shown: set[tuple[str, str]] = set()  # (series, host) with a value now
         self.lock = threading.Lock()
         self._scrapes_at_begin = 0
 
     def begin(self, rating_id: str, n: int, load_ops_s: float) -> None:
         with self.lock:
-            if rating_id != self.rating_id:              # another rating in this process: its figures go
+            if rating_id != self.rating_id:  # another rating in this process: its figures go
                 for g in self.trial.values():
                     g.clear()
             self.rating_id, self.active = rating_id, True
@@ -167,7 +202,7 @@ class TrialView:
                 if isinstance(value, (int, float)) and not isinstance(value, bool):
                     g.labels(self.slot, host, self.rating_id).set(float(value) * factor)
                     self.shown.add((key, host))
-                elif (key, host) in self.shown:           # no value this interval (e.g. no limit)
+                elif (key, host) in self.shown:  # no value this interval (e.g. no limit)
                     g.remove(self.slot, host, self.rating_id)
                     self.shown.discard((key, host))
 
@@ -177,8 +212,15 @@ class TrialView:
             if named is None:
                 return None
             name, factor = named
-            self.series[key] = (Gauge(name, f"telemetry series {key} (measure/telemetry.py) per interval, "
-                                            f"in base units", SERIES_LABELS, registry=self.registry), factor)
+            self.series[key] = (
+                Gauge(
+                    name,
+                    f"telemetry series {key} (measure/telemetry.py) per interval, in base units",
+                    SERIES_LABELS,
+                    registry=self.registry,
+                ),
+                factor,
+            )
         return self.series[key]
 
     def done(self, achieved_ops_s: float, mean_ms: float, valid: bool) -> None:
@@ -203,7 +245,9 @@ class TrialView:
 
 
 _views: dict[str, TrialView] = {}
-_servers: dict[tuple[int, str], Any] = {}          # (pid, slot) → the HTTP server, or None: its port was taken
+_servers: dict[
+    tuple[int, str], Any
+] = {}  # (pid, slot) → the HTTP server, or None: its port was taken
 _lock = threading.Lock()
 
 
@@ -213,15 +257,20 @@ def _view(slot: str) -> TrialView:
         view = _views.get(slot)
         if view is None:
             view = _views[slot] = TrialView(slot)
-        key = (os.getpid(), slot)              # a forked process serves its own endpoint
+        key = (os.getpid(), slot)  # a forked process serves its own endpoint
         if key not in _servers:
             addr, port = os.environ.get(ADDR_ENV, "").strip() or ADDR, port_for(slot)
             try:
                 _servers[key] = start_http_server(port, addr, registry=view.registry)[0]
             except OSError as e:
                 _servers[key] = None
-                log.warning("live view: no endpoint for %s on %s:%d (%s); the trials go on without it",
-                            slot, addr, port, e.strerror or e)
+                log.warning(
+                    "live view: no endpoint for %s on %s:%d (%s); the trials go on without it",
+                    slot,
+                    addr,
+                    port,
+                    e.strerror or e,
+                )
         return view
 
 
@@ -236,7 +285,7 @@ class _Done:
         if self.view is not None:
             try:
                 self.view.done(achieved_ops_s, mean_ms, valid)
-            except Exception as e:   # noqa: BLE001 — the live view never fails a trial
+            except Exception as e:  # noqa: BLE001 — the live view never fails a trial
                 log.warning("live view: %s: %s: %s", self.view.slot, type(e).__name__, e)
 
 
@@ -249,7 +298,7 @@ def trial(slot: str, rating_id: str, n: int, load_ops_s: float) -> Iterator[_Don
         try:
             view = _view(slot)
             view.begin(rating_id, n, load_ops_s)
-        except Exception as e:       # noqa: BLE001 — the live view never fails a trial
+        except Exception as e:  # noqa: BLE001 — the live view never fails a trial
             log.warning("live view: %s: %s: %s", slot, type(e).__name__, e)
             view = None
     try:
@@ -258,13 +307,13 @@ def trial(slot: str, rating_id: str, n: int, load_ops_s: float) -> Iterator[_Don
         if view is not None:
             try:
                 view.end()
-            except Exception as e:   # noqa: BLE001
+            except Exception as e:  # noqa: BLE001
                 log.warning("live view: %s: %s: %s", slot, type(e).__name__, e)
 
 
 def publisher(slot: str) -> Callable[[str, Mapping[str, Any]], None] | None:
-    """telemetry.Samplers' on_interval for a trial on `slot`: its series onto the slot's view while a
-    `trial` runs there (None when WB_METRICS=off)."""
+    """telemetry.Samplers' on_interval for a trial on `slot`: its series onto the slot's view while
+    a `trial` runs there (None when WB_METRICS=off)."""
     if not enabled():
         return None
 
@@ -273,8 +322,9 @@ def publisher(slot: str) -> Callable[[str, Mapping[str, Any]], None] | None:
         if view is not None:
             try:
                 view.publish(host, row)
-            except Exception as e:   # noqa: BLE001 — logged, never raised into the sampler's reader
+            except Exception as e:  # noqa: BLE001 — logged, never raised into the sampler's reader
                 log.warning("live view: %s/%s: %s: %s", slot, host, type(e).__name__, e)
+
     return on_interval
 
 
@@ -287,34 +337,3 @@ def stop_endpoints() -> None:
                 server.server_close()
         _servers.clear()
         _views.clear()
-
-
-def prometheus_config(targets_host: str, rule_files: Sequence[str], node_target: str | None = None) -> dict[str, Any]:
-    """A Prometheus configuration scraping every second the slots' endpoints on `targets_host`
-    (slot1..slot5) and, when given, a node exporter (`node_target`, host:port), with `rule_files`."""
-    base = port_base()
-    jobs: list[dict[str, Any]] = [
-        {"job_name": "workbench", "scrape_interval": "1s", "scrape_timeout": "1s",
-         "static_configs": [{"targets": [f"{targets_host}:{base + k}" for k in range(1, SCRAPED_SLOTS + 1)]}]}]
-    if node_target:
-        jobs.append({"job_name": "node", "scrape_interval": "1s", "scrape_timeout": "1s",
-                     "static_configs": [{"targets": [node_target]}]})
-    return {"global": {"scrape_interval": "15s", "evaluation_interval": "15s"},
-            "rule_files": list(rule_files), "scrape_configs": jobs}
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """`python -m workbench.measure.live config ...`: the Prometheus configuration on stdout."""
-    p = argparse.ArgumentParser(prog="python -m workbench.measure.live", description=main.__doc__)
-    sub = p.add_subparsers(dest="cmd", required=True)
-    c = sub.add_parser("config", help="print a Prometheus configuration for the slots' endpoints")
-    c.add_argument("--targets-host", default=ADDR, help="where the endpoints listen (default %(default)s)")
-    c.add_argument("--rules", action="append", default=[], help="a rule file (repeatable)")
-    c.add_argument("--node", default=None, help="a node exporter's host:port to scrape too")
-    args = p.parse_args(argv)
-    sys.stdout.write(yaml.safe_dump(prometheus_config(args.targets_host, args.rules, args.node), sort_keys=False))
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,4 +1,5 @@
 """One playbook run through ansible-runner: quiet, its events streamed to a log, failures named."""
+
 from __future__ import annotations
 
 import json
@@ -6,9 +7,10 @@ import math
 import os
 import sys
 import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Mapping, TextIO
+from typing import Any, TextIO
 
 from workbench.config.paths import REPO
 
@@ -22,8 +24,9 @@ class PlaybookRun:
     failures: list[str] = field(default_factory=list)
     elapsed_s: float = 0.0
     stats: dict[str, Any] = field(default_factory=dict)
-    first_event_s: float = 0.0                  # runner + ansible-playbook start-up to the first event
-    task_s: dict[str, float] = field(default_factory=dict)   # task name → seconds (summed over hosts' max)
+    first_event_s: float = 0.0  # runner + ansible-playbook start-up to the first event
+    # task name → seconds (summed over hosts' max)
+    task_s: dict[str, float] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -68,8 +71,21 @@ def _event_failure(ev: Mapping[str, Any]) -> str | None:
 
 # Inherited variables a playbook may need; everything else of this process stays out of the
 # playbook's environment (Airflow's Fernet key and database URL, the store's secret key, ...).
-INHERITED_ENV = ("PATH", "HOME", "USER", "LOGNAME", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR",
-                 "SSH_AUTH_SOCK", "WB_STATE_DIR", "WB_WORKDIR", "WB_CGROUP_ROOT")
+INHERITED_ENV = (
+    "PATH",
+    "HOME",
+    "USER",
+    "LOGNAME",
+    "LANG",
+    "LC_ALL",
+    "LC_CTYPE",
+    "TZ",
+    "TMPDIR",
+    "SSH_AUTH_SOCK",
+    "WB_STATE_DIR",
+    "WB_WORKDIR",
+    "WB_CGROUP_ROOT",
+)
 
 
 def job_env(env: Mapping[str, str], inherited: Mapping[str, str]) -> dict[str, str]:
@@ -77,8 +93,11 @@ def job_env(env: Mapping[str, str], inherited: Mapping[str, str]) -> dict[str, s
     against, this process's `inherited` environment), INHERITED_ENV and the user's ANSIBLE_*.
     ansible-runner starts from the whole process environment and dumps it into its artifacts
     (``artifacts/<id>/command``); this keeps credentials out of both."""
-    return {k: v for k, v in env.items()
-            if k in INHERITED_ENV or k.startswith("ANSIBLE_") or inherited.get(k) != v}
+    return {
+        k: v
+        for k, v in env.items()
+        if k in INHERITED_ENV or k.startswith("ANSIBLE_") or inherited.get(k) != v
+    }
 
 
 def _run_scrubbed(**kwargs: Any) -> Any:
@@ -96,7 +115,8 @@ def _run_scrubbed(**kwargs: Any) -> Any:
 # 0.43x the CPU time of the linear strategy (bench/ansible_strategy.py). The others stay linear:
 # deploy gains little (0.87x; the file set is fstress's own work), teardown loses (1.22x), and
 # Mitogen runs the tasks of hosts that share a connection (every local host) one after another,
-# where run_trial.yml must start all load hosts at once and deploy builds their file sets side by side.
+# where run_trial.yml must start all load hosts at once and deploy builds their file sets side by
+# side.
 MITOGEN_PLAYBOOKS = frozenset({"provision_sut.yml"})
 
 
@@ -106,13 +126,18 @@ def strategy_env(playbook: str | Path, inherited: Mapping[str, str] = os.environ
     if Path(playbook).name not in MITOGEN_PLAYBOOKS or "ANSIBLE_STRATEGY" in inherited:
         return {}
     import ansible_mitogen
-    return {"ANSIBLE_STRATEGY_PLUGINS": str(Path(ansible_mitogen.__file__).parent / "plugins" / "strategy"),
-            "ANSIBLE_STRATEGY": "mitogen_linear"}
+
+    return {
+        "ANSIBLE_STRATEGY_PLUGINS": str(
+            Path(ansible_mitogen.__file__).parent / "plugins" / "strategy"
+        ),
+        "ANSIBLE_STRATEGY": "mitogen_linear",
+    }
 
 
 def _runner_envvars(playbook: Path) -> dict[str, str]:
-    """ansible-runner's variables for a run of `playbook`: its strategy, this interpreter's bin first
-    on PATH, the repository's ansible.cfg and roles, quiet and fast settings."""
+    """ansible-runner's variables for a run of `playbook`: its strategy, this interpreter's bin
+    first on PATH, the repository's ansible.cfg and roles, quiet and fast settings."""
     return {
         **strategy_env(playbook),
         "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]),
@@ -154,7 +179,11 @@ class _Events:
         kind = ev.get("event", "")
         if kind in ("playbook_on_task_start", "playbook_on_stats", "playbook_on_play_start"):
             self._close_task(now)
-            self.task = (ev.get("event_data", {}) or {}).get("task") if kind == "playbook_on_task_start" else None
+            self.task = (
+                (ev.get("event_data", {}) or {}).get("task")
+                if kind == "playbook_on_task_start"
+                else None
+            )
             self.task_t = now
         out = ev.get("stdout")
         if out:
@@ -162,21 +191,30 @@ class _Events:
         f = _event_failure(ev)
         if f:
             self.failures.append(f)
-        if kind == "playbook_on_stats":    # the recap: ansible-runner's r.stats reads it back
-            data = ev.get("event_data", {}) or {}     # from the event files we do not keep
+        if kind == "playbook_on_stats":  # the recap: ansible-runner's r.stats reads it back
+            data = ev.get("event_data", {}) or {}  # from the event files we do not keep
             self.stats.update({k: dict(data.get(k) or {}) for k in STATS_KEYS})
-        return False          # do not keep event files: we keep the log
+        return False  # do not keep event files: we keep the log
 
 
-def ansible_runner_run(playbook: Path, extravars: Mapping[str, Any], *, inventory: Path,
-                       private_data_dir: Path, log_path: Path, timeout_s: float | None = None) -> PlaybookRun:
+def ansible_runner_run(
+    playbook: Path,
+    extravars: Mapping[str, Any],
+    *,
+    inventory: Path,
+    private_data_dir: Path,
+    log_path: Path,
+    timeout_s: float | None = None,
+) -> PlaybookRun:
     """Run one playbook with ansible-runner: quiet, events streamed to `log_path`; stopped after
     `timeout_s` (status "timeout", a failed run)."""
     t0 = time.monotonic()
     private_data_dir.mkdir(parents=True, exist_ok=True)
     with open(log_path, "a", encoding="utf-8") as log:
-        log.write(f"\n=== {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())} {playbook.name} "
-                  f"{json.dumps(dict(extravars), sort_keys=True, default=str)}\n")
+        log.write(
+            f"\n=== {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())} {playbook.name} "
+            f"{json.dumps(dict(extravars), sort_keys=True, default=str)}\n"
+        )
         events = _Events(log, t0)
         r = _run_scrubbed(
             private_data_dir=str(private_data_dir),
@@ -194,7 +232,12 @@ def ansible_runner_run(playbook: Path, extravars: Mapping[str, Any], *, inventor
             cancel_callback=lambda: False,
         )
         log.write(f"=== {playbook.name}: {r.status} rc={r.rc} in {time.monotonic() - t0:.2f}s\n")
-    return PlaybookRun(rc=int(r.rc if r.rc is not None else -1), status=str(r.status),
-                       failures=events.failures, elapsed_s=time.monotonic() - t0,
-                       stats=events.stats or r.stats or {}, first_event_s=events.first_s or 0.0,
-                       task_s=events.task_s)
+    return PlaybookRun(
+        rc=int(r.rc if r.rc is not None else -1),
+        status=str(r.status),
+        failures=events.failures,
+        elapsed_s=time.monotonic() - t0,
+        stats=events.stats or r.stats or {},
+        first_event_s=events.first_s or 0.0,
+        task_s=events.task_s,
+    )

@@ -4,10 +4,12 @@
 Ansible harness and the simulated server both implement it. `Harness` adds the life cycle of a
 real testbed that the pipeline's steps drive (provision → deploy → warm-up → trials → teardown).
 """
+
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable, Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from workbench.controller.trial import TrialResult
 
@@ -22,6 +24,18 @@ class Measurer(Protocol):
 class Harness(Measurer, Protocol):
     results_dir: Path
 
+    def measure(
+        self,
+        load_ops_s: float,
+        runlength_s: float,
+        *,
+        trial_id: int | str | None = None,
+        check_server: bool | None = None,
+    ) -> TrialResult:
+        """Measurer.measure; a pipeline step (one Airflow task per trial) also names the trial
+        (trial_id) and says whether to make sure the server runs first (check_server)."""
+        ...
+
     def provision(self) -> Any: ...
 
     def deploy(self) -> Any: ...
@@ -31,4 +45,4 @@ class Harness(Measurer, Protocol):
     def teardown(self) -> Any: ...
 
 
-HarnessFactory = Callable[..., Harness]     # AnsibleHarness(slot=..., inventory=..., factors=..., ...)
+HarnessFactory = Callable[..., Harness]  # AnsibleHarness(slot=..., inventory=..., factors=..., ...)

@@ -2,42 +2,46 @@
 
 Response-time model (per operation, steady state, load factor rho = lambda / capacity):
 
-    R(lambda)   = base_ms + service_ms / (1 - rho**m)          # M/M/m approximation; exact M/M/1 for m = 1
-    p95(lambda) = base_ms + ln(1 / (1 - 0.95)) * (R - base_ms)  # exponential sojourn tail (exact for M/M/1)
-    m           = servers or max(1, capacity * service_ms / 1000)   # parallelism implied by capacity and service time
+    R(lambda)   = base_ms + service_ms / (1 - rho**m)           # M/M/m approximation (M/M/1: exact)
+    p95(lambda) = base_ms + ln(1 / (1 - 0.95)) * (R - base_ms)  # exponential tail (M/M/1: exact)
+    m           = servers or max(1, capacity * service_ms / 1000)  # the capacity's parallelism
 
-so R rises from R(0) = base_ms + service_ms to infinity at capacity, and the peak rate has a closed form
-(``true_peak_rate``): rho* = (1 - service_ms / (R_sat - base_ms)) ** (1/m).
+so R rises from R(0) = base_ms + service_ms to infinity at capacity, and the peak rate has a closed
+form (``true_peak_rate``): rho* = (1 - service_ms / (R_sat - base_ms)) ** (1/m).
 
 Trial noise (seed 000 Figs. 4-5: variability rises with load and falls with runlength):
 
-    cv(lambda, r) = noise * sqrt(runlength_ref_s / r) * (1 + (R(lambda) - R(0)) / noise_ref_ms) ** load_exponent
+    cv(lambda, r) = noise * sqrt(runlength_ref_s / r)
+                    * (1 + (R(lambda) - R(0)) / noise_ref_ms) ** load_exponent
     trial mean    = R(lambda) * max(1 + cv * z, 0.05) + drift_ms_per_s * clock_s
 
-z ~ N(0, 1) (or Student t with 3 df scaled to unit variance when ``heavy_tail``; or a mean-1 lognormal with
-``noise_dist="lognormal"``). cv grows with the queueing delay R - R(0) (so it rises steeply near saturation,
-where R -> inf) and scales as r^(-1/2) (the mean of ~lambda*r correlated samples). With the defaults (noise 0.04,
-r_ref 60 s, noise_ref_ms 10, gamma 0.75) a trial at R = 40 ms has cv ~ 0.12 at r = 60 s and ~0.07 at 180 s, close
-to seed 000 Fig. 5 (95% CI 20-27 ms from 5 trials of 90 s at rho = 0.9, i.e. cv ~ 0.12).
+z ~ N(0, 1) (or Student t with 3 df scaled to unit variance when ``heavy_tail``; or a mean-1
+lognormal with ``noise_dist="lognormal"``). cv grows with the queueing delay R - R(0) (so it rises
+steeply near saturation, where R -> inf) and scales as r^(-1/2) (the mean of ~lambda*r correlated
+samples). With the defaults (noise 0.04, r_ref 60 s, noise_ref_ms 10, gamma 0.75) a trial at R = 40
+ms has cv ~ 0.12 at r = 60 s and ~0.07 at 180 s, close to seed 000 Fig. 5 (95% CI 20-27 ms from 5
+trials of 90 s at rho = 0.9, i.e. cv ~ 0.12).
 
-Overload (rho >= rho_max = 0.999): a trial of length r sees a queue growing at (lambda - capacity) ops/s, whose
-time-average wait is (lambda - capacity) * r / (2 * capacity) s; that term is added to R(rho_max). The achieved
-rate is Poisson(min(lambda, capacity) * r) / r.
+Overload (rho >= rho_max = 0.999): a trial of length r sees a queue growing at (lambda - capacity)
+ops/s, whose time-average wait is (lambda - capacity) * r / (2 * capacity) s; that term is added to
+R(rho_max). The achieved rate is Poisson(min(lambda, capacity) * r) / r.
 
-Everything is deterministic given ``seed`` and the sequence of calls: each ``measure`` draws the same fixed
-number of variates from one ``numpy.random.Generator`` seeded at construction.
+Everything is deterministic given ``seed`` and the sequence of calls: each ``measure`` draws the
+same fixed number of variates from one ``numpy.random.Generator`` seeded at construction.
 """
+
 from __future__ import annotations
 
 import math
-from typing import Any, Iterable, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 
 from workbench.controller.trial import TrialResult
+from workbench.measure.factor_model import family_capacity
 
-
-__all__ = ["SimulatedServer", "FAMILIES", "family_capacity", "surface_grid"]
+__all__ = ["SimulatedServer"]
 
 
 RHO_MAX = 0.999  # beyond this the steady-state model is replaced by the transient overload term
@@ -51,6 +55,27 @@ def _quantile_factor(q: float) -> float:
     return -math.log(1.0 - q)
 
 
+def _check_model(
+    capacity_ops_s: float,
+    base_ms: float,
+    service_ms: float,
+    noise: float,
+    invalid_prob: float,
+    quantile: float,
+) -> None:
+    """ValueError naming the first model parameter out of its range."""
+    if not capacity_ops_s > 0:
+        raise ValueError(f"capacity_ops_s must be > 0, got {capacity_ops_s!r}")
+    if base_ms < 0 or not service_ms > 0:
+        raise ValueError("base_ms must be >= 0 and service_ms > 0")
+    if noise < 0:
+        raise ValueError(f"noise must be >= 0, got {noise!r}")
+    if not 0 <= invalid_prob < 1:
+        raise ValueError(f"invalid_prob must be in [0, 1), got {invalid_prob!r}")
+    if not 0 < quantile < 1:
+        raise ValueError(f"quantile must be in (0, 1), got {quantile!r}")
+
+
 class SimulatedServer:
     """A deterministic, seeded, queueing-model server.
 
@@ -59,15 +84,19 @@ class SimulatedServer:
     capacity_ops_s: throughput at which the mean response time goes to infinity.
     base_ms: fixed per-operation floor (network, RPC, CPU) that does not queue.
     service_ms: mean service time of the queueing part; R(0) = base_ms + service_ms.
-    servers: parallelism m of the M/M/m approximation (default: capacity * service_ms / 1000, at least 1).
+    servers: parallelism m of the M/M/m approximation (default: capacity * service_ms / 1000, at
+        least 1).
     seed: seed of the numpy Generator; results depend only on it and the call sequence.
-    noise: relative std of a trial mean at low load and runlength ``runlength_ref_s``. 0 -> exact model values.
-    load_exponent: gamma in cv ∝ (1 + (R - R0)/noise_ref_ms)^gamma (how steeply noise rises toward saturation).
+    noise: relative std of a trial mean at low load and runlength ``runlength_ref_s``. 0 -> exact
+        model values.
+    load_exponent: gamma in cv ∝ (1 + (R - R0)/noise_ref_ms)^gamma (how steeply noise rises toward
+        saturation).
     noise_ref_ms: queueing delay at which the noise has grown by 2^gamma.
     runlength_ref_s: runlength at which ``noise`` is specified (cv ∝ r^-1/2).
     heavy_tail: True -> Student-t(3) trial noise (scaled to unit variance) instead of normal.
     noise_dist: "normal" | "t" | "lognormal" (overrides heavy_tail when given explicitly).
-    drift_ms_per_s: slow additive drift of the mean per second of simulated clock (sum of runlengths).
+    drift_ms_per_s: slow additive drift of the mean per second of simulated clock (sum of
+        runlengths).
     invalid_prob: probability that a trial comes back ``valid=False`` (simulated harness fault).
     generator_max_ops_s: loads above this come back ``valid=False`` ("generator saturated").
     quantile: the tail quantile reported as ``p95_ms`` (0.95).
@@ -92,29 +121,20 @@ class SimulatedServer:
         quantile: float = 0.95,
         name: str = "",
     ) -> None:
-        if not capacity_ops_s > 0:
-            raise ValueError(f"capacity_ops_s must be > 0, got {capacity_ops_s!r}")
-        if base_ms < 0 or not service_ms > 0:
-            raise ValueError("base_ms must be >= 0 and service_ms > 0")
-        if noise < 0:
-            raise ValueError(f"noise must be >= 0, got {noise!r}")
-        if not 0 <= invalid_prob < 1:
-            raise ValueError(f"invalid_prob must be in [0, 1), got {invalid_prob!r}")
-        if not 0 < quantile < 1:
-            raise ValueError(f"quantile must be in (0, 1), got {quantile!r}")
+        # every argument as given (with_seed builds the copy from them): before any other name
+        self._kwargs: dict[str, Any] = {k: v for k, v in locals().items() if k != "self"}
+        _check_model(capacity_ops_s, base_ms, service_ms, noise, invalid_prob, quantile)
         dist = noise_dist or ("t" if heavy_tail else "normal")
         if dist not in ("normal", "t", "lognormal"):
             raise ValueError(f"noise_dist must be 'normal', 't' or 'lognormal', got {noise_dist!r}")
-        self._kwargs: dict[str, Any] = dict(
-            capacity_ops_s=capacity_ops_s, base_ms=base_ms, service_ms=service_ms, servers=servers,
-            seed=seed, noise=noise, load_exponent=load_exponent, noise_ref_ms=noise_ref_ms, runlength_ref_s=runlength_ref_s,
-            heavy_tail=heavy_tail, noise_dist=noise_dist, drift_ms_per_s=drift_ms_per_s,
-            invalid_prob=invalid_prob, generator_max_ops_s=generator_max_ops_s, quantile=quantile, name=name,
-        )
         self.capacity_ops_s = float(capacity_ops_s)
         self.base_ms = float(base_ms)
         self.service_ms = float(service_ms)
-        self.servers = float(servers) if servers is not None else max(1.0, self.capacity_ops_s * self.service_ms / 1000.0)
+        self.servers = (
+            float(servers)
+            if servers is not None
+            else max(1.0, self.capacity_ops_s * self.service_ms / 1000.0)
+        )
         self.seed = seed
         self.noise = float(noise)
         self.load_exponent = float(load_exponent)
@@ -136,10 +156,13 @@ class SimulatedServer:
 
     # ------------------------------------------------------------------ model
     def __repr__(self) -> str:
-        return (f"SimulatedServer(capacity_ops_s={self.capacity_ops_s:.1f}, base_ms={self.base_ms}, "
-                f"service_ms={self.service_ms}, servers={self.servers:.2f}, seed={self.seed}, noise={self.noise})")
+        return (
+            f"SimulatedServer(capacity_ops_s={self.capacity_ops_s:.1f}, base_ms={self.base_ms}, "
+            f"service_ms={self.service_ms}, servers={self.servers:.2f}, seed={self.seed}, "
+            f"noise={self.noise})"
+        )
 
-    def with_seed(self, seed: int) -> "SimulatedServer":
+    def with_seed(self, seed: int) -> SimulatedServer:
         """A fresh copy (clock 0, new generator) with the same model and another seed."""
         s = SimulatedServer(**{**self._kwargs, "seed": seed})
         s.factors, s.family = self.factors, self.family
@@ -150,7 +173,7 @@ class SimulatedServer:
 
     def _queue_ms(self, rho: float) -> float:
         # service_ms / (1 - rho^m): M/M/m approximation of the queueing part (exact for m = 1)
-        return self.service_ms / (1.0 - rho ** self.servers)
+        return self.service_ms / (1.0 - rho**self.servers)
 
     def true_mean_ms(self, load_ops_s: float) -> float:
         """Steady-state mean response time (ms); inf at or above capacity."""
@@ -160,18 +183,23 @@ class SimulatedServer:
         return self.base_ms + self._queue_ms(rho)
 
     def true_p95_ms(self, load_ops_s: float) -> float:
-        """Steady-state ``quantile`` (default 95th percentile) response time (ms); inf at or above capacity."""
+        """Steady-state ``quantile`` (default 95th percentile) response time (ms); inf at or above
+        capacity."""
         rho = self._rho(load_ops_s)
         if rho >= 1.0:
             return math.inf
-        return self.base_ms + _quantile_factor(self.quantile) * self._queue_ms(rho)  # exponential tail
+        # exponential tail
+        return self.base_ms + _quantile_factor(self.quantile) * self._queue_ms(rho)
 
     def true_peak_rate(self, r_sat_ms: float, l_sat_ms: float | None = None) -> float:
-        """Highest load with true mean <= r_sat_ms (and true p95 <= l_sat_ms): closed-form inverse of R(lambda).
+        """Highest load with true mean <= r_sat_ms (and true p95 <= l_sat_ms): closed-form inverse
+        of R(lambda).
 
-        rho^m = 1 - service / (R_sat - base)  (mean rule);  rho^m = 1 - ln20 * service / (L_sat - base)  (p95 rule).
+        rho^m = 1 - service / (R_sat - base)           (mean rule)
+        rho^m = 1 - ln20 * service / (L_sat - base)    (p95 rule)
         Returns 0.0 when even an idle server violates the threshold.
         """
+
         def inv(threshold: float, k: float) -> float:
             if threshold - self.base_ms <= k * self.service_ms:
                 return 0.0
@@ -189,13 +217,15 @@ class SimulatedServer:
         return self.base_ms + self.service_ms
 
     def trial_cv(self, load_ops_s: float, runlength_s: float) -> float:
-        """Relative std of one trial's mean: noise * sqrt(r_ref / r) * (1 + (R - R0)/R_ref)^gamma (000 Figs. 4-5)."""
+        """Relative std of one trial's mean: noise * sqrt(r_ref / r) * (1 + (R - R0)/R_ref)^gamma
+        (000 Figs. 4-5)."""
         r_model = self._model_mean_ms(load_ops_s, runlength_s)
         mult = min((1.0 + (r_model - self.idle_ms) / self.noise_ref_ms) ** self.load_exponent, 1e3)
         return self.noise * math.sqrt(self.runlength_ref_s / float(runlength_s)) * mult
 
     def _overload_ms(self, load_ops_s: float, runlength_s: float) -> float:
-        # transient queue growth above capacity: mean extra wait = (lambda - mu) * r / (2 mu) seconds
+        # transient queue growth above capacity: mean extra wait = (lambda - mu) * r / (2 mu)
+        # seconds
         excess = max(float(load_ops_s) - self.capacity_ops_s, 0.0)
         return 1000.0 * excess * float(runlength_s) / (2.0 * self.capacity_ops_s)
 
@@ -206,12 +236,16 @@ class SimulatedServer:
     def _model_p95_ms(self, load_ops_s: float, runlength_s: float) -> float:
         rho = min(self._rho(load_ops_s), RHO_MAX)
         # a linearly growing wait is uniform on [0, 2*avg]: its 95th percentile is 1.9 * avg
-        return (self.base_ms + _quantile_factor(self.quantile) * self._queue_ms(rho)
-                + 2.0 * self.quantile * self._overload_ms(load_ops_s, runlength_s))
+        return (
+            self.base_ms
+            + _quantile_factor(self.quantile) * self._queue_ms(rho)
+            + 2.0 * self.quantile * self._overload_ms(load_ops_s, runlength_s)
+        )
 
     # ---------------------------------------------------------------- measure
     def _draw(self) -> tuple[float, float]:
-        """Two unit-variance, mean-zero shocks (relative) of the configured distribution (fixed draw count)."""
+        """Two unit-variance, mean-zero shocks (relative) of the configured distribution (fixed draw
+        count)."""
         g = self.rng
         if self.noise_dist == "t":
             z = g.standard_t(3, size=2) / math.sqrt(3.0)  # Var(t3) = 3
@@ -261,89 +295,47 @@ class SimulatedServer:
         elif u < self.invalid_prob:
             valid, reason = False, "simulated harness fault"
         return TrialResult(
-            mean_ms=mean, p95_ms=p95, achieved_rate=rate, valid=valid, reason=reason,
-            load_ops_s=load, runlength_s=r, std_ms=max(mean - self.base_ms, 0.0),  # exponential: std = mean of queue part
-            ops_total=ops, errors=0,
-            raw={"simulated": True, "load_factor": load / self.capacity_ops_s, "cv": cv, "clock_s": self.clock_s},
+            mean_ms=mean,
+            p95_ms=p95,
+            achieved_rate=rate,
+            valid=valid,
+            reason=reason,
+            load_ops_s=load,
+            runlength_s=r,
+            std_ms=max(mean - self.base_ms, 0.0),  # exponential: std = mean of queue part
+            ops_total=ops,
+            errors=0,
+            raw={
+                "simulated": True,
+                "load_factor": load / self.capacity_ops_s,
+                "cv": cv,
+                "clock_s": self.clock_s,
+            },
         )
 
     __call__ = measure
 
     # ---------------------------------------------------------------- factors
     @classmethod
-    def for_factors(cls, family: str, factors: Mapping[str, Any], seed: int = 0, **kwargs: Any) -> "SimulatedServer":
+    def for_factors(
+        cls, family: str, factors: Mapping[str, Any], seed: int = 0, **kwargs: Any
+    ) -> SimulatedServer:
         """A server whose capacity and service time depend on factors (seed 000 Fig. 2 in kind).
 
         family: "db" (disk-bound), "web" (memory/cache-bound), "mail" (metadata/sync-write mix).
-        factors: threads (nfsds), disks, memory_mb, fs ("ext4" | "xfs" | "btrfs"); missing ones take defaults.
+        factors: threads (nfsds), disks, memory_mb, fs ("ext4" | "xfs" | "btrfs"); missing ones take
+            defaults.
         kwargs: passed to the constructor (noise, heavy_tail, ...).
         """
         cap, service_ms, base_ms = family_capacity(family, factors)
-        s = cls(capacity_ops_s=cap, base_ms=base_ms, service_ms=service_ms, seed=seed,
-                name=f"{family}:{dict(factors)}", **kwargs)
+        s = cls(
+            capacity_ops_s=cap,
+            base_ms=base_ms,
+            service_ms=service_ms,
+            seed=seed,
+            name=f"{family}:{dict(factors)}",
+            **kwargs,
+        )
         s._kwargs.update(capacity_ops_s=cap, base_ms=base_ms, service_ms=service_ms)
         s.family, s.factors = family, dict(factors)
         return s
-
-
-# ------------------------------------------------------------------------ families
-DEFAULT_FACTORS: dict[str, Any] = {"threads": 8, "disks": 1, "memory_mb": 800, "fs": "ext4"}  # 800 MB as seed 000 §6
-
-
-FAMILIES: dict[str, dict[str, Any]] = {
-    # disk_ms: per-miss disk service; iops: per-spindle random IOPS; ws_mb: working set; hit_max: best cache
-    # hit ratio; cpu_ops: CPU/cache-hit throughput; contention: threads at which lock contention halves
-    # throughput; fs: categorical multipliers on capacity (and 1/x on service time).
-    "db": dict(disk_ms=4.0, iops=400.0, ws_mb=8192.0, hit_max=0.5, cpu_ops=10000.0, cpu_ms=0.2,
-               base_ms=1.0, contention=400.0, fs={"ext4": 1.0, "xfs": 1.12, "btrfs": 0.8}),
-    "web": dict(disk_ms=4.0, iops=300.0, ws_mb=400.0, hit_max=0.97, cpu_ops=12000.0, cpu_ms=0.1,
-                base_ms=1.0, contention=150.0, fs={"ext4": 1.0, "xfs": 1.0, "btrfs": 0.93}),
-    "mail": dict(disk_ms=6.0, iops=300.0, ws_mb=2048.0, hit_max=0.7, cpu_ops=6000.0, cpu_ms=0.3,
-                 base_ms=1.5, contention=250.0, fs={"ext4": 1.0, "xfs": 0.88, "btrfs": 0.7}),
-}
-
-
-def _smooth_min(a: float, b: float, k: float = 3.0) -> float:
-    # (a^-k + b^-k)^(-1/k): a soft minimum of two bottleneck throughputs
-    return (a ** -k + b ** -k) ** (-1.0 / k)
-
-
-def family_capacity(family: str, factors: Mapping[str, Any]) -> tuple[float, float, float]:
-    """(capacity_ops_s, service_ms, base_ms) of a family at a factor setting.
-
-    miss  = 1 - hit_max * (1 - exp(-memory_mb / ws_mb))                 # cache miss ratio
-    S     = miss * disk_ms + (1 - miss) * cpu_ms                        # mean per-op service (ms)
-    disk  = disks * iops / miss                                         # ops/s the spindles sustain
-    cpu   = cpu_ops                                                     # ops/s of cache hits / CPU
-    thr   = threads * 1000 / S                                          # Little: each nfsd holds one op
-    cap   = softmin(thr, 1 / (miss/disk' + (1-miss)/cpu)) * fs / (1 + threads / contention)
-    """
-    if family not in FAMILIES:
-        raise ValueError(f"family must be one of {sorted(FAMILIES)}, got {family!r}")
-    p = FAMILIES[family]
-    f = {**DEFAULT_FACTORS, **dict(factors)}
-    unknown = set(f) - set(DEFAULT_FACTORS)
-    if unknown:
-        raise ValueError(f"unknown factors {sorted(unknown)}; known: {sorted(DEFAULT_FACTORS)}")
-    threads, disks, mem = float(f["threads"]), float(f["disks"]), float(f["memory_mb"])
-    if threads < 1 or disks < 1 or mem <= 0:
-        raise ValueError("threads >= 1, disks >= 1 and memory_mb > 0 required")
-    fs = f["fs"]
-    if fs not in p["fs"]:
-        raise ValueError(f"fs must be one of {sorted(p['fs'])} for family {family!r}, got {fs!r}")
-    mult = p["fs"][fs]
-    miss = 1.0 - p["hit_max"] * (1.0 - math.exp(-mem / p["ws_mb"]))
-    service = miss * p["disk_ms"] + (1.0 - miss) * p["cpu_ms"]
-    disk_ops = disks * p["iops"]
-    # time per op on the bottleneck mix: miss fraction on disks, all ops on CPU (harmonic combination)
-    resource = 1.0 / (miss / disk_ops + 1.0 / p["cpu_ops"])
-    thread_lim = threads * 1000.0 / service
-    cap = _smooth_min(thread_lim, resource) * mult / (1.0 + threads / p["contention"])
-    return cap, service / mult, p["base_ms"]
-
-
-def surface_grid(disks: Iterable[int] = (1, 2, 3, 4),
-                 threads: Iterable[int] = (1, 2, 4, 8, 16, 32, 64, 100),
-                 **fixed: Any) -> list[dict[str, Any]]:
-    """The seed-000 §6 32-sample surface: disks {1..4} x nfsds {1,2,4,...,100} (other factors fixed)."""
-    return [{"disks": d, "threads": t, **fixed} for d in disks for t in threads]

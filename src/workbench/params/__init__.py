@@ -1,1 +1,2 @@
-"""A rating's parameters: the Params and RatingPlan (plan), the validation pass before any host changes."""
+"""A rating's parameters: the Params and RatingPlan (plan), the validation pass before any host
+changes."""

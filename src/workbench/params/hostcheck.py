@@ -6,25 +6,32 @@ from the host itself (``shutil.disk_usage``, ``/proc/meminfo``).
 
 Every failure is a ParamError of one line naming the field the user set.
 """
+
 from __future__ import annotations
 
 import ipaddress
 import shutil
+from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 from workbench.config.factors import BY_NAME, TMPFS_DEFAULT_MB
-from workbench.measure.inventory import (InventoryError, host_vars, inventory_groups, inventory_slots,
-                                        slot_sut_hosts)
+from workbench.measure.inventory import (
+    InventoryError,
+    host_vars,
+    inventory_groups,
+    inventory_slots,
+    slot_sut_hosts,
+)
 from workbench.params.plan import ParamError, RatingPlan
 
 MiB = 1 << 20
 MEMINFO = Path("/proc/meminfo")
-SUT_STATE_ROOT = "/tmp/workbench"   # the nfs_server role's nfs_server_state_root (defaults/main.yml)
-HOST_SHARE = 0.5                    # of free disk / available memory one slot's server may take: the
-                                    # local inventory runs two slots, the generators and Ansible on one box
-ADDRESS_VARS = ("wb_addr", "wb_sut_addr", "wb_peer_addr")   # IP addresses the netns role configures
-NETNS_VARS = ("wb_netns", "wb_ssh_netns")                     # a host's own network namespace
+SUT_STATE_ROOT = "/tmp/workbench"  # the nfs_server role's nfs_server_state_root (defaults/main.yml)
+HOST_SHARE = 0.5  # of free disk / available memory one slot's server may take: the
+# local inventory runs two slots, the generators and Ansible on one box
+ADDRESS_VARS = ("wb_addr", "wb_sut_addr", "wb_peer_addr")  # IP addresses the netns role configures
+NETNS_VARS = ("wb_netns", "wb_ssh_netns")  # a host's own network namespace
 
 
 def mem_available_bytes() -> int:
@@ -36,7 +43,8 @@ def mem_available_bytes() -> int:
 
 
 def free_disk_bytes(path: str | Path) -> int:
-    """Free bytes (for this user) of the file system that holds `path` (its nearest existing parent)."""
+    """Free bytes (for this user) of the file system that holds `path` (its nearest existing
+    parent)."""
     p = Path(path)
     while not p.exists() and p != p.parent:
         p = p.parent
@@ -55,10 +63,17 @@ def check_slot_overlaps(inv: Path) -> None:
     for slot in slots:
         for host in groups[slot]:
             if host in slot_of:
-                role = "load host" if host in groups.get("loadgen", []) else "SUT" if host in groups.get("sut", []) \
+                role = (
+                    "load host"
+                    if host in groups.get("loadgen", [])
+                    else "SUT"
+                    if host in groups.get("sut", [])
                     else "host"
-                raise ParamError(f"inventory: {role} {host} is in slots {slot_of[host]} and {slot} of {inv}; a host "
-                                 f"serves one slot (two ratings would load it at once)")
+                )
+                raise ParamError(
+                    f"inventory: {role} {host} is in slots {slot_of[host]} and {slot} of {inv}; a "
+                    "host serves one slot (two ratings would load it at once)"
+                )
             slot_of[host] = slot
     owner: dict[tuple[str, str], str] = {}
     for host in slot_of:
@@ -68,15 +83,20 @@ def check_slot_overlaps(inv: Path) -> None:
                 try:
                     ipaddress.ip_address(str(hv[name]).strip())
                 except ValueError:
-                    raise ParamError(f"inventory: host {host} of {inv}: {name} {hv[name]!r} is not an IP address "
-                                     f"(e.g. 10.251.1.1)") from None
+                    raise ParamError(
+                        f"inventory: host {host} of {inv}: {name} {hv[name]!r} is not an IP "
+                        "address (e.g. 10.251.1.1)"
+                    ) from None
         for kind, names in (("network namespace", NETNS_VARS), ("address", ("wb_addr",))):
             for name in names:
                 if _plain(hv.get(name)):
                     key = (kind, str(hv[name]).strip())
                     if key in owner and owner[key] != host:
-                        raise ParamError(f"inventory: hosts {owner[key]} (slot {slot_of[owner[key]]}) and {host} "
-                                         f"(slot {slot_of[host]}) of {inv} share {kind} {key[1]}; each host its own")
+                        raise ParamError(
+                            f"inventory: hosts {owner[key]} (slot {slot_of[owner[key]]}) and "
+                            f"{host} (slot {slot_of[host]}) of {inv} share {kind} {key[1]}; each "
+                            "host its own"
+                        )
                     owner[key] = host
 
 
@@ -91,12 +111,15 @@ def check_external_target(plan: RatingPlan, inv: Path, slots: Iterable[str]) -> 
         for host in slot_sut_hosts(inv, slot):
             hv = host_vars(inv, host)
             if address in {str(hv.get(k, "")) for k in ("wb_addr", "ansible_host")} | {host}:
-                raise ParamError(f"server_address: {address} is the SUT {host} of slot {slot} in {inv}; an external "
-                                 f"server is one no slot provisions (that slot's ratings would share it)")
+                raise ParamError(
+                    f"server_address: {address} is the SUT {host} of slot {slot} in {inv}; an "
+                    "external server is one no slot provisions (that slot's ratings would share it)"
+                )
 
 
 def local_suts(inv: Path, slots: Iterable[str]) -> list[tuple[str, str, dict[str, Any]]]:
-    """(slot, host, vars) of the SUT hosts of `slots` that are this machine (ansible_connection local)."""
+    """(slot, host, vars) of the SUT hosts of `slots` that are this machine (ansible_connection
+    local)."""
     out = []
     for slot in slots:
         for host in slot_sut_hosts(inv, slot):
@@ -111,8 +134,10 @@ def check_local_server(plan: RatingPlan, suts: list[tuple[str, str, dict[str, An
     the free disk and its tmpfs the available memory (HOST_SHARE of either)."""
     if plan.external or not suts:
         return
-    f: Mapping[str, Any] = {n: plan.factors.get(n, BY_NAME[n].default)
-                            for n in ("backend", "fs", "disks", "disk_size_mb", "memory_mb")}
+    f: Mapping[str, Any] = {
+        n: plan.factors.get(n, BY_NAME[n].default)
+        for n in ("backend", "fs", "disks", "disk_size_mb", "memory_mb")
+    }
     slot, host, hv = suts[0]
     where = f"the SUT {host} of slot {slot} is this machine (ansible_connection local)"
     if f["backend"] == "knfsd":
@@ -121,18 +146,22 @@ def check_local_server(plan: RatingPlan, suts: list[tuple[str, str, dict[str, An
         size_mb = f["memory_mb"] or TMPFS_DEFAULT_MB
         room = HOST_SHARE * mem_available_bytes()
         if size_mb * MiB > room:
-            raise ParamError(f"memory_mb: a tmpfs export of {size_mb} MiB does not fit this machine: {where} and "
-                             f"has {room / HOST_SHARE / MiB:.0f} MiB available (MemAvailable), a slot may take "
-                             f"{HOST_SHARE:.0%}; lower memory_mb or use a disk file system")
+            raise ParamError(
+                f"memory_mb: a tmpfs export of {size_mb} MiB does not fit this machine: {where} "
+                f"and has {room / HOST_SHARE / MiB:.0f} MiB available (MemAvailable), a slot may "
+                f"take {HOST_SHARE:.0%}; lower memory_mb or use a disk file system"
+            )
         return
     root = hv.get("nfs_server_state_root", SUT_STATE_ROOT)
     root = root if isinstance(root, str) and "{{" not in root else SUT_STATE_ROOT
     need, free = f["disks"] * f["disk_size_mb"] * MiB, free_disk_bytes(root)
     if need > HOST_SHARE * free:
-        raise ParamError(f"disk_size_mb: {f['disks']} disk image(s) of {f['disk_size_mb']} MiB "
-                         f"({need / 2**30:.0f} GiB) do not fit this machine: {where} and {root} has "
-                         f"{free / 2**30:.0f} GiB free, a slot may take {HOST_SHARE:.0%}; lower disks or "
-                         f"disk_size_mb")
+        raise ParamError(
+            f"disk_size_mb: {f['disks']} disk image(s) of {f['disk_size_mb']} MiB "
+            f"({need / 2**30:.0f} GiB) do not fit this machine: {where} and {root} has "
+            f"{free / 2**30:.0f} GiB free, a slot may take {HOST_SHARE:.0%}; lower disks or "
+            f"disk_size_mb"
+        )
 
 
 def check_hosts(plan: RatingPlan, slots: Iterable[str]) -> None:
@@ -145,4 +174,6 @@ def check_hosts(plan: RatingPlan, slots: Iterable[str]) -> None:
     except InventoryError as e:
         raise ParamError(str(e)) from None
     except OSError as e:
-        raise ParamError(f"inventory: cannot read this machine's free disk or memory: {e}") from None
+        raise ParamError(
+            f"inventory: cannot read this machine's free disk or memory: {e}"
+        ) from None

@@ -1,88 +1,47 @@
-"""A rating's parameters: the Params schema (from the factor table and RatingSpec), their checks,
-and `RatingPlan`, everything one rating needs as plain data (XCom / JSON round trip)."""
+"""A rating's plan: `RatingPlan`, everything one rating needs as plain data (XCom / JSON round
+trip), built from checked Params (params.schema); its id, its command-line settings, its resumed and
+seeded forms."""
+
 from __future__ import annotations
 
 import dataclasses
 import math
 import os
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
-from workbench.config.external import EXTERNAL_PARAMS, external_factors, external_server, external_text, server_key
-from workbench.config.factors import BY_NAME, factor_vars, params_schema, with_rules
+from workbench.config import tenants, workloads
+from workbench.config.external import (
+    external_factors,
+    external_server,
+    external_text,
+)
+from workbench.config.factors import factor_vars, with_rules
 from workbench.config.paths import CANNED_WORKLOADS_DIR, DEFAULT_INVENTORY, rating_dir
 from workbench.config.profiles import PROFILES, with_policy
-from workbench.config.settings import form_settings
-from workbench.config import untrusted
 from workbench.config.untrusted import MAX_RATING_ID, UNSAFE_ID_CHARS
-from workbench.config import tenants, workloads
-from workbench.config.vocabulary import CANNED_WORKLOADS, MAX_TRIAL_TASKS, SEED_SOURCES, SLOTS
-from workbench.controller.policy import POLICY_CLASSES
+from workbench.config.vocabulary import CANNED_WORKLOADS, MAX_TRIAL_TASKS
 from workbench.controller.spec import RatingSpec
 from workbench.params.request import LoadRequest, RatingRequest, ServerRequest
-
-
-# Params of a rating: name → (JSON-schema type, constraints, help). The DAG's UI form is built from
-# this table and `plan_from_params` checks the same bounds (dag.test and the CLI skip the UI).
-PARAMS: dict[str, dict[str, Any]] = {
-    "workload": dict(type="string", enum=list(CANNED_WORKLOADS), default="web_server",
-                     description="fstress workload (seed 003 Table 2; genomics: after SPECstorage 2020)"),
-    **workloads.params_schema(),             # workload_text and the workload factors (config.workloads)
-    "profile": dict(type="string", enum=sorted(PROFILES), default="quick",
-                    description="defaults for everything left empty: quick (minutes), smoke (tests), standard"),
-    "slot": dict(type="string", enum=["auto", *SLOTS], default="auto",
-                 description="workbench slot (SUT + load host); auto = the first free one"),
-    **params_schema(),                       # the factors of the Params form (config.factors)
-    **{k: v for k, v in form_settings(RatingSpec).items() if k != "seed_load"},   # the spec's (controller.spec)
-    "policy": dict(type=["null", "string"], enum=[None, *POLICY_CLASSES], default=None,
-                   description="search policy (empty: the profile's, the recommended local fit)"),
-    "load_hosts": dict(type=["null", "integer"], minimum=1, maximum=64, default=None,
-                       description="load hosts that share the load: the slot's first N (empty = all of them)"),
-    **tenants.params_schema(),               # the background tenant B (config.tenants)
-    "seed_source": dict(type="string", enum=list(SEED_SOURCES), default="none",
-                        description="seeding: none, load (seed_load), history (last λ* of this configuration)"),
-    "seed_load": form_settings(RatingSpec)["seed_load"],      # used with seed_source = load
-    **{name: dict(type=["null", "integer" if name.endswith("_port") else "string"], default=None,
-                  description=text, section="External server",
-                  **({"minimum": 1, "maximum": 65535} if name.endswith("_port") else {}))
-       for name, (_, text) in EXTERNAL_PARAMS.items()},
-}
-
-
-FACTOR_PARAMS = tuple(params_schema())
-
-
-SPEC_PARAMS = tuple(k for k in form_settings(RatingSpec) if k != "seed_load")   # + policy: plan_from_params
-
-
-
-
-class ParamError(ValueError):
-    """Bad rating parameters: the message names the parameter and what is allowed."""
+from workbench.params.schema import (
+    FACTOR_PARAMS,
+    PARAMS,
+    SPEC_PARAMS,
+    ParamError,
+    check_goals,
+    check_param,
+    check_rating_id,
+    untemplated,
+)
 
 
 def rating_id_for(dag_id: str, run_id: str) -> str:
     """Deterministic, store-safe id of the rating a DAG run makes (retries reuse it)."""
     rid = UNSAFE_ID_CHARS.sub("_", f"{dag_id}__{run_id}").strip("._-")
     return rid[:MAX_RATING_ID]
-
-
-def check_rating_id(rating_id: Any, name: str = "rating_id") -> None:
-    """config.untrusted.check_rating_id as a ParamError naming `name` (the CLI passes "--results")."""
-    try:
-        untrusted.check_rating_id(rating_id, name)
-    except ValueError as e:
-        raise ParamError(str(e)) from None
-
-
-def untemplated(name: str, value: Any) -> None:
-    """ParamError when a value the user typed holds a Jinja marker (config.untrusted)."""
-    try:
-        untrusted.refuse_template(name, value)
-    except ValueError as e:
-        raise ParamError(str(e)) from None
 
 
 def night_of(dag_run: Any, run_id: str = "") -> str:
@@ -115,23 +74,27 @@ class RatingPlan:
     rating_id: str
     workload: str
     profile: str
-    slot: str                      # "auto" until lease_slot picks one
+    slot: str  # "auto" until lease_slot picks one
     factors: dict[str, Any]
-    spec: dict[str, Any]           # RatingSpec fields
+    spec: dict[str, Any]  # RatingSpec fields
     warmup_s: float
     fileset_rate: float
-    warmup_trial_s: float = 0.0    # a discarded trial after deploy (0 = none)
+    warmup_trial_s: float = 0.0  # a discarded trial after deploy (0 = none)
     extravars: dict[str, Any] = field(default_factory=dict)
     seed_source: str = "none"
-    inventory: str = field(default_factory=lambda: os.environ.get(
-        "WB_INVENTORY", str(DEFAULT_INVENTORY)))   # compose: inventory/compose
-    workdir: str = ""              # local working directory ("" = config.paths.rating_dir)
-    workload_factors: dict[str, Any] = field(default_factory=dict)   # config.workloads factors chosen
-    workload_text: str = ""        # the workload fstress runs, as text ("" = `workload` itself)
-    external: dict[str, Any] = field(default_factory=dict)   # ExternalServer fields; {} = the slot's SUT
-    load_hosts: int = 0            # the slot's first N load hosts share the load (0 = all)
-    background: dict[str, Any] = field(default_factory=dict)   # tenant B (config.tenants); {} = none
-    lease_token: int = 0           # fencing token of the slot's lease (lease.leases); 0 = not leased
+    # compose: inventory/compose
+    inventory: str = field(
+        default_factory=lambda: os.environ.get("WB_INVENTORY", str(DEFAULT_INVENTORY))
+    )
+    workdir: str = ""  # local working directory ("" = config.paths.rating_dir)
+    # config.workloads factors chosen
+    workload_factors: dict[str, Any] = field(default_factory=dict)
+    workload_text: str = ""  # the workload fstress runs, as text ("" = `workload` itself)
+    # ExternalServer fields; {} = the slot's SUT
+    external: dict[str, Any] = field(default_factory=dict)
+    load_hosts: int = 0  # the slot's first N load hosts share the load (0 = all)
+    background: dict[str, Any] = field(default_factory=dict)  # tenant B (config.tenants); {} = none
+    lease_token: int = 0  # fencing token of the slot's lease (lease.leases); 0 = not leased
 
     def rating_spec(self) -> RatingSpec:
         return RatingSpec.from_dict(self.spec)
@@ -140,16 +103,26 @@ class RatingPlan:
         """The plan's settings, typed: goals, policy, budget, search (the controller's), server and
         load (the harness's)."""
         return RatingRequest.of(
-            self.rating_spec(), ServerRequest(dict(self.factors), dict(self.external)),
-            LoadRequest(self.workload, self.workload_text, dict(self.workload_factors), self.load_hosts,
-                        dict(self.background), self.fileset_rate, self.warmup_s, self.warmup_trial_s,
-                        dict(self.extravars)))
+            self.rating_spec(),
+            ServerRequest(dict(self.factors), dict(self.external)),
+            LoadRequest(
+                self.workload,
+                self.workload_text,
+                dict(self.workload_factors),
+                self.load_hosts,
+                dict(self.background),
+                self.fileset_rate,
+                self.warmup_s,
+                self.warmup_trial_s,
+                dict(self.extravars),
+            ),
+        )
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> "RatingPlan":
+    def from_dict(cls, d: Mapping[str, Any]) -> RatingPlan:
         return cls(**{f.name: d[f.name] for f in dataclasses.fields(cls) if f.name in d})
 
     def local_dir(self) -> Path:
@@ -161,7 +134,11 @@ class RatingPlan:
         written to a file named by its digest in `directory` (default: the local directory's
         workload/; each worker writes its own copy)."""
         if not self.workload_text:
-            return self.workload if self.workload in CANNED_WORKLOADS else str(Path(self.workload).resolve())
+            return (
+                self.workload
+                if self.workload in CANNED_WORKLOADS
+                else str(Path(self.workload).resolve())
+            )
         name = f"{Path(self.workload).stem}-{workloads.text_digest(self.workload_text)}.wl"
         path = (directory or self.local_dir() / "workload") / name
         if not (path.is_file() and path.read_text() == self.workload_text):
@@ -184,85 +161,37 @@ class RatingPlan:
         canned = self.workload in CANNED_WORKLOADS
         path = CANNED_WORKLOADS_DIR / f"{self.workload}.wl" if canned else Path(self.workload)
         try:
-            return path.read_text()[:workloads.MAX_TEXT_BYTES]
+            return path.read_text()[: workloads.MAX_TEXT_BYTES]
         except (OSError, UnicodeDecodeError):
             return ""
 
     def server_text(self) -> str:
         """What is rated, for a log line: the sample's factors, or the external server; tenant B."""
         factors = ", ".join(f"{k} {v}" for k, v in self.factors.items())
-        what = (external_text(self.external) + (f"; {factors}" if factors else "") if self.external
-                else f"factors: {factors or 'defaults'}")
+        what = (
+            external_text(self.external) + (f"; {factors}" if factors else "")
+            if self.external
+            else f"factors: {factors or 'defaults'}"
+        )
         return f"{what}; {tenants.describe(self.background)}" if self.background else what
 
-    def with_slot(self, slot: str) -> "RatingPlan":
+    def with_slot(self, slot: str) -> RatingPlan:
         return dataclasses.replace(self, slot=slot)
 
-    def with_lease(self, token: int) -> "RatingPlan":
+    def with_lease(self, token: int) -> RatingPlan:
         return dataclasses.replace(self, lease_token=int(token))
 
 
-def check_param(name: str, value: Any) -> None:
-    _check_value(name, value, PARAMS[name])
-
-
-def _check_value(name: str, value: Any, schema: Mapping[str, Any]) -> None:
-    """`value` against the JSON-schema subset of PARAMS (type, enum, bounds, array items)."""
-    types = schema["type"] if isinstance(schema["type"], list) else [schema["type"]]
-    if value is None:
-        if "null" not in types:
-            raise ParamError(f"{name}: a value is required")
-        return
-    ok = {"string": isinstance(value, str), "boolean": isinstance(value, bool),
-          "integer": isinstance(value, int) and not isinstance(value, bool),
-          "number": isinstance(value, (int, float)) and not isinstance(value, bool),
-          "array": isinstance(value, (list, tuple))}
-    if not any(ok.get(t, False) for t in types if t != "null"):
-        want = " or ".join(t for t in types if t != "null")
-        raise ParamError(f"{name}: expected {want}, got {type(value).__name__} {value!r}")
-    if isinstance(value, (list, tuple)):
-        if not schema.get("minItems", 0) <= len(value) <= schema.get("maxItems", math.inf):
-            raise ParamError(f"{name}: {len(value)} items; {schema.get('minItems', 0)} to "
-                             f"{schema.get('maxItems', 'any number of')} allowed")
-        for i, v in enumerate(value):
-            _check_value(f"{name}[{i}]", v, schema["items"])
-        return
-    if "enum" in schema and value not in schema["enum"]:
-        allowed = ", ".join(str(v) for v in schema["enum"] if v is not None)
-        raise ParamError(f"{name}: {value!r} is not one of {allowed}")
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        if not math.isfinite(value):
-            raise ParamError(f"{name}: must be finite, got {value!r}")
-        lo, hi = schema.get("minimum"), schema.get("maximum")
-        xlo = schema.get("exclusiveMinimum")
-        if (lo is not None and value < lo) or (hi is not None and value > hi) or (xlo is not None and value <= xlo):
-            lo_s = f"> {xlo:g}" if xlo is not None else f"≥ {lo:g}" if lo is not None else ""
-            raise ParamError(f"{name}: {value!r} is out of range ({lo_s}{', ' if lo_s and hi is not None else ''}"
-                             f"{'≤ ' + format(hi, 'g') if hi is not None else ''})")
-
-
-def _check_goals(spec: Mapping[str, Any]) -> None:
-    """goals_ms: no goal given twice, none the same as r_sat_ms (each would be rated once);
-    goals_l_sat_ms: one per goal."""
-    goals, r_sat = [float(g) for g in spec.get("goals_ms") or ()], float(spec.get("r_sat_ms", RatingSpec.r_sat_ms))
-    l_sats = spec.get("goals_l_sat_ms")
-    if l_sats is not None and len(l_sats) != len(goals):
-        raise ParamError(f"goals_l_sat_ms: {len(l_sats)} L_sat for {len(goals)} goals_ms goal(s); one per goal "
-                         f"(null = l_sat_ms)")
-    twice = sorted({g for g in goals if goals.count(g) > 1 or g == r_sat})
-    if twice:
-        raise ParamError(f"goals_ms: {', '.join(f'{g:g}' for g in twice)} ms given twice (r_sat_ms is "
-                         f"{r_sat:g} ms); each R_sat goal once")
-
-
-def plan_from_params(params: Mapping[str, Any], rating_id: str, workload_files: bool = False) -> RatingPlan:
+def plan_from_params(
+    params: Mapping[str, Any], rating_id: str, workload_files: bool = False
+) -> RatingPlan:
     """Check every parameter and build the plan; raises ParamError naming the first bad one.
     `workload_files`: a path to a workload file is a workload too (the CLI; fstress checks it)."""
     unknown = sorted(set(params) - set(PARAMS))
     if unknown:
         raise ParamError(f"unknown parameter(s): {', '.join(unknown)}; known: {', '.join(PARAMS)}")
     for name, value in params.items():
-        if name != "workload_text":        # written to a file the fstress role copies, never templated
+        if name != "workload_text":  # written to a file the fstress role copies, never templated
             untemplated(name, value)
     p = {k: params.get(k, PARAMS[k].get("default")) for k in PARAMS}
     for name, value in p.items():
@@ -275,15 +204,42 @@ def plan_from_params(params: Mapping[str, Any], rating_id: str, workload_files: 
         external = external_server(p)
         background = tenants.background_from_params(p, label)
         # an external server: the profile's server factors do not apply either; nfs_version does
-        factors = external_factors(external, chosen) if external else with_rules(prof["factors"], chosen)
+        factors = (
+            external_factors(external, chosen) if external else with_rules(prof["factors"], chosen)
+        )
         factor_vars(factors)
     except ValueError as e:
         raise ParamError(str(e)) from None
-    spec = with_policy(prof["spec"], p["policy"])
+    spec = _spec(p, prof["spec"])
+    check_rating_id(rating_id)
+    return RatingPlan(
+        rating_id=rating_id,
+        workload=label,
+        profile=p["profile"],
+        slot=p["slot"],
+        workload_text=text,
+        workload_factors=wfactors,
+        factors=factors,
+        spec=spec,
+        warmup_s=float(prof["warmup_s"]),
+        warmup_trial_s=float(prof.get("warmup_trial_s", 0.0)),
+        fileset_rate=float(prof["fileset_rate"]),
+        extravars=dict(prof.get("extravars", {})),
+        seed_source=p["seed_source"],
+        external=external.to_dict() if external else {},
+        load_hosts=int(p["load_hosts"] or 0),
+        background=background,
+    )
+
+
+def _spec(p: Mapping[str, Any], profile_spec: dict[str, Any]) -> dict[str, Any]:
+    """The RatingSpec fields of the Params over the profile's, checked as a RatingSpec (and its
+    budget paying for a first trial)."""
+    spec = with_policy(profile_spec, p["policy"])
     for name in SPEC_PARAMS:
         if p[name] is not None:
             spec[name] = p[name]
-    _check_goals(spec)
+    check_goals(spec)
     if p["runlength_s"] is not None:
         spec["runlength_policy"] = "fixed"
     spec.setdefault("max_trials", MAX_TRIAL_TASKS)
@@ -298,40 +254,45 @@ def plan_from_params(params: Mapping[str, Any], rating_id: str, workload_files: 
         rs = RatingSpec.from_dict(spec)
     except (TypeError, ValueError) as e:
         raise ParamError(str(e)) from None
-    one_trial = rs.runlength_s + rs.trial_overhead_s      # a rating's first trial: runlength_s
+    one_trial = rs.runlength_s + rs.trial_overhead_s  # a rating's first trial: runlength_s
     if rs.budget_s < one_trial:
-        raise ParamError(f"budget_s: {rs.budget_s:g} s does not pay for one trial ({rs.runlength_s:g} s "
-                         f"runlength + {rs.trial_overhead_s:g} s overhead); at least {one_trial:g}")
-    check_rating_id(rating_id)
-    return RatingPlan(rating_id=rating_id, workload=label, profile=p["profile"], slot=p["slot"],
-                      workload_text=text, workload_factors=wfactors,
-                      factors=factors, spec=spec, warmup_s=float(prof["warmup_s"]),
-                      warmup_trial_s=float(prof.get("warmup_trial_s", 0.0)),
-                      fileset_rate=float(prof["fileset_rate"]), extravars=dict(prof.get("extravars", {})),
-                      seed_source=p["seed_source"], external=external.to_dict() if external else {},
-                      load_hosts=int(p["load_hosts"] or 0), background=background)
+        raise ParamError(
+            f"budget_s: {rs.budget_s:g} s does not pay for one trial ({rs.runlength_s:g} s "
+            f"runlength + {rs.trial_overhead_s:g} s overhead); at least {one_trial:g}"
+        )
+    return spec
 
 
 def _workload(p: Mapping[str, Any], workload_files: bool) -> tuple[str, str, dict[str, Any]]:
     """(label, text, factors) of the Params' workload: the canned name (or the command line's file)
     and "" — or "custom" and the workload_text — with the workload factors rendered in."""
     factors = {n: p[n] for n in workloads.WORKLOAD_FACTOR_NAMES if p[n] is not None}
-    text = p["workload_text"] if (p["workload_text"] or "").strip() else None     # "": an emptied form field
+    # "": an emptied form field
+    text = p["workload_text"] if (p["workload_text"] or "").strip() else None
     try:
         if text is not None:
             text = workloads.check_workload_text(text)
         elif factors and p["workload"] not in CANNED_WORKLOADS:
-            raise ValueError(f"{', '.join(factors)}: workload factors apply to a canned workload or to "
-                             f"workload_text; write them into the workload file {p['workload']}")
+            raise ValueError(
+                f"{', '.join(factors)}: workload factors apply to a canned workload or to "
+                f"workload_text; write them into the workload file {p['workload']}"
+            )
         rendered = workloads.render_workload(p["workload"], text, factors)
     except ValueError as e:
         raise ParamError(str(e)) from None
     return ("custom" if text is not None else p["workload"]), rendered, factors
 
 
-def with_settings(plan: RatingPlan, *, slot: str | None = None, first_load: float | None = None, warmup_s: float | None = None,
-                  fileset_rate: float | None = None, fstress_cpus: str | None = None,
-                  inventory: str | Path | None = None) -> RatingPlan:
+def with_settings(
+    plan: RatingPlan,
+    *,
+    slot: str | None = None,
+    first_load: float | None = None,
+    warmup_s: float | None = None,
+    fileset_rate: float | None = None,
+    fstress_cpus: str | None = None,
+    inventory: str | Path | None = None,
+) -> RatingPlan:
     """The plan with the command line's own settings (None = the profile's)."""
     untemplated("slot", slot)
     untemplated("fstress_cpus", fstress_cpus)
@@ -343,56 +304,48 @@ def with_settings(plan: RatingPlan, *, slot: str | None = None, first_load: floa
         RatingSpec.from_dict(spec)
     except (TypeError, ValueError) as e:
         raise ParamError(str(e)) from None
-    extravars = dict(plan.extravars, **({"fstress_cpus": fstress_cpus} if fstress_cpus is not None else {}))
+    extravars = dict(
+        plan.extravars, **({"fstress_cpus": fstress_cpus} if fstress_cpus is not None else {})
+    )
     return dataclasses.replace(
-        plan, spec=spec, extravars=extravars, slot=plan.slot if slot is None else slot,
+        plan,
+        spec=spec,
+        extravars=extravars,
+        slot=plan.slot if slot is None else slot,
         warmup_s=plan.warmup_s if warmup_s is None else float(warmup_s),
         fileset_rate=plan.fileset_rate if fileset_rate is None else float(fileset_rate),
-        inventory=plan.inventory if inventory is None else str(Path(inventory).resolve()))
+        inventory=plan.inventory if inventory is None else str(Path(inventory).resolve()),
+    )
 
 
 def resumable_plan(store: Any, plan: RatingPlan, workdir: str | Path) -> RatingPlan:
     """`plan`, working in `workdir`; if the store already holds this rating, its stored plan, which
-    must be the same rating (a re-run command resumes it; a different one is refused, naming why)."""
+    must be the same rating (a re-run command resumes it; a different one is refused, naming
+    why)."""
     plan = dataclasses.replace(plan, workdir=str(workdir))
     stored = store.get_json(store.spec_key(plan.rating_id), None)
     if stored is None:
         return plan
     old = RatingPlan.from_dict(stored)
-    differ = [f for f in ("workload", "workload_text", "profile", "slot", "factors", "spec", "inventory", "external",
-                          "load_hosts", "background")
-              if getattr(old, f) != getattr(plan, f)]
+    differ = [
+        f
+        for f in (
+            "workload",
+            "workload_text",
+            "profile",
+            "slot",
+            "factors",
+            "spec",
+            "inventory",
+            "external",
+            "load_hosts",
+            "background",
+        )
+        if getattr(old, f) != getattr(plan, f)
+    ]
     if differ:
-        raise ParamError(f"{store.url(store.rating_prefix(plan.rating_id))} holds rating {plan.rating_id} "
-                         f"with another {', '.join(differ)}: use another results directory to start anew")
+        raise ParamError(
+            f"{store.url(store.rating_prefix(plan.rating_id))} holds rating {plan.rating_id} "
+            f"with another {', '.join(differ)}: use another results directory to start anew"
+        )
     return dataclasses.replace(old, workdir=str(workdir))
-
-
-def seeded(plan: RatingPlan, seed_load: float | None, seed_trials: int | None = None) -> RatingPlan:
-    """The plan with a seed load (seed 000 §5.4) unless it already has one; `seed_trials`: a fixed
-    number of valid trials there before the load is classified (RatingSpec.seed_trials)."""
-    if seed_load is None or not math.isfinite(seed_load) or seed_load <= 0 or plan.spec.get("seed_load"):
-        return plan
-    extra = {"seed_trials": int(seed_trials)} if seed_trials else {}
-    return dataclasses.replace(plan, spec={**plan.spec, "seed_load": float(seed_load), **extra})
-
-
-def history_seed(store: Any, plan: RatingPlan) -> float | None:
-    """λ* of the newest converged rating in the store with this workload and these factors."""
-    df = store.ratings_df()
-    if df is None or len(df) == 0:
-        return None
-    rows = df[(df["workload"] == plan.workload) & (df["converged"] == True)  # noqa: E712
-              & (df["server"] == server_key(plan.external)) & (df["workload_text"] == plan.workload_text)]
-    for k, v in plan.factors.items():
-        if k in rows.columns and not BY_NAME[k].external:
-            rows = rows[rows[k] == v]
-    for f in (f for f in BY_NAME.values() if f.external):   # no profile sets it (nfs_version): unset = default
-        want = plan.factors.get(f.name, f.default)
-        rows = rows[rows.reindex(columns=[f.name])[f.name].astype(object).fillna(f.default) == want]
-    rows = rows[rows["rating_id"] != plan.rating_id]
-    if len(rows) == 0:
-        return None
-    if "finished_unix" in rows.columns:
-        rows = rows.sort_values("finished_unix")
-    return float(rows.iloc[-1]["peak_rate"])

@@ -5,6 +5,7 @@ reads (server, load). Each part's settings are declared once: the controller's w
 `config.workloads` / `config.tenants`; the Params form, the command line, the checks and the harness
 variables derive from those declarations. A `RatingPlan` (plan.py) stores a request as plain data
 (XCom, spec.json) and gives it back typed with `plan.request()`."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -20,8 +21,9 @@ from workbench.controller.spec import RatingSpec
 class ServerRequest:
     """What is rated: the slot's own server with these factors, or an external server."""
 
-    factors: dict[str, Any] = field(default_factory=dict)    # config.factors names → values
-    external: dict[str, Any] = field(default_factory=dict)   # config.external.ExternalServer fields; {}: none
+    factors: dict[str, Any] = field(default_factory=dict)  # config.factors names → values
+    # config.external.ExternalServer fields; {}: none
+    external: dict[str, Any] = field(default_factory=dict)
 
     def role_vars(self) -> dict[str, Any]:
         """The nfs_server role's variables of the factors (config.factors.factor_vars, checked)."""
@@ -33,15 +35,15 @@ class LoadRequest:
     """What the load hosts run: the workload (and its factors), how many hosts share it, tenant B,
     the file set's build rate, the warm-up and fstress's own settings."""
 
-    workload: str                                             # canned name, file, or "custom"
-    workload_text: str = ""                                   # the text fstress runs ("" = workload)
+    workload: str  # canned name, file, or "custom"
+    workload_text: str = ""  # the text fstress runs ("" = workload)
     workload_factors: dict[str, Any] = field(default_factory=dict)
-    load_hosts: int = 0                                       # the slot's first N (0 = all)
+    load_hosts: int = 0  # the slot's first N (0 = all)
     background: dict[str, Any] = field(default_factory=dict)  # tenant B (config.tenants); {}: none
     fileset_rate: float = 0.0
     warmup_s: float = 0.0
     warmup_trial_s: float = 0.0
-    extravars: dict[str, Any] = field(default_factory=dict)   # fstress role settings
+    extravars: dict[str, Any] = field(default_factory=dict)  # fstress role settings
 
 
 @dataclass(frozen=True)
@@ -57,8 +59,10 @@ class RatingRequest:
     load: LoadRequest
 
     @classmethod
-    def of(cls, spec: RatingSpec, server: ServerRequest, load: LoadRequest) -> "RatingRequest":
-        return cls(spec.part(Goals), spec.policy, spec.part(Budget), spec.part(Search), server, load)
+    def of(cls, spec: RatingSpec, server: ServerRequest, load: LoadRequest) -> RatingRequest:
+        return cls(
+            spec.part(Goals), spec.policy, spec.part(Budget), spec.part(Search), server, load
+        )
 
     def spec(self) -> RatingSpec:
         """The controller's view: goals, policy, budget and search rules, flat."""

@@ -11,6 +11,7 @@ that overlap in the inventory, an external server that is another slot's SUT, a 
 free disk and memory). Every failure is a ParamError of one line,
 "<field>: <what is wrong>; <what is allowed>".
 """
+
 from __future__ import annotations
 
 import json
@@ -19,25 +20,33 @@ import os
 import re
 import subprocess
 import tempfile
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from workbench.config import tenants, vocabulary
 from workbench.config.factors import BY_NAME, MEMORY_FLOOR_MB, TMPFS_DEFAULT_MB, parse_cpu_list
 from workbench.config.paths import FSTRESS
 from workbench.config.vocabulary import CANNED_WORKLOADS
 from workbench.config.workloads import FACTORS_MARK, WORKLOAD_BY_NAME, text_digest
-from workbench.measure.inventory import (InventoryError, host_vars, slot_background_hosts, slot_load_hosts,
-                                        slot_sut_hosts)
+from workbench.measure.inventory import (
+    InventoryError,
+    host_vars,
+    slot_background_hosts,
+    slot_load_hosts,
+    slot_sut_hosts,
+)
 from workbench.params.hostcheck import check_hosts
-from workbench.params.plan import ParamError, RatingPlan, history_seed, plan_from_params, seeded, untemplated
+from workbench.params.plan import ParamError, RatingPlan, plan_from_params
+from workbench.params.schema import untemplated
+from workbench.params.seeds import history_seed, seeded
 
 FSTRESS_CHECK_TIMEOUT_S = 30.0
-MAX_FILESET_RATE = 1e7          # fstress's bound (workload.MaxRate)
+MAX_FILESET_RATE = 1e7  # fstress's bound (workload.MaxRate)
 MAX_WARMUP_S = 3600.0
 MAX_FIRST_LOAD = 1e7
-MAX_DRAIN_TIMEOUT_S = 3600.0    # fstress_drain_timeout_s: the drain probe before each trial
-FILL_FRACTION = 0.9             # of an export's capacity the file set may fill (metadata, reserve)
+MAX_DRAIN_TIMEOUT_S = 3600.0  # fstress_drain_timeout_s: the drain probe before each trial
+FILL_FRACTION = 0.9  # of an export's capacity the file set may fill (metadata, reserve)
 MiB = 1 << 20
 # inventory / extra-vars of the fstress role with integer bounds (roles/fstress/tasks/validate.yml)
 FSTRESS_INT_VARS = {"fstress_rt_priority": (0, 99), "fstress_conns": (1, 1024)}
@@ -46,10 +55,17 @@ _canned_checks: dict[tuple[Any, ...], dict[str, Any]] = {}
 
 
 def _finite_in(name: str, v: Any, lo: float, hi: float, lo_open: bool = False) -> None:
-    ok = isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and \
-        (v > lo if lo_open else v >= lo) and v <= hi
+    ok = (
+        isinstance(v, (int, float))
+        and not isinstance(v, bool)
+        and math.isfinite(v)
+        and (v > lo if lo_open else v >= lo)
+        and v <= hi
+    )
     if not ok:
-        raise ParamError(f"{name}: {v!r} is not allowed; a number {'>' if lo_open else '≥'} {lo:g} and ≤ {hi:g}")
+        raise ParamError(
+            f"{name}: {v!r} is not allowed; a number {'>' if lo_open else '≥'} {lo:g} and ≤ {hi:g}"
+        )
 
 
 def check_settings(plan: RatingPlan) -> None:
@@ -59,12 +75,13 @@ def check_settings(plan: RatingPlan) -> None:
     _finite_in("warmup_trial_s", plan.warmup_trial_s, 0, MAX_WARMUP_S)
     _finite_in("first_load", plan.spec.get("first_load", 1.0), 0, MAX_FIRST_LOAD, lo_open=True)
     for name, value in plan.extravars.items():
-        untemplated(name, value)                     # a plan from a store or a sweep, not the CLI
+        untemplated(name, value)  # a plan from a store or a sweep, not the CLI
         check_fstress_var(name, value)
 
 
 def check_fstress_var(name: str, value: Any, ncpu: int | None = None, where: str = "") -> None:
-    """One fstress role variable (inventory or extra-vars); templated values are Ansible's to judge."""
+    """One fstress role variable (inventory or extra-vars); templated values are Ansible's to
+    judge."""
     if isinstance(value, str) and "{{" in value:
         return
     if name == "fstress_cpus":
@@ -74,8 +91,10 @@ def check_fstress_var(name: str, value: Any, ncpu: int | None = None, where: str
         if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= hi:
             raise ParamError(f"{name}: {value!r}{where} is not allowed; an integer in [{lo}, {hi}]")
     elif name == "fstress_lag_bound" and not isinstance(value, str):
-        raise ParamError(f"{name}: {value!r}{where} is not allowed; a Go duration like \"10ms\" (\"\" = default)")
-    elif name == "fstress_drain_timeout_s":          # 0 = no drain probe before a trial
+        raise ParamError(
+            f'{name}: {value!r}{where} is not allowed; a Go duration like "10ms" ("" = default)'
+        )
+    elif name == "fstress_drain_timeout_s":  # 0 = no drain probe before a trial
         _finite_in(f"{name}{where}", value, 0, MAX_DRAIN_TIMEOUT_S)
 
 
@@ -86,9 +105,11 @@ def check_cpus(name: str, value: Any, ncpu: int | None, where: str = "") -> None
     except ValueError as e:
         raise ParamError(f"{e}{where}") from None
     missing = [c for c in cpus if ncpu is not None and c >= ncpu]
-    if missing:
-        raise ParamError(f"{name}: {value!r}{where} names CPU {missing[0]}, which this machine does not have; "
-                         f"CPUs 0-{ncpu - 1}")
+    if missing and ncpu is not None:
+        raise ParamError(
+            f"{name}: {value!r}{where} names CPU {missing[0]}, which this machine does not have; "
+            f"CPUs 0-{ncpu - 1}"
+        )
 
 
 def check_inventory(plan: RatingPlan, slots: Sequence[str]) -> set[tuple[str, int | None]]:
@@ -106,14 +127,22 @@ def check_inventory(plan: RatingPlan, slots: Sequence[str]) -> set[tuple[str, in
                 hv = {**host_vars(inv, host), **plan.extravars}
                 ncpu = os.cpu_count() if hv.get("ansible_connection") == "local" else None
                 where = f" (load host {host} of slot {slot})"
-                for name in ("fstress_cpus", *FSTRESS_INT_VARS, "fstress_lag_bound", "fstress_drain_timeout_s"):
+                for name in (
+                    "fstress_cpus",
+                    *FSTRESS_INT_VARS,
+                    "fstress_lag_bound",
+                    "fstress_drain_timeout_s",
+                ):
                     if name in hv:
                         check_fstress_var(name, hv[name], ncpu, where)
                 runs.add(_run_vars(hv))
-            for host in ([] if plan.external else slot_sut_hosts(inv, slot)):
+            for host in [] if plan.external else slot_sut_hosts(inv, slot):
                 hv = host_vars(inv, host)
                 ncpu = os.cpu_count() if hv.get("ansible_connection") == "local" else None
-                cpus = plan.factors.get("server_cpus", plan.extravars.get("nfs_server_cpus", hv.get("nfs_server_cpus", "")))
+                cpus = plan.factors.get(
+                    "server_cpus",
+                    plan.extravars.get("nfs_server_cpus", hv.get("nfs_server_cpus", "")),
+                )
                 if not (isinstance(cpus, str) and "{{" in cpus):
                     name = "server_cpus" if "server_cpus" in plan.factors else "nfs_server_cpus"
                     check_cpus(name, cpus, ncpu, f" (SUT {host} of slot {slot})")
@@ -125,15 +154,46 @@ def check_inventory(plan: RatingPlan, slots: Sequence[str]) -> set[tuple[str, in
 def _run_vars(v: Mapping[str, Any]) -> tuple[str, int | None]:
     """(fstress_lag_bound, fstress_conns) of a load host's variables, untemplated ones only."""
     lag, conns = v.get("fstress_lag_bound") or "", v.get("fstress_conns")
-    return (lag if isinstance(lag, str) and "{{" not in lag else "",
-            conns if isinstance(conns, int) and not isinstance(conns, bool) else None)
+    return (
+        lag if isinstance(lag, str) and "{{" not in lag else "",
+        conns if isinstance(conns, int) and not isinstance(conns, bool) else None,
+    )
 
 
-def fstress_check(workload: str, fileset_rate: float, lag_bound: str = "", conns: int | None = None,
-                  nfs_version: str = "3") -> dict[str, Any]:
+# fstress check's flags → the Params fields they come from (any other complaint: the workload's)
+_CHECK_FIELDS = (
+    ("-lag-bound", "fstress_lag_bound"),
+    ("-conns", "fstress_conns"),
+    ("-fileset-rate", "fileset_rate"),
+    ("-nfs-version", "nfs_version"),
+)
+
+
+def _refusal(stderr: str, returncode: int) -> ParamError:
+    """`fstress check`'s last complaint as a ParamError naming the field it refused."""
+    line = (stderr.strip().splitlines() or [f"fstress check exit {returncode}"])[-1]
+    line = line.removeprefix("fstress: ").removeprefix("check: ")
+    field = next((f for flag, f in _CHECK_FIELDS if flag in line), "workload")
+    return ParamError(f"{field}: {line}")
+
+
+def fstress_check(
+    workload: str,
+    fileset_rate: float,
+    lag_bound: str = "",
+    conns: int | None = None,
+    nfs_version: str = "3",
+) -> dict[str, Any]:
     """`bin/fstress check --json` of the workload at the rate its file set is sized for, over
     `nfs_version`: the file set's counts and bytes, or ParamError naming the workload's field."""
-    args = ["--workload", workload, "--fileset-rate", repr(float(fileset_rate)), "--nfs-version", str(nfs_version)]
+    args = [
+        "--workload",
+        workload,
+        "--fileset-rate",
+        repr(float(fileset_rate)),
+        "--nfs-version",
+        str(nfs_version),
+    ]
     if lag_bound:
         args += ["--lag-bound", str(lag_bound)]
     if conns is not None:
@@ -142,19 +202,25 @@ def fstress_check(workload: str, fileset_rate: float, lag_bound: str = "", conns
     if workload in CANNED_WORKLOADS and key in _canned_checks:
         return _canned_checks[key]
     if not FSTRESS.is_file():
-        raise ParamError(f"workload: cannot check it, the fstress binary {FSTRESS} is missing; run `make fstress`")
+        raise ParamError(
+            f"workload: cannot check it, the fstress binary {FSTRESS} is missing; run `make "
+            "fstress`"
+        )
     try:
-        p = subprocess.run([str(FSTRESS), "check", *args, "--json"], capture_output=True, text=True,
-                           timeout=FSTRESS_CHECK_TIMEOUT_S, stdin=subprocess.DEVNULL)
+        p = subprocess.run(
+            [str(FSTRESS), "check", *args, "--json"],
+            capture_output=True,
+            text=True,
+            timeout=FSTRESS_CHECK_TIMEOUT_S,
+            stdin=subprocess.DEVNULL,
+        )
     except subprocess.TimeoutExpired:
-        raise ParamError(f"workload: `fstress check` of {workload} did not finish in "
-                         f"{FSTRESS_CHECK_TIMEOUT_S:g} s") from None
+        raise ParamError(
+            f"workload: `fstress check` of {workload} did not finish in "
+            f"{FSTRESS_CHECK_TIMEOUT_S:g} s"
+        ) from None
     if p.returncode != 0:
-        line = (p.stderr.strip().splitlines() or [f"fstress check exit {p.returncode}"])[-1]
-        line = line.removeprefix("fstress: ").removeprefix("check: ")
-        field = "fstress_lag_bound" if "-lag-bound" in line else "fstress_conns" if "-conns" in line else \
-            "fileset_rate" if "-fileset-rate" in line else "nfs_version" if "-nfs-version" in line else "workload"
-        raise ParamError(f"{field}: {line}")
+        raise _refusal(p.stderr, p.returncode)
     out = json.loads(p.stdout)
     if workload in CANNED_WORKLOADS:
         _canned_checks[key] = out
@@ -172,27 +238,40 @@ def check_capacity(plan: RatingPlan, fileset: Mapping[str, Any]) -> None:
     if plan.external or not fileset.get("needs_fileset", True):
         return
     need = float(fileset["fileset_bytes"])
-    what = (f"the file set of {fileset['workload']} at fileset_rate {plan.fileset_rate:g} ops/s is "
-            f"{need / MiB:.0f} MiB")
-    f = {name: plan.factors.get(name, BY_NAME[name].default) for name in ("fs", "memory_mb", "disks", "disk_size_mb")}
+    what = (
+        f"the file set of {fileset['workload']} at fileset_rate {plan.fileset_rate:g} ops/s is "
+        f"{need / MiB:.0f} MiB"
+    )
+    f = {
+        name: plan.factors.get(name, BY_NAME[name].default)
+        for name in ("fs", "memory_mb", "disks", "disk_size_mb")
+    }
     if f["fs"] == "tmpfs":
         size = f["memory_mb"] or TMPFS_DEFAULT_MB
         room = FILL_FRACTION * size * MiB
         if f["memory_mb"]:
             room = min(room, (f["memory_mb"] - MEMORY_FLOOR_MB) * MiB)
         if need > room:
-            raise ParamError(f"fs: a tmpfs export of {size} MiB (memory_mb {f['memory_mb']}, which also holds the "
-                             f"server's {MEMORY_FLOOR_MB} MiB) has room for {room / MiB:.0f} MiB; {what}: raise "
-                             f"memory_mb, lower fileset_rate or use a disk file system")
+            raise ParamError(
+                f"fs: a tmpfs export of {size} MiB (memory_mb {f['memory_mb']}, which also holds "
+                f"the server's {MEMORY_FLOOR_MB} MiB) has room for {room / MiB:.0f} MiB; {what}: "
+                "raise memory_mb, lower fileset_rate or use a disk file system"
+            )
         return
     room = FILL_FRACTION * f["disks"] * f["disk_size_mb"] * MiB
     if need > room:
-        raise ParamError(f"disk_size_mb: {f['disks']} disk(s) of {f['disk_size_mb']} MiB have room for "
-                         f"{room / MiB:.0f} MiB; {what}: raise disk_size_mb or disks (btrfs), or lower fileset_rate")
+        raise ParamError(
+            f"disk_size_mb: {f['disks']} disk(s) of {f['disk_size_mb']} MiB have room for "
+            f"{room / MiB:.0f} MiB; {what}: raise disk_size_mb or disks (btrfs), or lower "
+            "fileset_rate"
+        )
 
 
-def validate_plan(plan: RatingPlan, slots: Sequence[str] | None = None,
-                  runs: set[tuple[str, int | None]] | None = None) -> dict[str, Any]:
+def validate_plan(
+    plan: RatingPlan,
+    slots: Sequence[str] | None = None,
+    runs: set[tuple[str, int | None]] | None = None,
+) -> dict[str, Any]:
     """The whole pass for one plan (reads files only; touches no host). `slots`: the slots it may
     take (default: its slot, or the leasable ones for "auto"); `runs`: their load hosts' fstress
     settings when the caller has checked the inventory already. Returns the file set of
@@ -200,7 +279,9 @@ def validate_plan(plan: RatingPlan, slots: Sequence[str] | None = None,
     check_settings(plan)
     if slots is None:
         slots = tuple(vocabulary.SLOTS) if plan.slot == "auto" else (plan.slot,)
-    runs = (runs if runs is not None else check_inventory(plan, slots)) or {_run_vars(plan.extravars)}
+    runs = (runs if runs is not None else check_inventory(plan, slots)) or {
+        _run_vars(plan.extravars)
+    }
     check_hosts(plan, slots or (tuple(vocabulary.SLOTS) if plan.slot == "auto" else (plan.slot,)))
     with tempfile.TemporaryDirectory(prefix="wb-check-") as tmp:
         wl = plan.workload_file(Path(tmp))
@@ -210,10 +291,15 @@ def validate_plan(plan: RatingPlan, slots: Sequence[str] | None = None,
                 fileset = fstress_check(wl, plan.fileset_rate, lag, conns, _nfs_version(plan))
         except ParamError as e:
             raise ParamError(text_error(plan, str(e))) from None
-    if tenants.is_active(plan.background):     # tenant B's workload, its file set at the same rate as A's
+    # tenant B's workload, its file set at the same rate as A's
+    if tenants.is_active(plan.background):
         try:
-            fstress_check(plan.background["workload"], plan.fileset_rate, *sorted(runs, key=repr)[0],
-                          _nfs_version(plan))
+            fstress_check(
+                plan.background["workload"],
+                plan.fileset_rate,
+                *sorted(runs, key=repr)[0],
+                _nfs_version(plan),
+            )
         except ParamError as e:
             raise ParamError(f"background_workload: {e}") from None
     check_capacity(plan, fileset)
@@ -230,7 +316,7 @@ def text_error(plan: RatingPlan, msg: str) -> str:
         return msg
     lines, n = plan.workload_text.splitlines(), int(m.group(1))
     key = lines[n - 1].split("=", 1)[0].strip().lower()
-    rendered = any(ln.startswith(FACTORS_MARK) for ln in lines[:n - 1])
+    rendered = any(ln.startswith(FACTORS_MARK) for ln in lines[: n - 1])
     names = [f for f in plan.workload_factors if WORKLOAD_BY_NAME[f].key == key]
     if rendered and names:
         return f"{', '.join(names)}: {m.group(2)}"
@@ -258,10 +344,21 @@ def validate_plans(plans: Sequence[RatingPlan], what: str) -> None:
         try:
             check_settings(plan)
             slots = tuple(vocabulary.SLOTS) if plan.slot == "auto" else (plan.slot,)
-            key = json.dumps([plan.inventory, slots, plan.load_hosts, plan.background, bool(plan.external), plan.extravars,
-                              plan.factors.get("server_cpus")], sort_keys=True, default=str)
+            key = json.dumps(
+                [
+                    plan.inventory,
+                    slots,
+                    plan.load_hosts,
+                    plan.background,
+                    bool(plan.external),
+                    plan.extravars,
+                    plan.factors.get("server_cpus"),
+                ],
+                sort_keys=True,
+                default=str,
+            )
             if key not in seen:
                 seen[key] = check_inventory(plan, slots)
-            validate_plan(plan, slots=(), runs=seen[key])   # the inventory is done
+            validate_plan(plan, slots=(), runs=seen[key])  # the inventory is done
         except ParamError as e:
             raise ParamError(f"{e} (in {what} {plan.rating_id})") from None

@@ -3,10 +3,23 @@ comparisons.
 
 The DAGs and the entry points use the step names re-exported here; each is defined in one module.
 """
+
+from workbench.pipeline.finish import publish_step, report_step, summarise_step, validate_step
 from workbench.pipeline.runner import run_rating
 from workbench.pipeline.slot import reap_slots, teardown
-from workbench.pipeline.steps import (decide_step, deploy, provision, publish_step, report_step,
-                                      summarise_step, trial_log, trial_step, validate_step)
+from workbench.pipeline.steps import decide_step, deploy, provision, trial_log, trial_step
 
-__all__ = ["decide_step", "deploy", "provision", "publish_step", "reap_slots", "report_step", "run_rating",
-           "summarise_step", "teardown", "trial_log", "trial_step", "validate_step"]
+__all__ = [
+    "decide_step",
+    "deploy",
+    "provision",
+    "publish_step",
+    "reap_slots",
+    "report_step",
+    "run_rating",
+    "summarise_step",
+    "teardown",
+    "trial_log",
+    "trial_step",
+    "validate_step",
+]

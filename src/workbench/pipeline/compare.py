@@ -8,11 +8,13 @@ one-sided test on the per-trial means within 10 % of A's measured load nearest i
 A rating is named by its id (in a local results directory, else in the S3 store of the
 environment), by `s3://bucket/ratings/<id>/`, or by a local directory `…/ratings/<id>`.
 """
+
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from workbench.analysis.comparison import compare_png, comparison_html
 from workbench.analysis.regression import compare_to_history
@@ -34,8 +36,10 @@ def open_rating(ref: str, results: str | Path | None = None) -> tuple[Store, str
     if local is not None:
         return local
     if "/" in ref or not ref:
-        raise ParamError(f"{ref!r}: not a rating id, an s3://<bucket>/ratings/<id>/ URL "
-                         f"or an existing …/ratings/<id> directory")
+        raise ParamError(
+            f"{ref!r}: not a rating id, an s3://<bucket>/ratings/<id>/ URL "
+            f"or an existing …/ratings/<id> directory"
+        )
     return (LocalStore(results) if results is not None else open_store()), ref
 
 
@@ -43,21 +47,34 @@ def load_rating(store: Store, rating_id: str) -> dict[str, Any]:
     """The finished rating as analysis.regression and the page want it."""
     result = store.get_json(store.result_key(rating_id), None)
     if result is None:
-        raise ParamError(f"{store.url(store.rating_prefix(rating_id))}: no result.json there "
-                         f"(no such rating, or it has not finished)")
-    return {**nightly_rating(store, rating_id, result), "rating_id": rating_id,
-            "report_url": store.url(store.rating_report_key(rating_id))}
+        raise ParamError(
+            f"{store.url(store.rating_prefix(rating_id))}: no result.json there "
+            f"(no such rating, or it has not finished)"
+        )
+    return {
+        **nightly_rating(store, rating_id, result),
+        "rating_id": rating_id,
+        "report_url": store.url(store.rating_report_key(rating_id)),
+    }
 
 
-def compare_ratings(a: Mapping[str, Any], b: Mapping[str, Any], tolerance: float = 0.10,
-                    confidence: float = 0.95) -> dict[str, Any]:
+def compare_ratings(
+    a: Mapping[str, Any], b: Mapping[str, Any], tolerance: float = 0.10, confidence: float = 0.95
+) -> dict[str, Any]:
     """The verdict of B against A and the comparison page."""
     if not (0.0 < confidence < 1.0) or not (0.0 <= tolerance < 1.0):
-        raise ParamError(f"confidence must be in (0, 1) and tolerance in [0, 1); got {confidence!r}, {tolerance!r}")
+        raise ParamError(
+            f"confidence must be in (0, 1) and tolerance in [0, 1); got {confidence!r}, "
+            f"{tolerance!r}"
+        )
     if not a["result"].get("converged"):
-        raise ParamError(f"A ({a['rating_id']}) did not converge ({a['result'].get('reason')}): "
-                         f"it has no λ* to compare against")
-    v = compare_to_history(b, [a], tolerance=tolerance, confidence=confidence, current_name="B").to_dict()
+        raise ParamError(
+            f"A ({a['rating_id']}) did not converge ({a['result'].get('reason')}): "
+            f"it has no λ* to compare against"
+        )
+    v = compare_to_history(
+        b, [a], tolerance=tolerance, confidence=confidence, current_name="B"
+    ).to_dict()
     v.update(a=a["rating_id"], b=b["rating_id"], word=verdict_word(v))
     html = comparison_html(a, b, v, {"latency_vs_load_A_B.png": compare_png(a, b, confidence)})
     return {"verdict": v, "html": html}

@@ -6,138 +6,37 @@ history in the store (analysis.regression), per R_sat goal when a baseline has s
 
 compare judges each baseline's whole stored history with the change-point detector (the per-night
 test while it is shorter than MIN_HISTORY nights); a suspected new level is re-rated and decided by
-pipeline.nightly_confirm (with the canary of config `canary`, a fixed configuration rated every night).
+pipeline.nightly_confirm (with the canary of config `canary`, a fixed configuration rated every
+night).
 """
+
 from __future__ import annotations
 
-import os
-import re
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Mapping, Sequence
-
-import yaml
+from typing import Any
 
 from workbench.analysis.anomalies import history_trend
 from workbench.analysis.bottleneck import change_text
+from workbench.analysis.history_plot import history_png
 from workbench.analysis.latency_split import split_line
 from workbench.analysis.load_curve import ort_text
-from workbench.analysis.plots import history_png
-from workbench.analysis.regression import compare_to_history, reference_load, verdict_label, verdict_word
-from workbench.analysis.report import nightly_report_html
-from workbench.config.paths import REPO
-from workbench.config.untrusted import load_yaml
+from workbench.analysis.nightly_report import nightly_report_html
+from workbench.analysis.regression import compare_to_history, reference_load
+from workbench.analysis.regression_text import verdict_label, verdict_word
 from workbench.controller.result import goal_results
-from workbench.params.plan import UNSAFE_ID_CHARS, ParamError, plan_from_params, seeded, strict_json
+from workbench.params.plan import UNSAFE_ID_CHARS, ParamError, plan_from_params, strict_json
+from workbench.params.seeds import seeded
 from workbench.params.validation import validate_plans
 from workbench.pipeline import nightly_confirm as confirm
+from workbench.pipeline.nightly_config import NIGHTLY_SEED_TRIALS, load_nightly_config
 from workbench.pipeline.runner import run_rating
 from workbench.store.base import Store
 
-# trials tonight's rating runs at its baseline's reference load: the sample of the nightly Welch test
-# (analysis.regression); with 2 (a smoke rating's cap per load) one warm-cache trial among overloaded
-# ones decides it, with 4 the drop of tests/dags/test_dags.py's nightly test stays near p = 0.05
-NIGHTLY_SEED_TRIALS = 6
-NIGHTLY_KEYS = ("tolerance", "confidence", "seed_trials", "canary", "baselines")
-MAX_CONFIG_BYTES = 1 << 20
-MAX_BASELINES = 64
-MAX_NAME = 64
-
-
-CONFIG_DIRS_ENV = "WB_NIGHTLY_CONFIG_DIRS"   # more directories a UI run may read, set by the operator (os.pathsep)
-
-
-def _in_repo(path: str | Path) -> Path:
-    """A configuration path as the user gave it: absolute, or relative to the repository."""
-    p = Path(path)
-    return p if p.is_absolute() else REPO / p
-
-
-def confined_config(path: str) -> str:
-    """A config_path typed in the UI (the DAG runs as root): relative to the repository, and once
-    resolved (symlinks followed) inside its config/ directory or one the operator listed in
-    WB_NIGHTLY_CONFIG_DIRS — a Param must not make the night read any file of the host."""
-    dirs = [REPO / "config"] + [Path(d) for d in os.environ.get(CONFIG_DIRS_ENV, "").split(os.pathsep) if d]
-    if not isinstance(path, str) or not path or "\0" in path:
-        raise ParamError(f"config_path: {path!r} is not a path")
-    real = _in_repo(path).resolve()
-    if not any(real.is_relative_to(d.resolve()) for d in dirs):
-        raise ParamError(f"config_path: {path} is outside the configuration directories "
-                         f"({', '.join(str(d) for d in dirs)}; more in {CONFIG_DIRS_ENV})")
-    return str(real)
-
-
-def _read_config(p: Path) -> dict[str, Any]:
-    """The YAML of a nightly configuration: a regular file of at most 1 MiB holding a mapping."""
-    try:
-        if not p.is_file():
-            raise ParamError(f"config_path: {p} is not a regular file; want the YAML of the baselines")
-        if p.stat().st_size > MAX_CONFIG_BYTES:
-            raise ParamError(f"config_path: {p} is {p.stat().st_size} bytes; at most {MAX_CONFIG_BYTES}")
-        cfg = load_yaml(p.read_text(), MAX_CONFIG_BYTES) or {}
-    except (OSError, yaml.YAMLError, UnicodeDecodeError) as e:
-        raise ParamError(f"config_path: cannot read {p}: {' '.join(str(e).split())}") from None
-    if not isinstance(cfg, dict):
-        raise ParamError(f"config_path: {p} holds a {type(cfg).__name__}; want a mapping with baselines")
-    unknown = sorted(map(str, set(cfg) - set(NIGHTLY_KEYS)))
-    if unknown:
-        raise ParamError(f"nightly config {p}: unknown key(s) {', '.join(unknown)}; known: {', '.join(NIGHTLY_KEYS)}")
-    return cfg
-
-
-def _baseline(i: int, b: Any, names: set[str]) -> None:
-    """One baseline: a unique, store-safe name and rate_peak params that pass plan_from_params."""
-    if not isinstance(b, dict) or not isinstance(b.get("name"), str) or not b["name"]:
-        raise ParamError(f"baselines[{i}].name: every baseline needs a name, got {b!r}")
-    name = b["name"]
-    if len(name) > MAX_NAME or UNSAFE_ID_CHARS.search(name):
-        raise ParamError(f"baselines[{i}].name: {name!r} is not store-safe; up to {MAX_NAME} letters, "
-                         f"digits, '.', '_' and '-'")
-    if name in names:
-        raise ParamError(f"baselines[{i}].name: {name!r} is given twice; names must be unique")
-    names.add(name)
-    unknown = sorted(map(str, set(b) - {"name", "params"}))
-    if unknown:
-        raise ParamError(f"baselines[{i}] ({name}): unknown key(s) {', '.join(unknown)}; known: name, params")
-    if not isinstance(b.get("params") or {}, dict):
-        raise ParamError(f"baselines[{i}].params ({name}): {b['params']!r} is not an object of rate_peak params")
-    try:
-        plan_from_params(b.get("params") or {}, "check")   # fail at load, naming the field
-    except ParamError as e:
-        raise ParamError(f"{e} (baseline {name})") from None
-
-
-def _fraction(name: str, v: Any, lo: float, hi: float) -> float:
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or not lo <= v < hi:
-        raise ParamError(f"{name}: {v!r} is not allowed; a number in [{lo:g}, {hi:g})")
-    return float(v)
-
-
-def load_nightly_config(path: str | Path) -> dict[str, Any]:
-    """config/nightly.yml: tolerance, confidence and the baselines (name + rate_peak params)."""
-    p = _in_repo(path)
-    cfg = _read_config(p)
-    base = cfg.get("baselines")
-    if not isinstance(base, list) or not base or len(base) > MAX_BASELINES:
-        raise ParamError(f"baselines: {p} must list 1 to {MAX_BASELINES} baselines")
-    names: set[str] = set()
-    for i, b in enumerate(base):
-        _baseline(i, b, names)
-    tol = _fraction("tolerance", cfg.get("tolerance", 0.10), 0, 1)
-    conf = _fraction("confidence", cfg.get("confidence", 0.95), 0.5, 1)
-    seed_trials = cfg.get("seed_trials", NIGHTLY_SEED_TRIALS)
-    if not isinstance(seed_trials, int) or isinstance(seed_trials, bool) or not 2 <= seed_trials <= 20:
-        raise ParamError(f"nightly config {p}: seed_trials must be an integer in [2, 20], "
-                                  f"got {seed_trials!r}")
-    canary = cfg.get("canary")
-    if canary is not None and canary not in names:
-        raise ParamError(f"canary: {canary!r} is not one of the baselines ({', '.join(sorted(names))})")
-    return {"path": str(p), "tolerance": tol, "confidence": conf, "seed_trials": seed_trials,
-            "canary": canary, "baselines": base}
-
 
 def ci_level(spec: Mapping[str, Any], result: Mapping[str, Any] | None = None) -> float:
-    """The level of a rating's λ* interval: as the result states it (issue 30), else bound_confidence,
-    else confidence (ratings stored before)."""
+    """The level of a rating's λ* interval: as the result states it (issue 30), else
+    bound_confidence, else confidence (ratings stored before)."""
     stated = (result or {}).get("peak_rate_ci_level")
     return float(stated or spec.get("bound_confidence") or spec.get("confidence") or 0.95)
 
@@ -145,12 +44,16 @@ def ci_level(spec: Mapping[str, Any], result: Mapping[str, Any] | None = None) -
 def nightly_rating(store: Store, rating_id: str, result: Mapping[str, Any]) -> dict[str, Any]:
     """One rating as analysis.regression wants it: result, trial records and the CI level."""
     plan = store.get_json(store.spec_key(rating_id), default={}) or {}
-    return {"result": dict(result), "trials": store.trials(rating_id),
-            "ci_level": ci_level(plan.get("spec") or {}, result)}
+    return {
+        "result": dict(result),
+        "trials": store.trials(rating_id),
+        "ci_level": ci_level(plan.get("spec") or {}, result),
+    }
 
 
 def nightly_history(store: Store, name: str, before_night: str) -> list[dict[str, Any]]:
-    """The earlier nights of baseline `name` (oldest first), each as `nightly_rating` + its night."""
+    """The earlier nights of baseline `name` (oldest first), each as `nightly_rating` + its
+    night."""
     out = []
     for night, key in store.baseline_nights(name):
         if night < before_night:
@@ -159,24 +62,36 @@ def nightly_history(store: Store, name: str, before_night: str) -> list[dict[str
     return out
 
 
-def checked_night(config_path: str | Path, only: Sequence[str] | None, night: str) -> tuple[dict[str, Any], list]:
+def checked_night(
+    config_path: str | Path, only: Sequence[str] | None, night: str
+) -> tuple[dict[str, Any], list]:
     """The configuration and the selected baselines, each through the whole validation pass."""
     cfg = load_nightly_config(config_path)
     names = [b["name"] for b in cfg["baselines"]]
-    if only is not None and (not isinstance(only, (list, tuple)) or not all(isinstance(n, str) for n in only)):
-        raise ParamError(f"only: {only!r} is not allowed; a list of baseline names ({', '.join(names)})")
+    if only is not None and (
+        not isinstance(only, (list, tuple)) or not all(isinstance(n, str) for n in only)
+    ):
+        raise ParamError(
+            f"only: {only!r} is not allowed; a list of baseline names ({', '.join(names)})"
+        )
     missing = [n for n in only or () if n not in names]
     if missing:
-        raise ParamError(f"only: unknown baseline(s) {', '.join(missing)}; baselines: {', '.join(names)}")
+        raise ParamError(
+            f"only: unknown baseline(s) {', '.join(missing)}; baselines: {', '.join(names)}"
+        )
     base = [b for b in cfg["baselines"] if not only or b["name"] in only]
     if not base:
         raise ParamError(f"only: no baseline selected (only={only}); baselines: {', '.join(names)}")
-    validate_plans([plan_from_params(b.get("params") or {}, f"nightly__{night}__{b['name']}") for b in base],
-                   "baseline")
+    validate_plans(
+        [plan_from_params(b.get("params") or {}, f"nightly__{night}__{b['name']}") for b in base],
+        "baseline",
+    )
     return cfg, base
 
 
-def start_night(store: Store, config_path: str, only: Sequence[str] | None, night: str) -> list[dict[str, Any]]:
+def start_night(
+    store: Store, config_path: str, only: Sequence[str] | None, night: str
+) -> list[dict[str, Any]]:
     """The checked configuration to the store; one job per selected baseline."""
     cfg, base = checked_night(config_path, only, night)
     store.put_json(store.night_config_key(night), cfg)
@@ -185,35 +100,56 @@ def start_night(store: Store, config_path: str, only: Sequence[str] | None, nigh
 
 def rate_baseline(store: Store, night: str, baseline: Mapping[str, Any]) -> dict[str, Any]:
     """Tonight's rating of one baseline, seeded at its reference load with a fixed sample there
-    (cheaper, seed 000 §5.4; and the Welch test of `compare` gets a sample where the history has one)."""
-    return rate_into(store, night, baseline, store.baseline_key(night, baseline["name"]),
-                     f"nightly__{night}__{baseline['name']}")
+    (cheaper, seed 000 §5.4; and the Welch test of `compare` gets a sample where the history has
+    one)."""
+    return rate_into(
+        store,
+        night,
+        baseline,
+        store.baseline_key(night, baseline["name"]),
+        f"nightly__{night}__{baseline['name']}",
+    )
 
 
-def rate_into(store: Store, night: str, baseline: Mapping[str, Any], key: str, rating_id: str) -> dict[str, Any]:
-    """rate_baseline's rating as `rating_id`, its record at `key` (tonight's, or a confirming re-run)."""
-    if store.exists(key):                          # a retried task: already rated tonight
+def rate_into(
+    store: Store, night: str, baseline: Mapping[str, Any], key: str, rating_id: str
+) -> dict[str, Any]:
+    """rate_baseline's rating as `rating_id`, its record at `key` (tonight's, or a confirming
+    re-run)."""
+    if store.exists(key):  # a retried task: already rated tonight
         return store.get_json(key)
     params = baseline.get("params") or {}
     plan = plan_from_params(params, rating_id)
     ref = reference_load(nightly_history(store, baseline["name"], night))
     cfg = store.get_json(store.night_config_key(night))
     plan = seeded(plan, ref, cfg.get("seed_trials", NIGHTLY_SEED_TRIALS))
-    print(f"{baseline['name']}: seed load {plan.spec.get('seed_load')} (baseline reference load {ref})")
+    print(
+        f"{baseline['name']}: seed load {plan.spec.get('seed_load')} (baseline reference load "
+        f"{ref})"
+    )
     res = run_rating(plan, store)
-    rec = {"name": baseline["name"], "night": night, "params": params, "rating_id": plan.rating_id,
-           "seed_load": plan.spec.get("seed_load"),
-           "result": strict_json({k: v for k, v in res.items() if k != "trace"})}
+    rec = {
+        "name": baseline["name"],
+        "night": night,
+        "params": params,
+        "rating_id": plan.rating_id,
+        "seed_load": plan.spec.get("seed_load"),
+        "result": strict_json({k: v for k, v in res.items() if k != "trace"}),
+    }
     store.put_json(key, rec)
     return rec
 
 
 def goal_view(result: Mapping[str, Any], r_sat_ms: float | None) -> dict[str, Any] | None:
-    """A rating's result as one of its goals sees it: the shared fields (trials, cost) with that goal's
-    λ*, bracket, CI and convergence; None when the rating had no such goal."""
+    """A rating's result as one of its goals sees it: the shared fields (trials, cost) with that
+    goal's λ*, bracket, CI and convergence; None when the rating had no such goal."""
     if r_sat_ms is None:
         return dict(result)
-    same = [g for g in goal_results(result) if g.get("r_sat_ms") is not None and float(g["r_sat_ms"]) == r_sat_ms]
+    same = [
+        g
+        for g in goal_results(result)
+        if g.get("r_sat_ms") is not None and float(g["r_sat_ms"]) == r_sat_ms
+    ]
     return {**result, **same[0]} if same else None
 
 
@@ -221,7 +157,10 @@ def curve_text(store: Store, rating_id: str, result: Mapping[str, Any]) -> str |
     """The load curve in one phrase for the verdict and its e-mail: the ORT and where its CSV is."""
     if "overall_response_time_ms" not in result:
         return None
-    return f"ORT {ort_text(result, [])}, latency against throughput in {store.url(store.load_curve_csv_key(rating_id))}"
+    return (
+        f"ORT {ort_text(result, [])}, latency against throughput in "
+        f"{store.url(store.load_curve_csv_key(rating_id))}"
+    )
 
 
 def compare(store: Store, night: str, records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
@@ -237,23 +176,46 @@ def compare(store: Store, night: str, records: Sequence[Mapping[str, Any]]) -> l
         goals = [g.get("r_sat_ms") for g in goal_results(rec["result"])]
         for goal in goals:
             current = {**rating, "result": goal_view(rec["result"], goal)}
-            past = [{**h, "result": view} for h in history if (view := goal_view(h["result"], goal)) is not None]
-            v = compare_to_history(current, past, tolerance=cfg["tolerance"],
-                                   confidence=cfg["confidence"]).to_dict()
-            v.update(name=rec["name"], config=rec["params"], rating_id=rec["rating_id"], r_sat_ms=goal,
-                     n_goals=len(goals), history_nights=[h["night"] for h in past],
-                     report_url=store.url(rating_report), report_href=store.link(report_key, rating_report),
-                     warnings=night_warnings(past, current, night, cfg["confidence"]),
-                     bottleneck=change_text(rec["result"].get("bottleneck"),
-                                            history[-1]["result"].get("bottleneck") if history else None),
-                     latency_split=split_line(rec["result"]["latency_split"]) if "latency_split" in rec["result"]
-                     else None,
-                     load_curve=curve_text(store, rec["rating_id"], rec["result"]),
-                     history=[history_point(h["night"], h["result"], h["ci_level"]) for h in past]
-                     + [history_point(night, current["result"], current["ci_level"])])
-            confirm.judge(v, v["history"], confirm.reported_first_nights(
-                store, night, verdict_label, verdict_label(v), [h["night"] for h in past]))
-            print(f"{verdict_label(v)}: {'suspect' if v['suspect'] else verdict_word(v)} — {v['reason']}")
+            past = [
+                {**h, "result": view}
+                for h in history
+                if (view := goal_view(h["result"], goal)) is not None
+            ]
+            v = compare_to_history(
+                current, past, tolerance=cfg["tolerance"], confidence=cfg["confidence"]
+            ).to_dict()
+            v.update(
+                name=rec["name"],
+                config=rec["params"],
+                rating_id=rec["rating_id"],
+                r_sat_ms=goal,
+                n_goals=len(goals),
+                history_nights=[h["night"] for h in past],
+                report_url=store.url(rating_report),
+                report_href=store.link(report_key, rating_report),
+                warnings=night_warnings(past, current, night, cfg["confidence"]),
+                bottleneck=change_text(
+                    rec["result"].get("bottleneck"),
+                    history[-1]["result"].get("bottleneck") if history else None,
+                ),
+                latency_split=split_line(rec["result"]["latency_split"])
+                if "latency_split" in rec["result"]
+                else None,
+                load_curve=curve_text(store, rec["rating_id"], rec["result"]),
+                history=[history_point(h["night"], h["result"], h["ci_level"]) for h in past]
+                + [history_point(night, current["result"], current["ci_level"])],
+            )
+            confirm.judge(
+                v,
+                v["history"],
+                confirm.reported_first_nights(
+                    store, night, verdict_label, verdict_label(v), [h["night"] for h in past]
+                ),
+            )
+            print(
+                f"{verdict_label(v)}: {'suspect' if v['suspect'] else verdict_word(v)} — "
+                f"{v['reason']}"
+            )
             verdicts.append(v)
     store.put_json(store.verdicts_key(night), verdicts)
     return verdicts
@@ -268,38 +230,62 @@ def rerun(store: Store, night: str, verdicts: Sequence[Mapping[str, Any]]) -> li
     return confirm.rerun(store, night, verdicts, rate_into)
 
 
-def history_point(night: str, result: Mapping[str, Any], ci_level: float | None = None) -> dict[str, Any]:
-    """One night of a baseline goal's λ* history (the report's plot, verdicts.json, the detector)."""
-    return {"date": night, "peak_rate": result.get("peak_rate"), "peak_rate_ci": result.get("peak_rate_ci"),
-            "converged": result.get("converged"), "ci_level": ci_level}
+def history_point(
+    night: str, result: Mapping[str, Any], ci_level: float | None = None
+) -> dict[str, Any]:
+    """One night of a baseline goal's λ* history (the report's plot, verdicts.json, the
+    detector)."""
+    return {
+        "date": night,
+        "peak_rate": result.get("peak_rate"),
+        "peak_rate_ci": result.get("peak_rate_ci"),
+        "converged": result.get("converged"),
+        "ci_level": ci_level,
+    }
 
 
 def history_plots(verdicts: Sequence[Mapping[str, Any]]) -> dict[str, bytes]:
-    """λ* per night of each baseline (and goal), tonight's last, red when it regressed; the change point
-    (first night of the new level) and the two levels marked."""
-    return {f"history_{UNSAFE_ID_CHARS.sub('_', verdict_label(v))}.png": history_png(
-        v["history"][:-1], {**v["history"][-1], "regression": v["regression"]},
-        title=f"λ* history: {verdict_label(v)}", change=v.get("change_point")) for v in verdicts if v.get("history")}
+    """λ* per night of each baseline (and goal), tonight's last, red when it regressed; the change
+    point (first night of the new level) and the two levels marked."""
+    return {
+        f"history_{UNSAFE_ID_CHARS.sub('_', verdict_label(v))}.png": history_png(
+            v["history"][:-1],
+            {**v["history"][-1], "regression": v["regression"]},
+            title=f"λ* history: {verdict_label(v)}",
+            change=v.get("change_point"),
+        )
+        for v in verdicts
+        if v.get("history")
+    }
 
 
-def night_warnings(history: Sequence[Mapping[str, Any]], current: Mapping[str, Any], night: str,
-                   confidence: float) -> list[str]:
+def night_warnings(
+    history: Sequence[Mapping[str, Any]], current: Mapping[str, Any], night: str, confidence: float
+) -> list[str]:
     """Tonight's rating's own warnings and a leak-like decline of λ* over the converged nights."""
     nights = [*history, {**current, "night": night}]
     peaks = [r["result"].get("peak_rate") if r["result"].get("converged") else None for r in nights]
     trend = history_trend(peaks, [r["night"] for r in nights], confidence)
-    return [w["text"] for w in current["result"].get("warnings") or []] + ([trend["text"]] if trend else [])
+    return [w["text"] for w in current["result"].get("warnings") or []] + (
+        [trend["text"]] if trend else []
+    )
 
 
 def report(store: Store, night: str, verdicts: Sequence[Mapping[str, Any]]) -> str:
     """The night's HTML report to the store; returns its URL."""
     key = store.nightly_report_key(night)
-    store.put_bytes(key, nightly_report_html(night, verdicts, history_plots(verdicts)).encode(),
-                    "text/html; charset=utf-8")
+    store.put_bytes(
+        key,
+        nightly_report_html(night, verdicts, history_plots(verdicts)).encode(),
+        "text/html; charset=utf-8",
+    )
     return store.url(key)
 
 
 def failures(verdicts: Sequence[Mapping[str, Any]]) -> str | None:
     """Why the night is red (a regression, a lab change, or a rating with no verdict), or None."""
     bad = [v for v in verdicts if v["regression"] or v.get("lab_change") or v.get("inconclusive")]
-    return "; ".join(f"{verdict_word(v).lower()}: {verdict_label(v)}: {v['reason']}" for v in bad) or None
+    return (
+        "; ".join(f"{verdict_word(v).lower()}: {verdict_label(v)}: {v['reason']}" for v in bad)
+        or None
+    )

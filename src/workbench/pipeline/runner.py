@@ -4,22 +4,25 @@
 nightly_regression run ratings through `run_rating` (Airflow 3.3.2 ignores branch skips inside
 mapped task groups, apache/airflow#67265, so the per-trial branch loop lives only in rate_peak).
 """
+
 from __future__ import annotations
 
 import shutil
-from typing import Any, Callable, Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from workbench.config.vocabulary import MAX_TRIAL_TASKS
 from workbench.controller.decide import Done
-from workbench.lease.leases import LEASE_WAIT_S, holding, lease_slot
+from workbench.lease.heartbeat import holding
+from workbench.lease.leases import LEASE_WAIT_S, lease_slot
 from workbench.measure import agent as agents
 from workbench.measure.ansible import AnsibleHarness
 from workbench.measure.protocol import HarnessFactory
 from workbench.output.console import WIDTH, fmt_num, short, trial_line
 from workbench.params.plan import RatingPlan
+from workbench.pipeline.finish import publish_step, report_step, summarise_step, validate_step
 from workbench.pipeline.slot import reap_slots, teardown
-from workbench.pipeline.steps import (decide_step, deploy, provision, publish_step, report_step,
-                                      summarise_step, trial_log, trial_step, validate_step)
+from workbench.pipeline.steps import decide_step, deploy, provision, trial_log, trial_step
 from workbench.pipeline.stop import RatingKilled, killable, stop_children
 from workbench.store.base import Store
 
@@ -28,13 +31,18 @@ from workbench.store.base import Store
 RATING_TIMEOUT_S = 12 * 3600.0
 
 
-def run_rating(plan: RatingPlan, store: Store, log: Callable[[str], None] = print,
-               on_trial: Callable[[Mapping[str, Any]], None] | None = None,
-               teardown_after: bool = True, make: HarnessFactory = AnsibleHarness,
-               agent: bool | None = None) -> dict[str, Any]:
-    """reap → lease (waiting up to LEASE_WAIT_S for a busy slot) → provision → deploy → trials → validate →
-    summarise → report → publish → teardown (always, unless `teardown_after` is False; after a kill,
-    by a detached process). A trial already in the store is not run again.
+def run_rating(
+    plan: RatingPlan,
+    store: Store,
+    log: Callable[[str], object] = print,
+    on_trial: Callable[[Mapping[str, Any]], None] | None = None,
+    teardown_after: bool = True,
+    make: HarnessFactory = AnsibleHarness,
+    agent: bool | None = None,
+) -> dict[str, Any]:
+    """reap → lease (waiting up to LEASE_WAIT_S for a busy slot) → provision → deploy → trials →
+    validate → summarise → report → publish → teardown (always, unless `teardown_after` is False;
+    after a kill, by a detached process). A trial already in the store is not run again.
 
     One process runs the whole rating, so its harnesses (one per step) may share resident fstress
     agents (measure/agent.py): `agent`, or when None WB_FSTRESS_AGENT=0/1, else
@@ -43,21 +51,28 @@ def run_rating(plan: RatingPlan, store: Store, log: Callable[[str], None] = prin
         return _run_rating(plan, store, log, on_trial, teardown_after, make)
 
 
-def _run_rating(plan: RatingPlan, store: Store, log: Callable[[str], None],
-                on_trial: Callable[[Mapping[str, Any]], None] | None,
-                teardown_after: bool, make: HarnessFactory) -> dict[str, Any]:
-    reap_slots(make, log=log)                  # slots whose holder is gone: torn down first
+def _run_rating(
+    plan: RatingPlan,
+    store: Store,
+    log: Callable[[str], object],
+    on_trial: Callable[[Mapping[str, Any]], None] | None,
+    teardown_after: bool,
+    make: HarnessFactory,
+) -> dict[str, Any]:
+    reap_slots(make, log=log)  # slots whose holder is gone: torn down first
     plan = lease_slot(plan, wait_s=LEASE_WAIT_S, log=log)
-    log(f"rating {plan.rating_id}: {plan.workload_name()} on {plan.slot} (lease token {plan.lease_token})\n"
-        f"  {plan.server_text()}")
+    log(
+        f"rating {plan.rating_id}: {plan.workload_name()} on {plan.slot} (lease token "
+        f"{plan.lease_token})\n  {plan.server_text()}"
+    )
     killed = False
     try:
-        with holding(plan, on_lost=stop_children), killable(plan):   # the rating's heartbeat
+        with holding(plan, on_lost=stop_children), killable(plan):  # the rating's heartbeat
             return _rate(plan, store, log, on_trial, make)
     except RatingKilled:
         killed = True
         raise
-    except BaseException:        # e.g. AirflowTaskTimeout: the playbook it interrupted may still run
+    except BaseException:  # e.g. AirflowTaskTimeout: the playbook it interrupted may still run
         stop_children()
         raise
     finally:
@@ -66,10 +81,15 @@ def _run_rating(plan: RatingPlan, store: Store, log: Callable[[str], None],
         shutil.rmtree(plan.local_dir() / ".runner", ignore_errors=True)
 
 
-def _rate(plan: RatingPlan, store: Store, log: Callable[[str], None],
-          on_trial: Callable[[Mapping[str, Any]], None] | None, make: HarnessFactory) -> dict[str, Any]:
+def _rate(
+    plan: RatingPlan,
+    store: Store,
+    log: Callable[[str], object],
+    on_trial: Callable[[Mapping[str, Any]], None] | None,
+    make: HarnessFactory,
+) -> dict[str, Any]:
     provision(plan, store, make)
-    log(f"  {deploy(plan, store, make, width=WIDTH - 2)}")        # a console line with its indent
+    log(f"  {deploy(plan, store, make, width=WIDTH - 2)}")  # a console line with its indent
     stored = len(trial_log(store, plan.rating_id))
     if stored:
         log(f"  resuming after {stored} stored trial(s)")
@@ -78,7 +98,7 @@ def _rate(plan: RatingPlan, store: Store, log: Callable[[str], None],
         if isinstance(d, Done) or k == MAX_TRIAL_TASKS:
             break
         record = trial_step(plan, store, k, make)
-        if k >= stored:                        # a stored trial is not run again, nor shown again
+        if k >= stored:  # a stored trial is not run again, nor shown again
             (on_trial or (lambda r: log(trial_line(r))))(record)
     result = summarise_step(plan, store, validate_step(plan, store))
     report_step(plan, store)

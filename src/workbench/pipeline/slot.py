@@ -1,14 +1,26 @@
 """A rating's slot: the plan's harness on it and the slot's teardown — what the steps, `run_rating`
 and a killed step's detached teardown (`stop.main`) share."""
+
 from __future__ import annotations
 
 import dataclasses
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from workbench.config import vocabulary
-from workbench.lease.leases import (Alive, airflow_run_alive, check_settings, holder_gone, holding, holds, mark_dirty,
-                                    release_slot, teardown_turn, this_process)
+from workbench.lease.heartbeat import holding
+from workbench.lease.leases import (
+    Alive,
+    airflow_run_alive,
+    check_settings,
+    holder_gone,
+    holds,
+    mark_dirty,
+    release_slot,
+    teardown_turn,
+    this_process,
+)
 from workbench.lease.store import lease_store
 from workbench.measure.ansible import AnsibleHarness
 from workbench.measure.protocol import Harness, HarnessFactory
@@ -16,7 +28,8 @@ from workbench.params.plan import RatingPlan
 
 
 class TeardownFailed(RuntimeError):
-    """The slot could not be torn down: its lease stays, marked dirty, until a later teardown succeeds."""
+    """The slot could not be torn down: its lease stays, marked dirty, until a later teardown
+    succeeds."""
 
 
 def harness_for(plan: RatingPlan, make: HarnessFactory = AnsibleHarness) -> Harness:
@@ -24,25 +37,37 @@ def harness_for(plan: RatingPlan, make: HarnessFactory = AnsibleHarness) -> Harn
     if plan.slot == "auto":
         raise RuntimeError("the plan has no slot yet: lease_slot first")
     req = plan.request()
-    server, load = req.server, req.load        # the harness reads these two parts only
-    return make(slot=plan.slot, inventory=plan.inventory, factors=server.factors, workload=plan.workload_file(),
-                results_dir=plan.local_dir(), warmup_s=load.warmup_s, fileset_rate=load.fileset_rate,
-                extravars=load.extravars, overload_ms=req.goals.region[1],
-                external=server.external, load_hosts=load.load_hosts,
-                **({"background": load.background} if load.background else {}))
+    server, load = req.server, req.load  # the harness reads these two parts only
+    return make(
+        slot=plan.slot,
+        inventory=plan.inventory,
+        factors=server.factors,
+        workload=plan.workload_file(),
+        results_dir=plan.local_dir(),
+        warmup_s=load.warmup_s,
+        fileset_rate=load.fileset_rate,
+        extravars=load.extravars,
+        overload_ms=req.goals.region[1],
+        external=server.external,
+        load_hosts=load.load_hosts,
+        **({"background": load.background} if load.background else {}),
+    )
 
 
 def teardown_or_raise(plan: RatingPlan, make: HarnessFactory) -> None:
     # every load host of the slot, even where the rating asked for fewer (or too many)
     run = harness_for(dataclasses.replace(plan, load_hosts=0), make).teardown()
     if not run.ok:
-        raise TeardownFailed(f"teardown of {plan.slot} failed: {run.message()}; its lease stays, marked "
-                             f"dirty, until a later teardown succeeds")
+        raise TeardownFailed(
+            f"teardown of {plan.slot} failed: {run.message()}; its lease stays, marked "
+            f"dirty, until a later teardown succeeds"
+        )
 
 
 def teardown(plan: RatingPlan, make: HarnessFactory = AnsibleHarness) -> str:
-    """Tear the slot down and release the lease — only if this rating holds it. TeardownFailed (the run
-    turns red) when the playbook fails: the lease is kept, marked dirty. Teardowns of a slot take turns."""
+    """Tear the slot down and release the lease — only if this rating holds it. TeardownFailed (the
+    run turns red) when the playbook fails: the lease is kept, marked dirty. Teardowns of a slot
+        take turns."""
     with teardown_turn(plan.slot):
         if not holds(plan):
             return f"slot {plan.slot} not held by {plan.rating_id}: nothing to tear down"
@@ -57,8 +82,8 @@ def teardown(plan: RatingPlan, make: HarnessFactory = AnsibleHarness) -> str:
 
 
 def _take_for_reaping(slot: str, alive: Alive | None) -> RatingPlan | str:
-    """The dead holder's plan holding `slot` with a new token (the reaper now holds the lease, in the
-    dead rating's name: its resume waits for the teardown), or why the slot is not reaped."""
+    """The dead holder's plan holding `slot` with a new token (the reaper now holds the lease, in
+    the dead rating's name: its resume waits for the teardown), or why the slot is not reaped."""
     store = lease_store()
     with store.locked(slot):
         lease = store.read(slot)
@@ -67,23 +92,37 @@ def _take_for_reaping(slot: str, alive: Alive | None) -> RatingPlan | str:
         if not holder_gone(lease, alive or airflow_run_alive):
             return f"held by rating {lease.get('rating_id')}"
         if not isinstance(lease.get("plan"), dict):
-            return (f"holder of rating {lease.get('rating_id')} gone, but no plan recorded: the next rating "
-                    f"that leases {slot} tears it down first")
+            return (
+                f"holder of rating {lease.get('rating_id')} gone, but no plan recorded: the next "
+                f"rating that leases {slot} tears it down first"
+            )
         token = store.next_token(slot)
-        store.write(slot, {**lease, "token": token, "holder": this_process(reaper=True), "dirty": True,
-                           "taken_unix": time.time()})
-    # the lease's rating_id, not the plan's: the reaper must hold what it tears down (a plan edited or
-    # recorded under another id would otherwise leave the lease unreleasable, reaped again every start)
+        store.write(
+            slot,
+            {
+                **lease,
+                "token": token,
+                "holder": this_process(reaper=True),
+                "dirty": True,
+                "taken_unix": time.time(),
+            },
+        )
+    # the lease's rating_id, not the plan's: the reaper must hold what it tears down (a plan edited
+    # or recorded under another id would otherwise leave the lease unreleasable, reaped again every
+    # start)
     plan = RatingPlan.from_dict({**lease["plan"], "rating_id": lease.get("rating_id")})
     return plan.with_slot(slot).with_lease(token)
 
 
-def reap_slots(make: HarnessFactory = AnsibleHarness, alive: Alive | None = None,
-               log: Callable[[str], Any] = print) -> list[str]:
-    """Every slot whose holder is gone (its process ended, its Airflow run over, or its heartbeat silent
-    for LEASE_STALE_S where neither can be told) is torn down and its lease released — what any start
-    (CLI, DAG, stack) does before it leases. A failed teardown leaves the lease dirty (the next rating
-    tears down first) and is logged, not raised. The slots reaped."""
+def reap_slots(
+    make: HarnessFactory = AnsibleHarness,
+    alive: Alive | None = None,
+    log: Callable[[str], Any] = print,
+) -> list[str]:
+    """Every slot whose holder is gone (its process ended, its Airflow run over, or its heartbeat
+    silent for LEASE_STALE_S where neither can be told) is torn down and its lease released — what
+    any start (CLI, DAG, stack) does before it leases. A failed teardown leaves the lease dirty (the
+    next rating tears down first) and is logged, not raised. The slots reaped."""
     check_settings()
     reaped = []
     for slot in vocabulary.SLOTS:
@@ -98,6 +137,6 @@ def reap_slots(make: HarnessFactory = AnsibleHarness, alive: Alive | None = None
         try:
             log(f"reaper: {slot}: {teardown(got, make)}")
             reaped.append(slot)
-        except Exception as e:           # TeardownFailed, a harness error: the next rating tries again
+        except Exception as e:  # TeardownFailed, a harness error: the next rating tries again
             log(f"reaper: {slot}: {e}")
     return reaped

@@ -1,4 +1,5 @@
-"""One rating as resumable steps over the results store — what the DAG tasks and `workbench rate` call.
+"""One rating as resumable steps over the results store — what the DAG tasks and `workbench rate`
+call.
 
 Every step re-reads what it needs from the store (the trial log is ``ratings/<rating_id>/trials/
 <n>.json``), so a task retried after a crash, a restarted scheduler or a re-run command neither
@@ -6,53 +7,53 @@ loses nor repeats a trial:
 
     plan_from_params → lease_slot → provision → deploy → (decide_step k → trial_step k)* →
     validate_step → summarise_step → report_step → publish_step → teardown
+
+(the steps after the last trial: pipeline.finish).
 """
+
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 import time
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
-from workbench.analysis.anomalies import rating_warnings
-from workbench.analysis.bottleneck import verdict as bottleneck_verdict
-from workbench.analysis.latency_split import rating_split
-from workbench.analysis.load_curve import curve_csv, curve_rows, rating_ort_ms
-from workbench.analysis.report import rating_plots, rating_report_html
-from workbench.analysis.tenants import background_result
 from workbench.analysis.validate import validate_trials
 from workbench.config.paths import FSTRESS
 from workbench.controller.decide import Done, NextTrial, decide
-from workbench.controller.result import PeakResult
 from workbench.controller.state import load_key
 from workbench.controller.trial import TrialResult
-from workbench.lease.leases import holding, mark_dirty
+from workbench.lease.heartbeat import holding
+from workbench.lease.leases import mark_dirty
 from workbench.measure import live
 from workbench.measure.ansible import AnsibleHarness
-from workbench.measure.telemetry import table_rows
 from workbench.measure.protocol import HarnessFactory
 from workbench.output.console import short
-from workbench.params.plan import RatingPlan, strict_json
+from workbench.params.plan import RatingPlan
 from workbench.pipeline.slot import harness_for, teardown_or_raise
 from workbench.pipeline.stop import killable, stop_children
-from workbench.store.base import CSV_TYPE, PARQUET_TYPE, Store, TrialConflict, encode_json
+from workbench.store.base import Store, TrialConflict, encode_json
 
 
-def provision(plan: RatingPlan, store: Store, make: HarnessFactory = AnsibleHarness) -> dict[str, Any]:
+def provision(
+    plan: RatingPlan, store: Store, make: HarnessFactory = AnsibleHarness
+) -> dict[str, Any]:
     """Provision the slot's SUT with the plan's factors; sysinfo.json and spec.json to the store."""
     if not FSTRESS.is_file():
         raise RuntimeError(f"fstress binary {FSTRESS} is missing: run `make fstress`")
     t0 = time.time()
     with holding(plan, on_lost=stop_children) as lease, killable(plan):
         h = harness_for(plan, make)
-        if lease.get("dirty"):           # taken over from a rating that ended without a clean teardown
+        if lease.get("dirty"):  # taken over from a rating that ended without a clean teardown
             teardown_or_raise(plan, make)
             mark_dirty(plan, False)
         store.put_json(store.spec_key(plan.rating_id), plan.to_dict())
-        store.put_bytes(store.workload_key(plan.rating_id), plan.workload_source().encode(),
-                        "text/plain; charset=utf-8")
+        store.put_bytes(
+            store.workload_key(plan.rating_id),
+            plan.workload_source().encode(),
+            "text/plain; charset=utf-8",
+        )
         h.provision()
     info = json.loads((h.results_dir / "sysinfo.json").read_text())
     store.put_json(store.sysinfo_key(plan.rating_id), info)
@@ -61,13 +62,17 @@ def provision(plan: RatingPlan, store: Store, make: HarnessFactory = AnsibleHarn
 
 
 def _record_time(plan: RatingPlan, store: Store, step: str, t0: float, **more: Any) -> None:
-    """timings/<step>.json: when the step started and how long it took (the measured cost), and `more`."""
-    store.put_json(store.timing_key(plan.rating_id, step),
-                   {"start_unix": t0, "wall_s": time.time() - t0, **more})
+    """timings/<step>.json: when the step started and how long it took (the measured cost), and
+    `more`."""
+    store.put_json(
+        store.timing_key(plan.rating_id, step),
+        {"start_unix": t0, "wall_s": time.time() - t0, **more},
+    )
 
 
-def deploy(plan: RatingPlan, store: Store, make: HarnessFactory = AnsibleHarness,
-           width: int | None = None) -> str:
+def deploy(
+    plan: RatingPlan, store: Store, make: HarnessFactory = AnsibleHarness, width: int | None = None
+) -> str:
     """fstress and the file set on the load hosts, then the discarded warm-up trial; its line, an
     invalid warm-up's reason cut to fit `width` columns (None: whole, as in a task's log)."""
     t0 = time.time()
@@ -79,21 +84,32 @@ def deploy(plan: RatingPlan, store: Store, make: HarnessFactory = AnsibleHarness
             return "no warm-up trial"
         spec = plan.rating_spec()
         load = spec.seed_load or spec.first_load
-        with live.trial(plan.slot, plan.rating_id, -1, load) as view:        # trial -1 in the live view
+        with live.trial(plan.slot, plan.rating_id, -1, load) as view:  # trial -1 in the live view
             w = h.warm_up(load, plan.warmup_trial_s)
             view.done(w.achieved_rate, w.mean_ms, w.valid)
     _record_time(plan, store, "deploy", t0, warmup_valid=w.valid)
-    head = f"warm-up trial (discarded): {w.load_ops_s:g} ops/s × {w.runlength_s:g} s → mean {w.mean_ms:.2f} ms"
+    head = (
+        f"warm-up trial (discarded): {w.load_ops_s:g} ops/s × {w.runlength_s:g} s → mean "
+        f"{w.mean_ms:.2f} ms"
+    )
     reason = w.reason or "invalid"
-    return head if w.valid else f"{head} ({reason if width is None else short(reason, max(20, width - 3 - len(head)))})"
+    return (
+        head
+        if w.valid
+        else f"{head} "
+        f"({reason if width is None else short(reason, max(20, width - 3 - len(head)))})"
+    )
 
 
 def trial_records(store: Store, rating_id: str) -> list[dict[str, Any]]:
-    """The rating's trial records 0..n−1 from the store; a gap is an error (never silently skipped)."""
+    """The rating's trial records 0..n−1 from the store; a gap is an error (never silently
+    skipped)."""
     records = store.trials(rating_id)
     for i, r in enumerate(records):
         if int(r["n"]) != i:
-            raise RuntimeError(f"trial log of {rating_id} has a gap: expected trial {i}, found {r['n']}")
+            raise RuntimeError(
+                f"trial log of {rating_id} has a gap: expected trial {i}, found {r['n']}"
+            )
     return records
 
 
@@ -125,22 +141,27 @@ def _pending_record(plan: RatingPlan, k: int, d: NextTrial) -> dict[str, Any] | 
         return None
     except (OSError, ValueError):
         rec = None
-    if (isinstance(rec, dict) and rec.get("n") == k and rec.get("load_ops_s") is not None
-            and load_key(rec["load_ops_s"]) == load_key(d.load_ops_s)
-            and rec.get("runlength_s") == float(d.runlength_s)):
+    if (
+        isinstance(rec, dict)
+        and rec.get("n") == k
+        and rec.get("load_ops_s") is not None
+        and load_key(rec["load_ops_s"]) == load_key(d.load_ops_s)
+        and rec.get("runlength_s") == float(d.runlength_s)
+    ):
         return rec
     path.unlink(missing_ok=True)
     return None
 
 
 def _warm(plan: RatingPlan, store: Store) -> bool:
-    """Whether deploy's warm-up trial was valid: the server answered a moment ago, so trial 0 need not
-    check it first (through the agents, no playbook run)."""
+    """Whether deploy's warm-up trial was valid: the server answered a moment ago, so trial 0 need
+    not check it first (through the agents, no playbook run)."""
     return bool(store.get_json(store.timing_key(plan.rating_id, "deploy"), {}).get("warmup_valid"))
 
 
-def trial_step(plan: RatingPlan, store: Store, k: int,
-               make: HarnessFactory = AnsibleHarness) -> dict[str, Any]:
+def trial_step(
+    plan: RatingPlan, store: Store, k: int, make: HarnessFactory = AnsibleHarness
+) -> dict[str, Any]:
     """Run trial k (or return it if an earlier attempt already recorded it) and record it.
 
     The measured record is kept on this worker (<local_dir>/pending/<k>.json, written atomically)
@@ -159,14 +180,29 @@ def trial_step(plan: RatingPlan, store: Store, k: int,
     if record is None:
         prev = trial_log(store, plan.rating_id)[:k]
         t0 = time.time()
-        # LeaseLost (the lease lost: the trial stopped at once) / RatingKilled: the trial is not recorded
-        with holding(plan, on_lost=stop_children), killable(plan), \
-                live.trial(plan.slot, plan.rating_id, k, d.load_ops_s) as view:     # the live view (measure/live.py)
-            t = harness_for(plan, make).measure(d.load_ops_s, d.runlength_s, trial_id=k,
-                                                check_server=not prev[-1].valid if prev else not _warm(plan, store))
+        # LeaseLost (the lease lost: the trial stopped at once) / RatingKilled: the trial is not
+        # recorded
+        with (
+            holding(plan, on_lost=stop_children),
+            killable(plan),
+            live.trial(plan.slot, plan.rating_id, k, d.load_ops_s) as view,  # the live view
+        ):
+            t = harness_for(plan, make).measure(
+                d.load_ops_s,
+                d.runlength_s,
+                trial_id=k,
+                check_server=not prev[-1].valid if prev else not _warm(plan, store),
+            )
             view.done(t.achieved_rate, t.mean_ms, t.valid)
-        record = checked_record({"n": k, "decision": d.reason, **t.at(d.load_ops_s, d.runlength_s).to_dict(),
-                                 "started_unix": t0, "wall_s": time.time() - t0})
+        record = checked_record(
+            {
+                "n": k,
+                "decision": d.reason,
+                **t.at(d.load_ops_s, d.runlength_s).to_dict(),
+                "started_unix": t0,
+                "wall_s": time.time() - t0,
+            }
+        )
         path = _pending_path(plan, k)
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(f".{path.name}.{os.getpid()}")
@@ -194,115 +230,3 @@ def checked_record(record: dict[str, Any]) -> dict[str, Any]:
     if why is None:
         return {**record, "gx": "passed"}
     return {**record, "valid": False, "reason": f"great_expectations: {why}", "gx": "failed"}
-
-
-def validate_step(plan: RatingPlan, store: Store) -> dict[str, Any]:
-    """great_expectations on the trial batch; gx.json to the store."""
-    records = store.trials(plan.rating_id)
-    res = validate_trials(records).to_dict()
-    store.put_json(store.gx_key(plan.rating_id), res)
-    return res
-
-
-def summarise_step(plan: RatingPlan, store: Store, validation: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    """The result of the log with GX-excluded trials marked invalid (their reasons kept)."""
-    excluded = {int(k): v for k, v in ((validation or {}).get("excluded") or {}).items()}
-    records = trial_records(store, plan.rating_id)
-    log = []
-    for t in map(TrialResult.from_dict, records):
-        n = len(log)
-        if n in excluded and t.valid:
-            t = dataclasses.replace(t, valid=False, reason=excluded[n])
-        log.append(t)
-    d = decide(plan.rating_spec(), log)
-    if isinstance(d, Done):
-        res = d.result
-    else:                                          # exclusions reopened the search
-        res = _unfinished(plan, log, f"not converged: after validation the controller wants "
-                                     f"another trial at {d.load_ops_s:g} ops/s ({d.reason})")
-    out = res.to_dict()
-    out.update(rating_id=plan.rating_id, workload=plan.workload, workload_factors=plan.workload_factors,
-               workload_text=plan.workload_source(), slot=plan.slot,
-               factors=plan.factors, external=plan.external, profile=plan.profile, n_excluded_gx=len(excluded),
-               finished_unix=time.time())
-    seen = [{"n": i, "load_ops_s": t.load_ops_s, "mean_ms": t.mean_ms, "valid": t.valid}      # as decide read them
-            for i, t in enumerate(res.trials)]
-    out.update(rating_warnings(seen, plan.rating_spec().confidence))   # Auto-pilot's warnings (seed 001)
-    if plan.background:
-        out["background"] = background_result(plan.background, records)
-    out["bottleneck"] = bottleneck_verdict(out, records)
-    out["overall_response_time_ms"] = rating_ort_ms(out, records)     # SPEC SFS's ORT (analysis.load_curve)
-    out["latency_split"] = rating_split(out, records)
-    out.update(measured_cost(store, plan.rating_id, records, out["cost_s"], out["finished_unix"]))
-    out = strict_json(out)
-    store.put_json(store.result_key(plan.rating_id), out)
-    return out
-
-
-def measured_cost(store: Store, rating_id: str, records: list[dict[str, Any]], spec_cost_s: float,
-                  end_unix: float) -> dict[str, Any]:
-    """cost_s: the rating's measured wall time, from the start of provisioning (or of its first
-    trial) to its summary, with the breakdown: provision, deploy (with the warm-up trial), trials
-    (each from its playbook's start to its end), and the rest — orchestration: decisions, store
-    writes, scheduling between tasks, and any wait of a resumed rating. cost_spec_s: the
-    controller's account (runlength + trial_overhead_s per trial), which the budget is spent in."""
-    steps = {s: store.get_json(store.timing_key(rating_id, s), None) for s in ("provision", "deploy")}
-    trials = [r for r in records if isinstance(r.get("wall_s"), (int, float))]
-    starts = [t["start_unix"] for t in steps.values() if t] + [r["started_unix"] for r in trials]
-    if not starts:                   # a rating recorded before timings were kept
-        return {"cost_spec_s": spec_cost_s, "cost_breakdown_s": None}
-    parts = {s: (t["wall_s"] if t else 0.0) for s, t in steps.items()}
-    parts["trials"] = float(sum(r["wall_s"] for r in trials))
-    total = max(end_unix - min(starts), sum(parts.values()))
-    parts["orchestration"] = total - sum(parts.values())
-    return {"cost_s": total, "cost_spec_s": spec_cost_s, "cost_breakdown_s": parts}
-
-
-def _unfinished(plan: RatingPlan, log: list[TrialResult], reason: str) -> PeakResult:
-    spec = dataclasses.replace(plan.rating_spec(), max_trials=max(len(log), 1))
-    d = decide(spec, log)
-    res = d.result if isinstance(d, Done) else None
-    if res is None:
-        raise RuntimeError(reason)
-    return dataclasses.replace(res, converged=False, reason=reason)
-
-
-def report_step(plan: RatingPlan, store: Store) -> str:
-    """HTML report, plots and the load curve's CSV to the store (report and CSV also to the rating's
-    local directory); returns the report's key."""
-    rid = plan.rating_id
-    result = store.get_json(store.result_key(rid))
-    trials = store.trials(rid)
-    sysinfo = store.get_json(store.sysinfo_key(rid), None)
-    validation = store.get_json(store.gx_key(rid), None)
-    plots = rating_plots(plan.to_dict(), result, trials)
-    for name, png in plots.items():
-        store.put_bytes(store.rating_plot_key(rid, name), png, "image/png")
-    key, csv_key = store.rating_report_key(rid), store.load_curve_csv_key(rid)
-    curve = curve_csv(curve_rows(result, trials)).encode()
-    store.put_bytes(csv_key, curve, CSV_TYPE)
-    html = rating_report_html(plan.to_dict(), result, trials, sysinfo=sysinfo, validation=validation,
-                              plots=plots, curve_href=store.link(key, csv_key))
-    store.put_bytes(key, html.encode(), "text/html; charset=utf-8")
-    out = plan.local_dir() / "report.html"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(html)
-    (out.parent / store.link(key, csv_key)).write_bytes(curve)       # beside the local report, as its link says
-    return key
-
-
-def publish_step(plan: RatingPlan, store: Store) -> dict[str, str]:
-    """trials.parquet beside the JSON trial log, and telemetry.parquet (each trial's server telemetry,
-    when it has any); returns the S3 locations."""
-    import pandas as pd
-
-    rid = plan.rating_id
-    pq = store.write_trials_parquet(rid)
-    rows = table_rows(store.trials(rid))
-    tel = store.put_bytes(store.telemetry_parquet_key(rid), pd.DataFrame(rows).to_parquet(index=False),
-                          PARQUET_TYPE) if rows else None
-    return {"rating": store.url(store.rating_prefix(rid)), "result": store.url(store.result_key(rid)),
-            "report": store.url(store.rating_report_key(rid)), "trials": store.url(pq),
-            "load_curve": store.url(store.load_curve_csv_key(rid)),
-            **({"telemetry": store.url(tel)} if tel else {}),
-            "local_report": str(plan.local_dir() / "report.html")}

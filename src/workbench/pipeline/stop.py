@@ -14,6 +14,7 @@ stops it. While a step runs inside `killable(plan)`, SIGTERM
 An operator's ``on_kill`` (the execution_timeout path, where Airflow retries the task and the lease
 is kept) only does step 1: `stop_children`.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -22,7 +23,7 @@ import signal
 import subprocess
 import sys
 import threading
-from typing import Iterator
+from collections.abc import Iterator
 
 import psutil
 
@@ -30,8 +31,8 @@ from workbench.params.plan import RatingPlan
 from workbench.pipeline.slot import teardown
 
 GRACE_S = 1.0
-_handling: list[RatingPlan] = []       # the plan whose killable block holds the SIGTERM handler
-_detached: set[int] = set()            # teardowns started by spawn_teardown: never stopped here
+_handling: list[RatingPlan] = []  # the plan whose killable block holds the SIGTERM handler
+_detached: set[int] = set()  # teardowns started by spawn_teardown: never stopped here
 
 
 class RatingKilled(BaseException):
@@ -61,10 +62,19 @@ def spawn_teardown(plan: RatingPlan) -> int:
     log_dir = plan.local_dir()
     log_dir.mkdir(parents=True, exist_ok=True)
     with open(log_dir / "teardown-after-kill.log", "ab") as log:
-        p = subprocess.Popen([sys.executable, "-c", "import sys; from workbench.pipeline.stop import main; "
-                              "sys.exit(main(sys.argv[1:]))", json.dumps(plan.to_dict())],
-                             stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                             start_new_session=True)
+        p = subprocess.Popen(
+            [
+                sys.executable,
+                "-c",
+                "import sys; from workbench.pipeline.stop import main; "
+                "sys.exit(main(sys.argv[1:]))",
+                json.dumps(plan.to_dict()),
+            ],
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
     _detached.add(p.pid)
     return p.pid
 
@@ -79,14 +89,20 @@ def killable(plan: RatingPlan) -> Iterator[None]:
     previous = signal.getsignal(signal.SIGTERM)
 
     def on_term(signum, frame):
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)    # once
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)  # once
         stopped = stop_children()
         pid = spawn_teardown(plan)
-        print(f"killed: stopped {len(stopped)} child process(es); teardown of {plan.slot} in process {pid}",
-              file=sys.stderr, flush=True)
-        if callable(previous):                           # Airflow's handler: the operator's on_kill
+        print(
+            f"killed: stopped {len(stopped)} child process(es); teardown of {plan.slot} in process "
+            f"{pid}",
+            file=sys.stderr,
+            flush=True,
+        )
+        if callable(previous):  # Airflow's handler: the operator's on_kill
             previous(signum, frame)
-        raise RatingKilled(f"rating {plan.rating_id} killed on {plan.slot}; teardown in process {pid}")
+        raise RatingKilled(
+            f"rating {plan.rating_id} killed on {plan.slot}; teardown in process {pid}"
+        )
 
     signal.signal(signal.SIGTERM, on_term)
     _handling.append(plan)

@@ -1,27 +1,29 @@
-"""Factor spaces and designed experiments for response-surface mapping (seed 000 §5.4-5.5, 002 §3.7, §4).
+"""Factor spaces and designed experiments for response-surface mapping (seed 000 §5.4-5.5, 002 §3.7,
+§4).
 
-* ``FactorSpace`` of ``Numeric`` (levels and/or a range, linear or log scale) and ``Categorical`` factors;
-  samples are plain dicts ``{name: value}`` in natural units.
-* coding: numeric x -> 2 (u - u_lo) / (u_hi - u_lo) - 1 with u = x or log(x), so the range maps to [-1, 1];
-  categorical factors become 0/1 dummy columns (treatment coding, first level = baseline).
-* designs through ``pydoe`` 1.6: ``fullfact``, ``ff2n``, ``ccdesign``, ``bbdesign``, ``lhs``, and D-optimal
-  subsets of a candidate grid (``pydoe.optimal_design``; a Fedorov exchange on the same model matrix as
-  ``workbench.stats.rsm`` when categorical factors are present).
+* ``FactorSpace`` of ``Numeric`` (levels and/or a range, linear or log scale) and ``Categorical``
+  factors; samples are plain dicts ``{name: value}`` in natural units.
+* coding: numeric x -> 2 (u - u_lo) / (u_hi - u_lo) - 1 with u = x or log(x), so the range maps to
+  [-1, 1]; categorical factors become 0/1 dummy columns (treatment coding, first level = baseline).
+* designs through ``pydoe`` 1.6: ``fullfact``, ``ff2n``, ``ccdesign``, ``bbdesign``, ``lhs``, and
+  D-optimal subsets of a candidate grid (``pydoe.optimal_design``; a Fedorov exchange on the same
+  model matrix as ``workbench.stats.rsm`` when categorical factors are present).
 * seeding (seed 000 §5.4 / 002 §3.7): ``seed_order`` visits samples as a nearest-neighbour chain and
-  ``nearest_seed`` returns the peak of the nearest finished sample (categorical mismatch -> default or an
-  aggregate of the finished peaks).
+  ``nearest_seed`` returns the peak of the nearest finished sample (categorical mismatch -> default
+  or an aggregate of the finished peaks).
 """
+
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import product
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import pydoe
 
 from workbench.stats.rsm import model_matrix
-
 
 __all__ = ["Numeric", "Categorical", "FactorSpace", "Sample"]
 
@@ -83,7 +85,8 @@ class Numeric:
 
 @dataclass(frozen=True)
 class Categorical:
-    """A categorical factor (e.g. file-system type). The first level is the dummy-coding baseline."""
+    """A categorical factor (e.g. file-system type). The first level is the dummy-coding
+    baseline."""
 
     name: str
     levels: tuple[Any, ...]
@@ -132,21 +135,31 @@ class FactorSpace:
         raise KeyError(name)
 
     @classmethod
-    def infer(cls, samples: Sequence[Sample], log_ratio: float = 10.0) -> "FactorSpace":
-        """A space spanning the given samples: numbers -> Numeric (log scale when all > 0 and max/min >= log_ratio),
-        anything else -> Categorical with the levels in order of appearance."""
+    def infer(cls, samples: Sequence[Sample], log_ratio: float = 10.0) -> FactorSpace:
+        """A space spanning the given samples: numbers -> Numeric (log scale when all > 0 and
+        max/min >= log_ratio), anything else -> Categorical with the levels in order of
+        appearance."""
         if not samples:
             raise ValueError("no samples to infer a factor space from")
         out: list[Numeric | Categorical] = []
         for name in samples[0]:
             vals = [s[name] for s in samples]
-            if all(isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool) for v in vals):
+            if all(
+                isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool)
+                for v in vals
+            ):
                 lv = sorted({float(v) for v in vals})
                 if len(lv) == 1:
                     lv = [lv[0], lv[0] + 1.0]
                 scale = "log" if lv[0] > 0 and lv[-1] / lv[0] >= log_ratio else "linear"
-                out.append(Numeric(name, levels=tuple(lv), scale=scale,
-                                   integer=all(float(v).is_integer() for v in vals)))
+                out.append(
+                    Numeric(
+                        name,
+                        levels=tuple(lv),
+                        scale=scale,
+                        integer=all(float(v).is_integer() for v in vals),
+                    )
+                )
             else:
                 out.append(Categorical(name, tuple(dict.fromkeys(vals))))
         return cls(out)
@@ -170,12 +183,17 @@ class FactorSpace:
         return [f"{f.name}={lv}" for f in self.categorical for lv in f.levels[1:]]
 
     def encode(self, samples: Sequence[Sample]) -> np.ndarray:
-        """Natural -> one row per sample, in factor order: numeric coded, categorical as level index."""
+        """Natural -> one row per sample, in factor order: numeric coded, categorical as level
+        index."""
         rows = []
         for s in samples:
             row = []
             for f in self.factors:
-                row.append(float(f.code(s[f.name])) if isinstance(f, Numeric) else float(f.index(s[f.name])))
+                row.append(
+                    float(f.code(s[f.name]))
+                    if isinstance(f, Numeric)
+                    else float(f.index(s[f.name]))
+                )
             rows.append(row)
         return np.array(rows, dtype=float).reshape(len(samples), len(self.factors))
 
@@ -194,10 +212,17 @@ class FactorSpace:
             out.append(s)
         return out
 
-    def model_matrix(self, samples: Sequence[Sample], degree: int = 2) -> tuple[np.ndarray, list[str]]:
+    def model_matrix(
+        self, samples: Sequence[Sample], degree: int = 2
+    ) -> tuple[np.ndarray, list[str]]:
         """The RSM model matrix of ``workbench.stats.rsm.model_matrix`` for natural-unit samples."""
-        return model_matrix(self.coded(samples), degree, self.dummies(samples),
-                            [f.name for f in self.numeric], self.dummy_names())
+        return model_matrix(
+            self.coded(samples),
+            degree,
+            self.dummies(samples),
+            [f.name for f in self.numeric],
+            self.dummy_names(),
+        )
 
     # ----------------------------------------------------------------- designs
     def _cross_categorical(self, numeric_rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -214,10 +239,16 @@ class FactorSpace:
         return {n: s[n] for n in self.names}
 
     def fullfact(self, n_levels: int = 2) -> list[dict[str, Any]]:
-        """Full factorial of every factor's levels (``pydoe.fullfact``); ranges without levels use n_levels."""
-        lv = [f.levels if isinstance(f, Categorical) else f.level_values(n_levels) for f in self.factors]
+        """Full factorial of every factor's levels (``pydoe.fullfact``); ranges without levels use
+        n_levels."""
+        lv = [
+            f.levels if isinstance(f, Categorical) else f.level_values(n_levels)
+            for f in self.factors
+        ]
         idx = pydoe.fullfact([len(v) for v in lv]).astype(int)
-        return [self._natural({f.name: v[i] for f, v, i in zip(self.factors, lv, row)}) for row in idx]
+        return [
+            self._natural({f.name: v[i] for f, v, i in zip(self.factors, lv, row)}) for row in idx
+        ]
 
     def grid(self, n_levels: int = 2) -> list[dict[str, Any]]:
         """Candidate grid = full factorial."""
@@ -239,31 +270,38 @@ class FactorSpace:
         return [self._ordered(s) for s in self._cross_categorical(rows)]
 
     def ff2n(self) -> list[dict[str, Any]]:
-        """2-level full factorial at the numeric low/high (``pydoe.ff2n``), crossed with categorical levels."""
+        """2-level full factorial at the numeric low/high (``pydoe.ff2n``), crossed with categorical
+        levels."""
         k = len(self.numeric)
         if k == 0:
             return [self._ordered(s) for s in self._cross_categorical([{}])]
         return self._from_numeric_coded(pydoe.ff2n(k))
 
     def ccdesign(self, **kw: Any) -> list[dict[str, Any]]:
-        """Central composite design on the numeric factors (``pydoe.ccdesign``, defaults face='ccf' so the
-        axial points stay in range), crossed with categorical levels."""
+        """Central composite design on the numeric factors (``pydoe.ccdesign``, defaults face='ccf'
+        so the axial points stay in range), crossed with categorical levels."""
         kw.setdefault("face", "ccf")
         return self._from_numeric_coded(pydoe.ccdesign(len(self.numeric), **kw))
 
     def bbdesign(self, center: int | None = None) -> list[dict[str, Any]]:
-        """Box-Behnken design on >= 3 numeric factors (``pydoe.bbdesign``), crossed with categorical levels."""
+        """Box-Behnken design on >= 3 numeric factors (``pydoe.bbdesign``), crossed with categorical
+        levels."""
         if len(self.numeric) < 3:
             raise ValueError("Box-Behnken needs at least 3 numeric factors")
         return self._from_numeric_coded(pydoe.bbdesign(len(self.numeric), center=center))
 
     def lhs(self, n: int, seed: int = 0, criterion: str | None = "maximin") -> list[dict[str, Any]]:
-        """Latin hypercube of n samples inside the numeric ranges (``pydoe.lhs``); categorical levels assigned
-        in balanced random order."""
+        """Latin hypercube of n samples inside the numeric ranges (``pydoe.lhs``); categorical
+        levels assigned in balanced random order."""
         k = len(self.numeric)
         rng = np.random.default_rng(seed)
-        unit = pydoe.lhs(k, samples=n, criterion=criterion, seed=int(seed)) if k else np.zeros((n, 0))
-        rows = [self._natural({f.name: f.decode(2.0 * u - 1.0) for f, u in zip(self.numeric, r)}) for r in unit]
+        unit = (
+            pydoe.lhs(k, samples=n, criterion=criterion, seed=int(seed)) if k else np.zeros((n, 0))
+        )
+        rows = [
+            self._natural({f.name: f.decode(2.0 * u - 1.0) for f, u in zip(self.numeric, r)})
+            for r in unit
+        ]
         for c in self.categorical:
             lv = [c.levels[i % len(c.levels)] for i in range(n)]
             perm = rng.permutation(n)

@@ -8,19 +8,32 @@ Sources, cited at each function:
         least-squares slope test for leaks / gradual degradation (§ "Detecting Anomalies").
 - Welch (1947) unequal-variance t test; Efron's percentile / BCa bootstrap.
 """
+
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Callable, Sequence
 
 import numpy as np
 from scipy import stats as _st
 
 __all__ = [
-    "MeanCI", "mean_ci", "quantile", "accuracy", "region", "overlaps_region", "inside_region", "trials_within",
-    "WelchResult", "welch", "bootstrap_ci", "zscores", "zscore_outliers", "SlopeResult",
+    "MeanCI",
+    "mean_ci",
+    "quantile",
+    "accuracy",
+    "region",
+    "overlaps_region",
+    "inside_region",
+    "trials_within",
+    "WelchResult",
+    "welch",
+    "bootstrap_ci",
+    "zscores",
+    "zscore_outliers",
+    "SlopeResult",
     "slope_test",
 ]
 
@@ -51,7 +64,7 @@ class MeanCI:
     low: float
     high: float
     n: int
-    std: float          # sample standard deviation (per unit weight when weighted)
+    std: float  # sample standard deviation (per unit weight when weighted)
     half_width: float
 
     @property
@@ -62,8 +75,9 @@ class MeanCI:
         return (self.low, self.high)
 
 
-def mean_ci(x: Sequence[float], confidence: float = 0.95,
-            weights: Sequence[float] | None = None) -> MeanCI:
+def mean_ci(
+    x: Sequence[float], confidence: float = 0.95, weights: Sequence[float] | None = None
+) -> MeanCI:
     """Confidence interval of the mean response time from N independent trials.
 
     [CC] Eq. 1 / Appendix A: mean ± q·σ/√N with σ the (N−1) sample std and q = t_{p;N−1}
@@ -73,7 +87,11 @@ def mean_ci(x: Sequence[float], confidence: float = 0.95,
     every load's unchanged trials after each trial.
     """
     _check_confidence(confidence)
-    return _mean_ci(tuple(map(float, x)), float(confidence), None if weights is None else tuple(map(float, weights)))
+    return _mean_ci(
+        tuple(map(float, x)),
+        float(confidence),
+        None if weights is None else tuple(map(float, weights)),
+    )
 
 
 @lru_cache(maxsize=1 << 14)
@@ -141,8 +159,8 @@ class WelchResult:
     t: float
     df: float
     p_value: float
-    diff: float          # mean(x) − mean(y)
-    low: float           # CI of the difference at `confidence`
+    diff: float  # mean(x) − mean(y)
+    low: float  # CI of the difference at `confidence`
     high: float
 
 
@@ -160,18 +178,29 @@ def welch(x: Sequence[float], y: Sequence[float], confidence: float = 0.95) -> W
     diff = float(a.mean() - b.mean())
     se = math.sqrt(va + vb)
     if se == 0:
-        return WelchResult(math.copysign(math.inf, diff) if diff else math.nan, math.nan,
-                           0.0 if diff else 1.0, diff, diff, diff)
-    df = (va + vb) ** 2 / (va ** 2 / (a.size - 1) + vb ** 2 / (b.size - 1))
+        return WelchResult(
+            math.copysign(math.inf, diff) if diff else math.nan,
+            math.nan,
+            0.0 if diff else 1.0,
+            diff,
+            diff,
+            diff,
+        )
+    df = (va + vb) ** 2 / (va**2 / (a.size - 1) + vb**2 / (b.size - 1))
     t = diff / se
     p = float(2.0 * _st.t.sf(abs(t), df))
     q = float(_st.t.ppf((1.0 + confidence) / 2.0, df))
     return WelchResult(float(t), float(df), p, diff, diff - q * se, diff + q * se)
 
 
-def bootstrap_ci(x: Sequence[float], statistic: Callable[[np.ndarray], float] = np.mean,
-                 confidence: float = 0.95, n_resamples: int = 9999, seed: int = 0,
-                 method: str = "percentile") -> tuple[float, float]:
+def bootstrap_ci(
+    x: Sequence[float],
+    statistic: Callable[[np.ndarray], float] = np.mean,
+    confidence: float = 0.95,
+    n_resamples: int = 9999,
+    seed: int = 0,
+    method: str = "percentile",
+) -> tuple[float, float]:
     """Bootstrap CI of `statistic` (Efron): resample with replacement `n_resamples` times.
 
     method="percentile": the (1−c)/2 and (1+c)/2 quantiles of the bootstrap distribution.
@@ -184,7 +213,11 @@ def bootstrap_ci(x: Sequence[float], statistic: Callable[[np.ndarray], float] = 
         raise ValueError("bootstrap_ci needs at least 2 observations")
     rng = np.random.default_rng(seed)
     idx = rng.integers(0, a.size, size=(n_resamples, a.size))
-    boot = np.apply_along_axis(statistic, 1, a[idx]) if statistic is not np.mean else a[idx].mean(axis=1)
+    boot = (
+        np.apply_along_axis(statistic, 1, a[idx])
+        if statistic is not np.mean
+        else a[idx].mean(axis=1)
+    )
     alpha = (1.0 - confidence) / 2.0
     if method == "percentile":
         lo, hi = np.quantile(boot, [alpha, 1.0 - alpha])
@@ -193,11 +226,11 @@ def bootstrap_ci(x: Sequence[float], statistic: Callable[[np.ndarray], float] = 
         raise ValueError(f"method must be 'percentile' or 'bca', got {method!r}")
     theta = float(statistic(a))
     prop = np.clip(np.mean(boot < theta), 1.0 / (n_resamples + 1), 1.0 - 1.0 / (n_resamples + 1))
-    z0 = float(_st.norm.ppf(prop))                                     # bias correction
+    z0 = float(_st.norm.ppf(prop))  # bias correction
     jack = np.array([statistic(np.delete(a, i)) for i in range(a.size)])
     d = jack.mean() - jack
-    den = 6.0 * (np.sum(d ** 2) ** 1.5)
-    acc = float(np.sum(d ** 3) / den) if den > 0 else 0.0              # acceleration
+    den = 6.0 * (np.sum(d**2) ** 1.5)
+    acc = float(np.sum(d**3) / den) if den > 0 else 0.0  # acceleration
     z = _st.norm.ppf([alpha, 1.0 - alpha])
     adj = _st.norm.cdf(z0 + (z0 + z) / (1.0 - acc * (z0 + z)))
     lo, hi = np.quantile(boot, adj)
@@ -225,14 +258,15 @@ class SlopeResult:
     slope: float
     intercept: float
     stderr: float
-    p_value: float       # two-sided test of slope == 0 (t with n−2 df)
-    low: float           # CI of the slope at `confidence`
+    p_value: float  # two-sided test of slope == 0 (t with n−2 df)
+    low: float  # CI of the slope at `confidence`
     high: float
-    significant: bool    # p_value < 1 − confidence
+    significant: bool  # p_value < 1 − confidence
 
 
-def slope_test(y: Sequence[float], x: Sequence[float] | None = None,
-               confidence: float = 0.95) -> SlopeResult:
+def slope_test(
+    y: Sequence[float], x: Sequence[float] | None = None, confidence: float = 0.95
+) -> SlopeResult:
     """[AP] Least-squares line through the values in run order; a non-zero slope warns of a
     leak or gradual degradation. OLS: b = Sxy/Sxx, SE(b) = √(SSE/(n−2)/Sxx), t = b/SE(b).
     `x` defaults to 0, 1, …, n−1 (iteration / trial order).
@@ -251,7 +285,7 @@ def slope_test(y: Sequence[float], x: Sequence[float] | None = None,
     a0 = float(ym - b * xm)
     sse = float(np.sum((yy - a0 - b * xx) ** 2))
     se = math.sqrt(sse / (n - 2) / sxx)
-    if se == 0:
+    if se == 0:  # a perfect line: significant unless flat
         p = 0.0 if b != 0 else 1.0
     else:
         p = float(2.0 * _st.t.sf(abs(b / se), n - 2))

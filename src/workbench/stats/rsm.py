@@ -1,22 +1,34 @@
-"""Quadratic response-surface models (seed 000 §5.5 / 002 §4): fit, predict, MAPE, leave-one-out CV, R².
+"""Quadratic response-surface models (seed 000 §5.5 / 002 §4): fit, predict, MAPE, leave-one-out CV,
+R².
 
-Model (seed 000 §5.5), on coded factors x_1..x_k and optional 0/1 dummy columns d_1..d_q of categorical factors:
+Model (seed 000 §5.5), on coded factors x_1..x_k and optional 0/1 dummy columns d_1..d_q of
+categorical factors:
 
-    y = b0 + sum_i b_i x_i + sum_l g_l d_l + sum_{i<j} b_ij x_i x_j + sum_i b_ii x_i^2 + sum_{i,l} g_il x_i d_l
+    y = b0 + sum_i b_i x_i + sum_l g_l d_l + sum_{i<j} b_ij x_i x_j + sum_i b_ii x_i^2
+           + sum_{i,l} g_il x_i d_l
 
 Least squares via ``numpy.linalg.lstsq`` (pure numpy; statsmodels is not a dependency).
 """
+
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from itertools import combinations
-from typing import Sequence
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 __all__ = [
-    "model_matrix", "QuadraticModel", "fit_quadratic", "mape", "r2", "hat_diagonal",
-    "loo_residuals", "loo_residuals_bruteforce", "n_terms",
+    "model_matrix",
+    "QuadraticModel",
+    "fit_quadratic",
+    "mape",
+    "r2",
+    "hat_diagonal",
+    "loo_residuals",
+    "loo_residuals_bruteforce",
+    "n_terms",
 ]
 
 
@@ -27,9 +39,14 @@ def n_terms(k: int, q: int = 0, degree: int = 2) -> int:
     return 1 + k + q + k * (k - 1) // 2 + k + k * q
 
 
-def model_matrix(X: np.ndarray, degree: int = 2, dummies: np.ndarray | None = None,
-                 names: Sequence[str] | None = None, dummy_names: Sequence[str] | None = None,
-                 squares: Sequence[bool] | None = None) -> tuple[np.ndarray, list[str]]:
+def model_matrix(
+    X: np.ndarray,
+    degree: int = 2,
+    dummies: np.ndarray | None = None,
+    names: Sequence[str] | None = None,
+    dummy_names: Sequence[str] | None = None,
+    squares: Sequence[bool] | None = None,
+) -> tuple[np.ndarray, list[str]]:
     """Columns [1, x_i, d_l, x_i x_j (i<j), x_i^2, x_i d_l] (degree 2) or [1, x_i, d_l] (degree 1).
 
     squares: which x_i^2 columns to include (default all). A factor measured at only 2 levels has
@@ -38,32 +55,42 @@ def model_matrix(X: np.ndarray, degree: int = 2, dummies: np.ndarray | None = No
     if X.ndim != 2:
         raise ValueError("X must be 2-D (n_samples, n_factors)")
     n, k = X.shape
-    D = np.zeros((n, 0)) if dummies is None else np.atleast_2d(np.asarray(dummies, dtype=float)).reshape(n, -1)
+    D = (
+        np.zeros((n, 0))
+        if dummies is None
+        else np.atleast_2d(np.asarray(dummies, dtype=float)).reshape(n, -1)
+    )
     q = D.shape[1]
     xn = list(names) if names is not None else [f"x{i}" for i in range(k)]
-    dn = list(dummy_names) if dummy_names is not None else [f"d{l}" for l in range(q)]
+    dn = list(dummy_names) if dummy_names is not None else [f"d{j}" for j in range(q)]
     cols = [np.ones(n)]
     labels = ["1"]
     for i in range(k):
-        cols.append(X[:, i]); labels.append(xn[i])
-    for l in range(q):
-        cols.append(D[:, l]); labels.append(dn[l])
+        cols.append(X[:, i])
+        labels.append(xn[i])
+    for d in range(q):
+        cols.append(D[:, d])
+        labels.append(dn[d])
     if degree >= 2:
         for i, j in combinations(range(k), 2):
-            cols.append(X[:, i] * X[:, j]); labels.append(f"{xn[i]}*{xn[j]}")
+            cols.append(X[:, i] * X[:, j])
+            labels.append(f"{xn[i]}*{xn[j]}")
         for i in range(k):
             if squares is None or squares[i]:
-                cols.append(X[:, i] ** 2); labels.append(f"{xn[i]}^2")
+                cols.append(X[:, i] ** 2)
+                labels.append(f"{xn[i]}^2")
         for i in range(k):
-            for l in range(q):
-                cols.append(X[:, i] * D[:, l]); labels.append(f"{xn[i]}*{dn[l]}")
+            for d in range(q):
+                cols.append(X[:, i] * D[:, d])
+                labels.append(f"{xn[i]}*{dn[d]}")
     elif degree != 1:
         raise ValueError(f"degree must be 1 or 2, got {degree!r}")
     return np.column_stack(cols), labels
 
 
-def mape(y_true: Sequence[float], y_pred: Sequence[float]) -> float:
-    """Mean absolute percentage error, in percent: 100/n * sum |y - yhat| / |y| (seed 000 Table 4)."""
+def mape(y_true: ArrayLike, y_pred: ArrayLike) -> float:
+    """Mean absolute percentage error, in percent: 100/n * sum |y - yhat| / |y| (seed 000 Table
+    4)."""
     y = np.asarray(y_true, dtype=float)
     p = np.asarray(y_pred, dtype=float)
     if y.shape != p.shape or y.size == 0:
@@ -73,7 +100,7 @@ def mape(y_true: Sequence[float], y_pred: Sequence[float]) -> float:
     return float(100.0 * np.mean(np.abs(y - p) / np.abs(y)))
 
 
-def r2(y_true: Sequence[float], y_pred: Sequence[float]) -> float:
+def r2(y_true: ArrayLike, y_pred: ArrayLike) -> float:
     """Coefficient of determination: 1 - SS_res / SS_tot."""
     y = np.asarray(y_true, dtype=float)
     p = np.asarray(y_pred, dtype=float)
@@ -90,7 +117,7 @@ def hat_diagonal(M: np.ndarray) -> np.ndarray:
     return np.sum(U * U, axis=1)
 
 
-def loo_residuals(M: np.ndarray, y: Sequence[float]) -> np.ndarray:
+def loo_residuals(M: np.ndarray, y: ArrayLike) -> np.ndarray:
     """Leave-one-out (PRESS) residuals by the hat-matrix shortcut: e_(i) = e_i / (1 - h_ii).
 
     NaN where h_ii = 1 (the point is needed to determine the fit; LOO prediction undefined).
@@ -106,7 +133,7 @@ def loo_residuals(M: np.ndarray, y: Sequence[float]) -> np.ndarray:
     return out
 
 
-def loo_residuals_bruteforce(M: np.ndarray, y: Sequence[float]) -> np.ndarray:
+def loo_residuals_bruteforce(M: np.ndarray, y: ArrayLike) -> np.ndarray:
     """y_i - yhat_(i) from n refits without point i (reference for ``loo_residuals``)."""
     M = np.asarray(M, dtype=float)
     y = np.asarray(y, dtype=float)
@@ -142,7 +169,9 @@ class QuadraticModel:
             raise ValueError(f"expected {self.n_factors} factor columns, got {X.shape[1]}")
         if self.n_dummies and dummies is None:
             raise ValueError(f"model has {self.n_dummies} dummy columns: pass dummies=")
-        return model_matrix(X, self.degree, dummies if self.n_dummies else None, squares=self.squares)[0]
+        return model_matrix(
+            X, self.degree, dummies if self.n_dummies else None, squares=self.squares
+        )[0]
 
     def predict(self, X: np.ndarray, dummies: np.ndarray | None = None) -> np.ndarray:
         """yhat = M(X) beta."""
@@ -167,17 +196,21 @@ class QuadraticModel:
         return 1.0 - (1.0 - self.r2) * (n - 1) / (n - p) if n > p else float("nan")
 
     def hat(self) -> np.ndarray:
-        return hat_diagonal(model_matrix(self.X, self.degree, self.dummies, squares=self.squares)[0])
+        return hat_diagonal(
+            model_matrix(self.X, self.degree, self.dummies, squares=self.squares)[0]
+        )
 
     def loo_residuals(self) -> np.ndarray:
         """e_i / (1 - h_ii) (PRESS residuals)."""
-        return loo_residuals(model_matrix(self.X, self.degree, self.dummies, squares=self.squares)[0], self.y)
+        return loo_residuals(
+            model_matrix(self.X, self.degree, self.dummies, squares=self.squares)[0], self.y
+        )
 
     @property
     def press(self) -> float:
         """PRESS = sum_i (e_i / (1 - h_ii))^2."""
         e = self.loo_residuals()
-        return float(np.sum(e ** 2)) if np.all(np.isfinite(e)) else float("nan")
+        return float(np.sum(e**2)) if np.all(np.isfinite(e)) else float("nan")
 
     @property
     def q2(self) -> float:
@@ -186,30 +219,56 @@ class QuadraticModel:
         return 1.0 - self.press / ss_tot if ss_tot > 0 else float("nan")
 
     def loo_mape(self) -> float:
-        """MAPE (%) of the leave-one-out predictions y_i - e_(i); NaN if any LOO prediction is undefined."""
+        """MAPE (%) of the leave-one-out predictions y_i - e_(i); NaN if any LOO prediction is
+        undefined."""
         e = self.loo_residuals()
         if not np.all(np.isfinite(e)):
             return float("nan")
         return mape(self.y, self.y - e)
 
     def to_dict(self) -> dict:
-        return {"terms": dict(zip(self.names, map(float, self.coef))), "degree": self.degree,
-                "r2": self.r2, "rank": self.rank, "n": int(len(self.y))}
+        return {
+            "terms": dict(zip(self.names, map(float, self.coef))),
+            "degree": self.degree,
+            "r2": self.r2,
+            "rank": self.rank,
+            "n": int(len(self.y)),
+        }
 
 
-def fit_quadratic(X: np.ndarray, y: Sequence[float], degree: int = 2, dummies: np.ndarray | None = None,
-                  names: Sequence[str] | None = None, dummy_names: Sequence[str] | None = None,
-                  squares: Sequence[bool] | None = None) -> QuadraticModel:
+def fit_quadratic(
+    X: np.ndarray,
+    y: ArrayLike,
+    degree: int = 2,
+    dummies: np.ndarray | None = None,
+    names: Sequence[str] | None = None,
+    dummy_names: Sequence[str] | None = None,
+    squares: Sequence[bool] | None = None,
+) -> QuadraticModel:
     """Least-squares fit beta = argmin ||y - M beta||² (minimum-norm when M is rank deficient)."""
     X = np.atleast_2d(np.asarray(X, dtype=float))
     y = np.asarray(y, dtype=float)
     if len(y) != X.shape[0]:
         raise ValueError(f"X has {X.shape[0]} rows but y has {len(y)} values")
-    D = None if dummies is None else np.atleast_2d(np.asarray(dummies, dtype=float)).reshape(len(y), -1)
+    D = (
+        None
+        if dummies is None
+        else np.atleast_2d(np.asarray(dummies, dtype=float)).reshape(len(y), -1)
+    )
     M, labels = model_matrix(X, degree, D, names, dummy_names, squares)
     beta, _, rank, _ = np.linalg.lstsq(M, y, rcond=None)
-    return QuadraticModel(coef=beta, names=labels, degree=degree, n_factors=X.shape[1],
-                          n_dummies=0 if D is None else D.shape[1], X=X, y=y, dummies=D, rank=int(rank),
-                          fitted=M @ beta, factor_names=list(names) if names else None,
-                          dummy_names=list(dummy_names) if dummy_names else None,
-                          squares=list(squares) if squares is not None else None)
+    return QuadraticModel(
+        coef=beta,
+        names=labels,
+        degree=degree,
+        n_factors=X.shape[1],
+        n_dummies=0 if D is None else D.shape[1],
+        X=X,
+        y=y,
+        dummies=D,
+        rank=int(rank),
+        fitted=M @ beta,
+        factor_names=list(names) if names else None,
+        dummy_names=list(dummy_names) if dummy_names else None,
+        squares=list(squares) if squares is not None else None,
+    )

@@ -1,4 +1,5 @@
-"""Bounds that stay valid however often the controller looks (issue 30), and a positive CI of a mean.
+"""Bounds that stay valid however often the controller looks (issue 30), and a positive CI of a
+mean.
 
 A rating looks at a load's trials after every trial and stops when it likes; a fixed-n interval
 looked at k times misses more often than its nominal error (optional stopping). Here each look k
@@ -23,19 +24,28 @@ the error is spread over O(log n) looks. One-sided tests at a look on n trials:
 `mean_exceeds` needs no looks at all: a betting e-process (a nonnegative supermartingale under the
 null) may be read after every trial, by Ville's inequality.
 """
+
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from functools import lru_cache
-from typing import Sequence
 
 import numpy as np
 from scipy import stats as _st
 
-__all__ = ["spend", "look_sizes", "upper_mean", "lower_log_mean", "count_deficit", "running", "mean_exceeds",
-           "z_upper"]
+__all__ = [
+    "spend",
+    "look_sizes",
+    "upper_mean",
+    "lower_log_mean",
+    "count_deficit",
+    "running",
+    "mean_exceeds",
+    "z_upper",
+]
 
-BETS = (0.25, 0.5, 1.0)     # the fractions of capital `mean_exceeds` bets, mixed with equal weight
+BETS = (0.25, 0.5, 1.0)  # the fractions of capital `mean_exceeds` bets, mixed with equal weight
 
 
 def spend(alpha: float, k: int) -> float:
@@ -63,8 +73,8 @@ def z_upper(alpha: float) -> float:
 
 
 def upper_mean(x: Sequence[float], alpha: float, weights: Sequence[float] | None = None) -> float:
-    """One-sided upper bound of the (weighted) mean at error α: the larger of x̄ + t_{1−α; n−1}·SE and,
-    for positive samples, the upper end of Cox's lognormal interval exp(ȳ + s²/2 + t·√(s²/n +
+    """One-sided upper bound of the (weighted) mean at error α: the larger of x̄ + t_{1−α; n−1}·SE
+    and, for positive samples, the upper end of Cox's lognormal interval exp(ȳ + s²/2 + t·√(s²/n +
     s⁴/(2(n−1)))) (Zhou & Gao 1997): on right-skewed trials (outliers, a growing queue) the t bound
     alone falls below the mean too often; inf for n < 2."""
     a = np.asarray(x, float)
@@ -77,12 +87,14 @@ def upper_mean(x: Sequence[float], alpha: float, weights: Sequence[float] | None
         return m + q * se
     y = np.log(a)
     ym, yse = _wmean_se(y, w)
-    s2 = yse * yse * a.size                       # s² of log x (per unit weight when weighted)
+    s2 = yse * yse * a.size  # s² of log x (per unit weight when weighted)
     cox = ym + s2 / 2.0 + q * math.sqrt(s2 / a.size + s2 * s2 / (2.0 * (a.size - 1)))
     return max(m + q * se, math.exp(min(cox, 700.0)))
 
 
-def lower_log_mean(x: Sequence[float], alpha: float, weights: Sequence[float] | None = None) -> float:
+def lower_log_mean(
+    x: Sequence[float], alpha: float, weights: Sequence[float] | None = None
+) -> float:
     """One-sided lower bound at error α of exp E[log X] ≤ E[X]: exp(mean log x − t_{1−α; n−1}·SE)
     (0 for n < 2 or a non-positive value)."""
     a = np.asarray(x, float)
@@ -93,9 +105,12 @@ def lower_log_mean(x: Sequence[float], alpha: float, weights: Sequence[float] | 
     return math.exp(m - _t(1.0 - alpha, a.size - 1) * se)
 
 
-def count_deficit(offered_ops_s: float, achieved: Sequence[float], runlengths: Sequence[float]) -> float:
+def count_deficit(
+    offered_ops_s: float, achieved: Sequence[float], runlengths: Sequence[float]
+) -> float:
     """z of the operations completed against those offered, (Σ a·r − Σ λ·r)/√(Σ λ·r): N(0, 1) for a
-    server that keeps up with Poisson arrivals (its count is Poisson(λ·Σr)); 0 with nothing offered."""
+    server that keeps up with Poisson arrivals (its count is Poisson(λ·Σr)); 0 with nothing
+    offered."""
     offered = float(offered_ops_s) * float(np.sum(runlengths))
     done = float(np.sum(np.asarray(achieved, float) * np.asarray(runlengths, float)))
     return (done - offered) / math.sqrt(offered) if offered > 0 else 0.0
@@ -108,7 +123,8 @@ def mean_exceeds(x: Sequence[float], mu0: float, alpha: float) -> int:
     a nonnegative supermartingale under H0 for each λ ∈ [0, 1] (x ≥ 0), and so is their mean, hence
     P(∃n: K_n ≥ 1/α) ≤ α (Ville 1939; Waudby-Smith & Ramdas, "Estimating means of bounded random
     variables by betting", JRSS-B 86 (2024) §3). Distribution-free: a skewed trial past a wall
-    (195, 719, 806 ms over R_sat 40 ms) shows it in three trials where a t bound on log x needs more."""
+    (195, 719, 806 ms over R_sat 40 ms) shows it in three trials where a t bound on log x needs
+    more."""
     if not (mu0 > 0 and 0 < alpha < 1):
         raise ValueError(f"need mu0 > 0 and 0 < alpha < 1, got {mu0!r}, {alpha!r}")
     wealth = np.ones(len(BETS))
@@ -123,8 +139,8 @@ def mean_exceeds(x: Sequence[float], mu0: float, alpha: float) -> int:
 
 
 def look_sizes(n_max: int, first: int = 2) -> list[int]:
-    """The sample sizes at which a bound is taken: first·2^((k−1)/2) rounded, k = 1, 2, … (2, 3, 4, 6,
-    8, 11, 16, 23, 32, … for first = 2), up to n_max. Looks on a geometric grid spend α over
+    """The sample sizes at which a bound is taken: first·2^((k−1)/2) rounded, k = 1, 2, … (2, 3, 4,
+    6, 8, 11, 16, 23, 32, … for first = 2), up to n_max. Looks on a geometric grid spend α over
     O(log n) looks instead of n (the idea of stitching, Howard et al. 2021 §3.1); between two looks
     the bound of the last one stands (it holds at every later time too)."""
     out: list[int] = []
@@ -138,11 +154,17 @@ def look_sizes(n_max: int, first: int = 2) -> list[int]:
         k += 1
 
 
-def running(bound, x: Sequence[float], alpha: float, weights: Sequence[float] | None = None,
-            upper: bool = True) -> tuple[float, int]:
+def running(
+    bound,
+    x: Sequence[float],
+    alpha: float,
+    weights: Sequence[float] | None = None,
+    upper: bool = True,
+) -> tuple[float, int]:
     """The tightest bound over the looks k = 1, 2, … at the sizes `look_sizes` of the trials in log
     order, look k at α_k (`spend`): (bound, n at which it was reached). upper: the smallest upper
-    bound, else the largest lower bound. The looks' union bound makes it valid at every stopping time."""
+    bound, else the largest lower bound. The looks' union bound makes it valid at every stopping
+    time."""
     xs = tuple(map(float, x))
     ws = None if weights is None else tuple(map(float, weights))
     best, at = (math.inf if upper else 0.0), 0
@@ -154,6 +176,9 @@ def running(bound, x: Sequence[float], alpha: float, weights: Sequence[float] | 
 
 
 @lru_cache(maxsize=1 << 14)
-def _bound_at(bound, x: tuple[float, ...], alpha: float, weights: tuple[float, ...] | None) -> float:
-    """One look's bound (cached: the controller re-reads a load's earlier looks after every trial)."""
+def _bound_at(
+    bound, x: tuple[float, ...], alpha: float, weights: tuple[float, ...] | None
+) -> float:
+    """One look's bound (cached: the controller re-reads a load's earlier looks after every
+    trial)."""
     return bound(x, alpha, weights)

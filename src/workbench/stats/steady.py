@@ -24,20 +24,24 @@
 A trial is `steady` when it has ≥ MIN_INTERVALS kept intervals, no significant trend (α = ALPHA),
 no stall and no backlog; `short` when too few intervals remain to judge.
 """
+
 from __future__ import annotations
 
 import math
-from typing import Any, Mapping, NamedTuple, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any, NamedTuple
 
 import numpy as np
+from numpy.typing import ArrayLike
 from scipy import stats as _st
 
-ALPHA = 0.01            # a trend must be clear: most trials are short and noisy
+ALPHA = 0.01  # a trend must be clear: most trials are short and noisy
 MIN_INTERVALS = 5
 BACKLOG_RATIO = 3.0
 STALL_FACTOR = 10.0
 STALL_MS = 100.0
-NOT_STEADY = ("trend up", "trend down", "stall", "backlog")   # the verdicts of a trial judged not steady
+# the verdicts of a trial judged not steady
+NOT_STEADY = ("trend up", "trend down", "stall", "backlog")
 
 
 def mser_truncation(x: Sequence[float]) -> int:
@@ -55,7 +59,7 @@ def mser_truncation(x: Sequence[float]) -> int:
     return best_d
 
 
-def mann_kendall(x: Sequence[float]) -> tuple[float, float]:
+def mann_kendall(x: ArrayLike) -> tuple[float, float]:
     """(τ, two-sided p) of the Mann–Kendall trend test: Kendall's τ of x against its positions."""
     a = np.asarray(x, float)
     if a.size < 3 or np.all(a == a[0]):
@@ -64,18 +68,20 @@ def mann_kendall(x: Sequence[float]) -> tuple[float, float]:
     return float(res.statistic), float(res.pvalue)
 
 
-def lag1_autocorrelation(x: Sequence[float]) -> float:
-    """r1 = Σ(x_t − x̄)(x_{t+1} − x̄) / Σ(x_t − x̄)² (Box, Jenkins & Reinsel §2.1.4); 0 if x is constant."""
-    a = np.asarray(x, float) - float(np.mean(x))
+def lag1_autocorrelation(x: ArrayLike) -> float:
+    """r1 = Σ(x_t − x̄)(x_{t+1} − x̄) / Σ(x_t − x̄)² (Box, Jenkins & Reinsel §2.1.4); 0 if x is
+    constant."""
+    xa = np.asarray(x, float)
+    a = xa - float(np.mean(xa))
     den = float(np.dot(a, a))
     return float(np.dot(a[:-1], a[1:])) / den if a.size >= 2 and den > 0 else 0.0
 
 
 class Trend(NamedTuple):
-    tau: float            # Kendall's τ of the pre-whitened series against time
-    p: float              # its two-sided p
-    r1: float             # the lag-1 autocorrelation whitened out (0: none)
-    change: float         # Theil–Sen slope × (n − 1): the trend's rise over the series, in its units
+    tau: float  # Kendall's τ of the pre-whitened series against time
+    p: float  # its two-sided p
+    r1: float  # the lag-1 autocorrelation whitened out (0: none)
+    change: float  # Theil–Sen slope × (n − 1): the trend's rise over the series, in its units
 
 
 def trend_test(x: Sequence[float]) -> Trend:
@@ -97,36 +103,71 @@ def trend_test(x: Sequence[float]) -> Trend:
     return Trend(tau, p, r1, slope * (a.size - 1))
 
 
+def _backlog_ratio(outstanding: Any, load_ops_s: float, mean_ms: float) -> float | None:
+    """The calls still outstanding when sending stopped over those a steady server holds in flight
+    (Little: L = λ·R, at least 1); None when the series does not say."""
+    if not isinstance(outstanding, (int, float)):
+        return None
+    in_flight = load_ops_s * mean_ms / 1000.0
+    return outstanding / max(in_flight, 1.0)
+
+
+def _trend(means: list[float], d: int, mean_ms: float, out: dict[str, Any]) -> Trend:
+    """The trend test of the intervals after the warm-up (the first d); of all of them when the
+    warm-up read lower and the whole series rises significantly (a rise from a low start, not a
+    warm-up: `out` then says so)."""
+    trend = trend_test(means[d:])
+    if d and np.mean(means[:d]) < mean_ms:
+        whole = trend_test(means)
+        if whole.p < ALPHA and whole.tau > 0:
+            out.update(warmup_intervals=0, intervals=len(means), low_start=d)
+            return whole
+    return trend
+
+
 def judge(series: Mapping[str, Any] | None, load_ops_s: float) -> dict[str, Any]:
     """The steady-state verdict of one trial from its compact series (measure.timeseries)."""
     if not series:
         return {"verdict": "no series"}
-    rows = [(t, m) for t, m in zip(series.get("t_s") or [], series.get("mean_ms") or [], strict=False)
-            if t is not None and t >= 0 and m is not None and math.isfinite(m)]
+    rows = [
+        (t, m)
+        for t, m in zip(series.get("t_s") or [], series.get("mean_ms") or [], strict=False)
+        if t is not None and t >= 0 and m is not None and math.isfinite(m)
+    ]
     means = [m for _, m in rows]
     d = mser_truncation(means)
     kept = means[d:]
-    out: dict[str, Any] = {"warmup_intervals": d, "intervals": len(kept), "first_ms": means[0] if means else None}
+    out: dict[str, Any] = {
+        "warmup_intervals": d,
+        "intervals": len(kept),
+        "first_ms": means[0] if means else None,
+    }
     mean_ms = float(np.mean(kept)) if kept else math.nan
-    in_flight = load_ops_s * mean_ms / 1000.0 if kept else math.nan        # Little: L = λ·R
     outstanding = series.get("outstanding_at_stop")
-    ratio = outstanding / max(in_flight, 1.0) if isinstance(outstanding, (int, float)) and kept else None
+    ratio = _backlog_ratio(outstanding, load_ops_s, mean_ms) if kept else None
     out.update(outstanding_at_stop=outstanding, backlog_ratio=ratio)
     if len(kept) < MIN_INTERVALS:
         return {**out, "verdict": "short"}
-    trend = trend_test(kept)
-    if d and np.mean(means[:d]) < mean_ms:
-        whole = trend_test(means)
-        if whole.p < ALPHA and whole.tau > 0:      # a rise from a low start, not a warm-up: judged whole
-            trend = whole
-            out.update(warmup_intervals=0, intervals=len(means), low_start=d)
+    trend = _trend(means, d, mean_ms, out)
     median = float(np.median(kept))
-    out.update(mk_tau=trend.tau, mk_p=trend.p, mk_r1=trend.r1, trend_change_ms=trend.change, median_ms=median)
-    stalled = [i + d for i, m in enumerate(kept) if m > STALL_FACTOR * median and m > median + STALL_MS]
+    out.update(
+        mk_tau=trend.tau,
+        mk_p=trend.p,
+        mk_r1=trend.r1,
+        trend_change_ms=trend.change,
+        median_ms=median,
+    )
+    stalled = [
+        i + d for i, m in enumerate(kept) if m > STALL_FACTOR * median and m > median + STALL_MS
+    ]
     behind = ratio is not None and ratio > BACKLOG_RATIO
-    if trend.p < ALPHA:       # a trend names the verdict; a stall or backlog beside it is kept as well
-        return {**out, "verdict": "trend up" if trend.tau > 0 else "trend down", "backlog": behind,
-                **({"stall_intervals": stalled} if stalled else {})}
+    if trend.p < ALPHA:  # a trend names the verdict; a stall or backlog beside it is kept as well
+        return {
+            **out,
+            "verdict": "trend up" if trend.tau > 0 else "trend down",
+            "backlog": behind,
+            **({"stall_intervals": stalled} if stalled else {}),
+        }
     if stalled:
         return {**out, "verdict": "stall", "stall_intervals": stalled}
     if behind:

@@ -1,13 +1,8 @@
 """The results store: what a rating, a sweep and a night keep, under keys the store builds.
 
-Layout (keys follow from validated ids, so a retried task rewrites the same object; the `Store`
-methods of the layout section build every one, nothing outside the store spells an object name):
-  ratings/<rating_id>/{spec,result,sysinfo,gx}.json, workload.wl, timings/<step>.json,
-      trials/<n:05d>.json, trials.parquet, telemetry.parquet, plots/<name>, report.html
-  surfaces/<sweep_id>/plan.json, samples/<i:03d>.json, rounds/<k:03d>.json, model.json,
-      samples.parquet, plots/<name>, report.html
-  nightly/<YYYY-MM-DD>/config.json, <baseline>.json, verdicts.json, report.html
-  comparisons/<rating_id A>__vs__<rating_id B>/verdict.json, report.html
+Layout: keys follow from validated ids, so a retried task rewrites the same object; the methods of
+`store.layout.StoreLayout`, the base of `Store`, build every one: nothing outside the store spells
+an object name.
 
 `Store` holds the layout and everything built on six primitives (put_bytes, create_bytes,
 get_bytes, exists, list_keys, delete_prefix) that each backend implements: `ResultsStore` on
@@ -18,6 +13,7 @@ Trial objects are written once (`put_trial`): a retry that writes the same recor
 a different second record for the same trial is refused (`TrialConflict`) — the stored one may
 already have been read by the controller's next decision.
 """
+
 from __future__ import annotations
 
 import io
@@ -27,17 +23,23 @@ import mimetypes
 import posixpath
 import re
 from abc import ABC, abstractmethod
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from workbench.config.external import server_key
 from workbench.controller.trial import steady_verdict
+from workbench.store.layout import StoreLayout, check_key
 
 JSON_TYPE = "application/json"
 PARQUET_TYPE = "application/vnd.apache.parquet"
 CSV_TYPE = "text/csv; charset=utf-8"
-_TYPES = {".parquet": PARQUET_TYPE, ".jsonl": "application/x-ndjson", ".json": JSON_TYPE, ".csv": CSV_TYPE}
-_ID = re.compile(r"[A-Za-z0-9._-]{1,128}")
+_TYPES = {
+    ".parquet": PARQUET_TYPE,
+    ".jsonl": "application/x-ndjson",
+    ".json": JSON_TYPE,
+    ".csv": CSV_TYPE,
+}
 _TRIAL = re.compile(r"(\d{5,})\.json")
 
 log = logging.getLogger("workbench.store")
@@ -66,21 +68,6 @@ class TrialConflict(StoreError):
 MISSING: Any = object()
 
 
-def check_id(value: str, what: str = "id") -> str:
-    """Return `value` if it is a safe id ([A-Za-z0-9._-], 1..128 chars, not . or ..)."""
-    if not isinstance(value, str) or not _ID.fullmatch(value) or value in {".", ".."}:
-        raise ValueError(f"bad {what} {value!r}: use 1-128 of [A-Za-z0-9._-]")
-    return value
-
-
-def check_key(name: str) -> str:
-    """`name` if it is a safe object key: a relative path without ".", ".." or empty parts."""
-    parts = name.split("/")
-    if name.startswith("/") or any(p in {".", ".."} for p in parts) or "" in parts[:-1]:
-        raise ValueError(f"bad object name {name!r}: relative path without '.', '..' or '//'")
-    return name
-
-
 def _json_default(o: Any) -> Any:
     if hasattr(o, "tolist"):  # numpy arrays and scalars
         return o.tolist()
@@ -91,19 +78,24 @@ def _json_default(o: Any) -> Any:
 
 def encode_json(obj: Any) -> bytes:
     """The one JSON encoding of the store (sorted keys, UTF-8): equal records, equal bytes."""
-    return json.dumps(obj, sort_keys=True, indent=1, ensure_ascii=False, default=_json_default).encode("utf-8")
+    return json.dumps(
+        obj, sort_keys=True, indent=1, ensure_ascii=False, default=_json_default
+    ).encode("utf-8")
 
 
-
-class Store(ABC):
+class Store(StoreLayout, ABC):
     """The layout and the JSON/Parquet views over a backend's five primitives."""
 
     @abstractmethod
-    def put_bytes(self, key: str, data: bytes, content_type: str = "application/octet-stream") -> str:
+    def put_bytes(
+        self, key: str, data: bytes, content_type: str = "application/octet-stream"
+    ) -> str:
         """Write (or overwrite) one object; returns the key."""
 
     @abstractmethod
-    def create_bytes(self, key: str, data: bytes, content_type: str = "application/octet-stream") -> bool:
+    def create_bytes(
+        self, key: str, data: bytes, content_type: str = "application/octet-stream"
+    ) -> bool:
         """Write one object only if no object has that key (atomically: of two writers exactly one
         creates it). True if this call created it, False if an object was there already."""
 
@@ -126,13 +118,14 @@ class Store(ABC):
     def url(self, key: str) -> str:
         """Where a person finds the object (s3://bucket/key, or a file path)."""
 
-    def ensure_bucket(self) -> None:
+    def ensure_bucket(self) -> None:  # noqa: B027 (a hook: a store with nothing to make keeps it)
         """Make the store usable (create the bucket or directory); fails naming where."""
 
     @staticmethod
     def link(from_key: str, to_key: str) -> str:
-        """The href from the object `from_key` (a report) to `to_key`: relative, so it resolves wherever
-        the bucket is served or mirrored (`mc mirror`, a MinIO browser path, a local copy)."""
+        """The href from the object `from_key` (a report) to `to_key`: relative, so it resolves
+        wherever the bucket is served or mirrored (`mc mirror`, a MinIO browser path, a local
+        copy)."""
         return posixpath.relpath(check_key(to_key), posixpath.dirname(check_key(from_key)) or ".")
 
     # -- JSON ----------------------------------------------------------------------------
@@ -140,8 +133,12 @@ class Store(ABC):
         return self.put_bytes(key, encode_json(obj), JSON_TYPE)
 
     def put_file(self, key: str, path: str | Path, content_type: str | None = None) -> str:
-        ctype = (content_type or _TYPES.get(Path(path).suffix)
-                 or mimetypes.guess_type(str(path))[0] or "application/octet-stream")
+        ctype = (
+            content_type
+            or _TYPES.get(Path(path).suffix)
+            or mimetypes.guess_type(str(path))[0]
+            or "application/octet-stream"
+        )
         return self.put_bytes(key, Path(path).read_bytes(), ctype)
 
     def get_json(self, key: str, default: Any = MISSING) -> Any:
@@ -153,106 +150,18 @@ class Store(ABC):
         except ValueError as e:
             raise StoreError(f"{self.url(key)} is not valid JSON: {e}") from None
 
-    # -- layout: every object name is spelled here, and only here (tests/store/test_base.py) -------
-    def rating_key(self, rating_id: str, name: str) -> str:
-        return f"ratings/{check_id(rating_id, 'rating id')}/{check_key(name)}"
-
-    def surface_key(self, sweep_id: str, name: str) -> str:
-        return f"surfaces/{check_id(sweep_id, 'sweep id')}/{check_key(name)}"
-
-    def nightly_key(self, date_str: str, name: str) -> str:
-        return f"nightly/{check_id(date_str, 'date')}/{check_key(name)}"
-
-    def comparison_key(self, a: str, b: str, name: str) -> str:
-        return f"comparisons/{check_id(a, 'rating id')}__vs__{check_id(b, 'rating id')}/{check_key(name)}"
-
-    # a rating
-    def rating_prefix(self, rating_id: str) -> str:
-        return self.rating_key(rating_id, "")
-
-    def spec_key(self, rating_id: str) -> str:
-        return self.rating_key(rating_id, "spec.json")
-
-    def workload_key(self, rating_id: str) -> str:
-        return self.rating_key(rating_id, "workload.wl")
-
-    def sysinfo_key(self, rating_id: str) -> str:
-        return self.rating_key(rating_id, "sysinfo.json")
-
-    def timing_key(self, rating_id: str, step: str) -> str:
-        return self.rating_key(rating_id, f"timings/{step}.json")
-
-    def gx_key(self, rating_id: str) -> str:
-        return self.rating_key(rating_id, "gx.json")
-
-    def result_key(self, rating_id: str) -> str:
-        return self.rating_key(rating_id, "result.json")
-
-    def rating_plot_key(self, rating_id: str, name: str) -> str:
-        return self.rating_key(rating_id, f"plots/{name}")
-
-    def rating_report_key(self, rating_id: str) -> str:
-        return self.rating_key(rating_id, "report.html")
-
-    def trials_prefix(self, rating_id: str) -> str:
-        return self.rating_key(rating_id, "trials/")
-
-    def trial_key(self, rating_id: str, n: int) -> str:
-        if isinstance(n, bool) or not isinstance(n, int) or n < 0:
-            raise ValueError(f"trial index must be an int >= 0, got {n!r}")
-        return self.rating_key(rating_id, f"trials/{n:05d}.json")
-
-    def trials_parquet_key(self, rating_id: str) -> str:
-        return self.rating_key(rating_id, "trials.parquet")
-
-    def telemetry_parquet_key(self, rating_id: str) -> str:
-        return self.rating_key(rating_id, "telemetry.parquet")
-
-    def load_curve_csv_key(self, rating_id: str) -> str:
-        return self.rating_key(rating_id, "load_curve.csv")
-
-    # a sweep (map_surface)
-    def surface_prefix(self, sweep_id: str) -> str:
-        return self.surface_key(sweep_id, "")
-
-    def sweep_plan_key(self, sweep_id: str) -> str:
-        return self.surface_key(sweep_id, "plan.json")
-
-    def sample_key(self, sweep_id: str, i: int) -> str:
-        return self.surface_key(sweep_id, f"samples/{i:03d}.json")
-
+    # -- listings of the layout's objects
     def sample_keys(self, sweep_id: str) -> list[str]:
         """The sweep's rated samples, in key order."""
-        return [k for k in self.list_keys(self.surface_key(sweep_id, "samples/")) if k.endswith(".json")]
-
-    def round_key(self, sweep_id: str, k: int) -> str:
-        return self.surface_key(sweep_id, f"rounds/{k:03d}.json")
+        return [
+            k for k in self.list_keys(self.surface_key(sweep_id, "samples/")) if k.endswith(".json")
+        ]
 
     def round_keys(self, sweep_id: str) -> list[str]:
         """The sweep's round decisions, in key order."""
-        return sorted(k for k in self.list_keys(self.surface_key(sweep_id, "rounds/")) if k.endswith(".json"))
-
-    def model_key(self, sweep_id: str) -> str:
-        return self.surface_key(sweep_id, "model.json")
-
-    def samples_parquet_key(self, sweep_id: str) -> str:
-        return self.surface_key(sweep_id, "samples.parquet")
-
-    def surface_plot_key(self, sweep_id: str, name: str) -> str:
-        return self.surface_key(sweep_id, f"plots/{name}")
-
-    def surface_report_key(self, sweep_id: str) -> str:
-        return self.surface_key(sweep_id, "report.html")
-
-    # a night (nightly_regression)
-    def nightly_prefix(self, night: str) -> str:
-        return self.nightly_key(night, "")
-
-    def night_config_key(self, night: str) -> str:
-        return self.nightly_key(night, "config.json")
-
-    def baseline_key(self, night: str, name: str) -> str:
-        return self.nightly_key(night, f"{name}.json")
+        return sorted(
+            k for k in self.list_keys(self.surface_key(sweep_id, "rounds/")) if k.endswith(".json")
+        )
 
     def baseline_nights(self, name: str) -> list[tuple[str, str]]:
         """(night, key) of every night that stored baseline `name`'s record, in key order."""
@@ -262,19 +171,6 @@ class Store(ABC):
             if len(parts) == 3 and parts[2] == f"{name}.json":
                 out.append((parts[1], key))
         return out
-
-    def verdicts_key(self, night: str) -> str:
-        return self.nightly_key(night, "verdicts.json")
-
-    def nightly_report_key(self, night: str) -> str:
-        return self.nightly_key(night, "report.html")
-
-    # a comparison (compare_ratings, workbench compare): B against A
-    def comparison_verdict_key(self, a: str, b: str) -> str:
-        return self.comparison_key(a, b, "verdict.json")
-
-    def comparison_report_key(self, a: str, b: str) -> str:
-        return self.comparison_key(a, b, "report.html")
 
     def put_trial(self, rating_id: str, n: int, record: Mapping[str, Any]) -> str:
         """Store trial n of a rating, once. Returns the key.
@@ -297,33 +193,40 @@ class Store(ABC):
             stored = json.loads(stored_bytes.decode("utf-8"))
         except ValueError as e:
             raise StoreError(f"{self.url(key)} is not valid JSON: {e}") from None
-        if encode_json(stored) == data:        # the same record, encoded by another version
+        if encode_json(stored) == data:  # the same record, encoded by another version
             return key
         if not isinstance(stored, dict):
             stored = {"(stored)": stored}
-        fields = sorted(k for k in set(stored) | set(new) if stored.get(k, MISSING) != new.get(k, MISSING))
-        msg = (f"trial {n} of {rating_id}: refused a second, different record for {self.url(key)} "
-               f"(differs in {', '.join(fields) or 'encoding'}); the stored record stands")
+        fields = sorted(
+            k for k in set(stored) | set(new) if stored.get(k, MISSING) != new.get(k, MISSING)
+        )
+        msg = (
+            f"trial {n} of {rating_id}: refused a second, different record for {self.url(key)} "
+            f"(differs in {', '.join(fields) or 'encoding'}); the stored record stands"
+        )
         log.error(msg)
         raise TrialConflict(msg, key, stored, new)
 
     def trials(self, rating_id: str) -> list[dict]:
         """The rating's trial records ordered by n."""
         prefix = self.trials_prefix(rating_id)
-        found = [(int(m.group(1)), k) for k in self.list_keys(prefix)
-                 if (m := _TRIAL.fullmatch(k[len(prefix):]))]
+        found = [
+            (int(m.group(1)), k)
+            for k in self.list_keys(prefix)
+            if (m := _TRIAL.fullmatch(k[len(prefix) :]))
+        ]
         return [self.get_json(k) for _, k in sorted(found)]
 
     def trials_df(self, rating_id: str, ops: bool = False):
         """One row per trial: the scalar fields (n, decision, mean_ms, ...), `raw` dropped.
 
         host_steal_pct is fstress's steal share of the load host's CPU time in the measured window
-        (the worst load host; None where unknown). timeseries is raw["timeseries"] (measure.timeseries,
-        the compact per-interval series) as a JSON string, outstanding_at_stop its backlog when sending
-        stopped (None for trials without a series), steady the trial's steady-state verdict
-        (stats.steady), drain_s the server's drain before the trial (TrialResult.drain_s; None when
-        not probed or recorded before the probe). With ops=True, per-operation scalars of
-        raw["ops"] become columns op_<op>_<field>."""
+        (the worst load host; None where unknown). timeseries is raw["timeseries"]
+        (measure.timeseries, the compact per-interval series) as a JSON string, outstanding_at_stop
+        its backlog when sending stopped (None for trials without a series), steady the trial's
+        steady-state verdict (stats.steady), drain_s the server's drain before the trial
+        (TrialResult.drain_s; None when not probed or recorded before the probe). With ops=True,
+        per-operation scalars of raw["ops"] become columns op_<op>_<field>."""
         import pandas as pd
 
         rows = []
@@ -339,8 +242,13 @@ class Store(ABC):
             raw_ops = raw.get("ops") or {}
             if ops:
                 for op, stats in sorted(raw_ops.items()):
-                    row.update({f"op_{op}_{f}": v for f, v in stats.items()
-                                if not isinstance(v, (dict, list)) and f != "histogram"})
+                    row.update(
+                        {
+                            f"op_{op}_{f}": v
+                            for f, v in stats.items()
+                            if not isinstance(v, (dict, list)) and f != "histogram"
+                        }
+                    )
             rows.append(row)
         df = pd.DataFrame(rows)
         first = [c for c in ("n", "decision") if c in df.columns]
@@ -358,7 +266,7 @@ class Store(ABC):
 
         rows = []
         for key in self.list_keys(prefix):
-            rest = key[len(prefix):].split("/")
+            rest = key[len(prefix) :].split("/")
             if len(rest) != 2 or rest[1] != "result.json":
                 continue
             rid = rest[0]
@@ -366,15 +274,28 @@ class Store(ABC):
             spec = self.get_json(f"{prefix}{rid}/spec.json", default={}) or {}
             lo, hi = (res.get("bracket") or [None, None])[:2]
             ci_lo, ci_hi = (res.get("peak_rate_ci") or [None, None])[:2]
-            row = {"rating_id": rid, "peak_rate": res.get("peak_rate"),
-                   "converged": res.get("converged"), "bracket_lo": lo, "bracket_hi": hi,
-                   "ci_lo": ci_lo, "ci_hi": ci_hi, "n_trials": res.get("n_trials"),
-                   "cost_s": res.get("cost_s"), "mean_ms_at_peak": res.get("mean_ms_at_peak"),
-                   "r_sat_ms": res.get("r_sat_ms"), "reason": res.get("reason"),
-                   "workload": spec.get("workload"), "workload_text": spec.get("workload_text") or "",
-                   "profile": spec.get("profile"),
-                   "server": server_key(spec.get("external"))}
-            for f, v in {**(spec.get("factors") or {}), **(spec.get("workload_factors") or {})}.items():
+            row = {
+                "rating_id": rid,
+                "peak_rate": res.get("peak_rate"),
+                "converged": res.get("converged"),
+                "bracket_lo": lo,
+                "bracket_hi": hi,
+                "ci_lo": ci_lo,
+                "ci_hi": ci_hi,
+                "n_trials": res.get("n_trials"),
+                "cost_s": res.get("cost_s"),
+                "mean_ms_at_peak": res.get("mean_ms_at_peak"),
+                "r_sat_ms": res.get("r_sat_ms"),
+                "reason": res.get("reason"),
+                "workload": spec.get("workload"),
+                "workload_text": spec.get("workload_text") or "",
+                "profile": spec.get("profile"),
+                "server": server_key(spec.get("external")),
+            }
+            for f, v in {
+                **(spec.get("factors") or {}),
+                **(spec.get("workload_factors") or {}),
+            }.items():
                 row.setdefault(f, v)
             rows.append(row)
         return pd.DataFrame(rows)

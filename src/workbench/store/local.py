@@ -6,6 +6,7 @@ in the same directory and are renamed into place, so a killed process never leav
 `create_bytes` hard-links the complete temporary file to the key instead, which fails if the key
 exists (an exclusive create: of two writers exactly one wins).
 """
+
 from __future__ import annotations
 
 import os
@@ -35,7 +36,8 @@ class LocalStore(Store):
         return str(self._path(key)) if key else str(self.root) + "/"
 
     def _staged(self, key: str, data: bytes) -> tuple[Path, str]:
-        """The object's path and a temporary file beside it that holds `data` (the caller moves it)."""
+        """The object's path and a temporary file beside it that holds `data` (the caller moves
+        it)."""
         path = self._path(key)
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
@@ -47,7 +49,9 @@ class LocalStore(Store):
             raise
         return path, tmp
 
-    def put_bytes(self, key: str, data: bytes, content_type: str = "application/octet-stream") -> str:
+    def put_bytes(
+        self, key: str, data: bytes, content_type: str = "application/octet-stream"
+    ) -> str:
         path, tmp = self._staged(key, data)
         try:
             os.replace(tmp, path)
@@ -56,10 +60,12 @@ class LocalStore(Store):
             raise
         return key
 
-    def create_bytes(self, key: str, data: bytes, content_type: str = "application/octet-stream") -> bool:
+    def create_bytes(
+        self, key: str, data: bytes, content_type: str = "application/octet-stream"
+    ) -> bool:
         path, tmp = self._staged(key, data)
         try:
-            os.link(tmp, path)          # atomic, and refuses an existing name (O_EXCL semantics)
+            os.link(tmp, path)  # atomic, and refuses an existing name (O_EXCL semantics)
             return True
         except FileExistsError:
             return False
@@ -80,8 +86,11 @@ class LocalStore(Store):
     def list_keys(self, prefix: str = "") -> list[str]:
         if not self.root.is_dir():
             return []
-        keys = (p.relative_to(self.root).as_posix() for p in self.root.rglob("*")
-                if p.is_file() and not p.name.startswith("."))
+        keys = (
+            p.relative_to(self.root).as_posix()
+            for p in self.root.rglob("*")
+            if p.is_file() and not p.name.startswith(".")
+        )
         return sorted(k for k in keys if k.startswith(prefix))
 
     def delete_prefix(self, prefix: str) -> int:
@@ -94,7 +103,8 @@ class LocalStore(Store):
 
 
 def rating_in_dir(path: str | Path) -> tuple[LocalStore, str] | None:
-    """(its store, the rating id) of an existing <results>/ratings/<rating id> directory, else None."""
+    """(its store, the rating id) of an existing <results>/ratings/<rating id> directory, else
+    None."""
     path = Path(path)
     if path.is_dir() and path.parent.name == "ratings":
         return LocalStore(path.parent.parent), path.name

@@ -1,6 +1,7 @@
 """The S3/MinIO backend of the results store: credentials from an Airflow connection, the
 environment or the local MinIO's env file; transient failures retried with backoff for a bounded
 time (WB_STORE_RETRY_S), other client errors turned into StoreError naming where."""
+
 from __future__ import annotations
 
 import io
@@ -10,111 +11,46 @@ import os
 import random
 import re
 import time
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
 from http.client import HTTPException
-from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any
 
 import urllib3
 from minio import Minio
 from minio.deleteobjects import DeleteObject
 from minio.error import InvalidResponseError, MinioException, S3Error, ServerError
+from minio.helpers import DictType
 
-from workbench.config.paths import MINIO_ENV_FILE
 from workbench.store.base import MISSING, NotFound, Store, StoreError, check_key
+from workbench.store.s3_config import S3Config
 
 _AUTH_CODES = {"InvalidAccessKeyId", "SignatureDoesNotMatch", "AccessDenied", "ExpiredToken"}
 _MISSING_CODES = {"NoSuchKey", "NoSuchBucket", "NoSuchObject"}
 # answers that mean "not now": throttling, an overloaded or (re)starting server
-_TRANSIENT_CODES = {"SlowDown", "SlowDownRead", "SlowDownWrite", "ServiceUnavailable", "InternalError",
-                    "RequestTimeout", "OperationTimedOut", "XMinioServerNotInitialized",
-                    "XMinioReadQuorum", "XMinioWriteQuorum"}
+_TRANSIENT_CODES = {
+    "SlowDown",
+    "SlowDownRead",
+    "SlowDownWrite",
+    "ServiceUnavailable",
+    "InternalError",
+    "RequestTimeout",
+    "OperationTimedOut",
+    "XMinioServerNotInitialized",
+    "XMinioReadQuorum",
+    "XMinioWriteQuorum",
+}
 
 RETRY_ENV = "WB_STORE_RETRY_S"
 DEFAULT_RETRY_S = 300.0
-BACKOFF_BASE_S = 0.5          # first wait ≤ 0.5 s, doubling ...
-BACKOFF_CAP_S = 8.0           # ... up to 8 s between attempts
+BACKOFF_BASE_S = 0.5  # first wait ≤ 0.5 s, doubling ...
+BACKOFF_CAP_S = 8.0  # ... up to 8 s between attempts
 
 log = logging.getLogger("workbench.store")
 
 
-def _truthy(v: Any) -> bool:
-    return str(v).strip().lower() in {"1", "true", "yes", "on"}
-
-
-@dataclass(frozen=True)
-class S3Config:
-    """Where the store lives: endpoint "host:port", credentials, bucket."""
-
-    endpoint: str
-    access_key: str
-    secret_key: str
-    bucket: str = "workbench"
-    secure: bool = False
-
-    def __repr__(self) -> str:  # keep the secret out of logs
-        return f"S3Config(endpoint={self.endpoint!r}, bucket={self.bucket!r}, secure={self.secure})"
-
-    @classmethod
-    def from_env(cls, env: Mapping[str, str] = os.environ) -> "S3Config":
-        """From WB_S3_ENDPOINT, WB_S3_ACCESS_KEY, WB_S3_SECRET_KEY [, WB_S3_BUCKET, WB_S3_SECURE]."""
-        need = ["WB_S3_ENDPOINT", "WB_S3_ACCESS_KEY", "WB_S3_SECRET_KEY"]
-        missing = [k for k in need if not env.get(k)]
-        if missing:
-            raise StoreError(f"results store not configured: {', '.join(missing)} not set")
-        return cls(endpoint=env["WB_S3_ENDPOINT"], access_key=env["WB_S3_ACCESS_KEY"],
-                   secret_key=env["WB_S3_SECRET_KEY"], bucket=env.get("WB_S3_BUCKET") or "workbench",
-                   secure=_truthy(env.get("WB_S3_SECURE", "")))
-
-    @classmethod
-    def from_env_file(cls, path: str | Path = MINIO_ENV_FILE) -> "S3Config":
-        """From a KEY=VALUE file as written by scripts/minio.sh."""
-        try:
-            text = Path(path).read_text()
-        except OSError as e:
-            raise StoreError(f"cannot read the MinIO env file {path}: {e.strerror}") from None
-        env = dict(line.split("=", 1) for line in text.splitlines() if "=" in line)
-        return cls.from_env({k.strip().removeprefix("export "): v.strip() for k, v in env.items()})
-
-    @classmethod
-    def from_airflow(cls, conn_id: str = "workbench_s3") -> "S3Config":
-        """From an Airflow connection (host, port, login, password, extra {bucket, secure})."""
-        try:
-            try:
-                from airflow.sdk import BaseHook
-            except ImportError:
-                from airflow.hooks.base import BaseHook
-            conn = BaseHook.get_connection(conn_id)
-        except Exception as e:  # not installed, not defined, no metadata DB ...
-            raise StoreError(f"Airflow connection {conn_id!r} unavailable: {e}") from None
-        extra = conn.extra_dejson or {}
-        host = re.sub(r"^https?://", "", conn.host or "").rstrip("/")
-        if not host or not conn.login or not conn.password:
-            raise StoreError(f"Airflow connection {conn_id!r} needs host, login and password")
-        secure = _truthy(extra.get("secure", False))
-        return cls(endpoint=f"{host}:{conn.port}" if conn.port else host, access_key=conn.login,
-                   secret_key=conn.password, bucket=extra.get("bucket") or "workbench", secure=secure)
-
-    @classmethod
-    def resolve(cls, conn_id: str | None = "workbench_s3", env: Mapping[str, str] = os.environ,
-                env_file: str | Path = MINIO_ENV_FILE) -> "S3Config":
-        """The Airflow connection if defined, else WB_S3_* from env, else the local MinIO's env file.
-
-        conn_id=None skips Airflow (importing it fixes AIRFLOW_HOME for the process)."""
-        errors = []
-        sources = [lambda: cls.from_env(env), lambda: cls.from_env_file(env_file)]
-        if conn_id is not None:
-            sources.insert(0, lambda: cls.from_airflow(conn_id))
-        for source in sources:
-            try:
-                return source()
-            except StoreError as e:
-                errors.append(str(e))
-        raise StoreError("no results store configured (run scripts/minio.sh up): " + "; ".join(errors))
-
-
 def retry_budget_s(env: Mapping[str, str] = os.environ) -> float:
-    """Seconds a store operation keeps retrying transient failures: WB_STORE_RETRY_S (default 300)."""
+    """Seconds a store operation keeps retrying transient failures: WB_STORE_RETRY_S (default
+    300)."""
     raw = (env.get(RETRY_ENV) or "").strip()
     if not raw:
         return DEFAULT_RETRY_S
@@ -138,13 +74,21 @@ def transient(e: BaseException) -> bool:
         return e.code in _TRANSIENT_CODES or status >= 500 or status == 429
     if isinstance(e, ServerError):
         return e.status_code >= 500 or e.status_code == 429
-    if isinstance(e, InvalidResponseError):            # a non-XML answer, e.g. a proxy's 502 page
+    if isinstance(e, InvalidResponseError):  # a non-XML answer, e.g. a proxy's 502 page
         status = int(getattr(e, "_code", 0) or 0)
         return status >= 500 or status == 429
-    if isinstance(e, (urllib3.exceptions.SSLError, urllib3.exceptions.LocationValueError,
-                      urllib3.exceptions.ProxySchemeUnknown)):
+    if isinstance(
+        e,
+        (
+            urllib3.exceptions.SSLError,
+            urllib3.exceptions.LocationValueError,
+            urllib3.exceptions.ProxySchemeUnknown,
+        ),
+    ):
         return False
-    return isinstance(e, (urllib3.exceptions.HTTPError, ConnectionError, TimeoutError, HTTPException))
+    return isinstance(
+        e, (urllib3.exceptions.HTTPError, ConnectionError, TimeoutError, HTTPException)
+    )
 
 
 def _brief(e: BaseException) -> str:
@@ -169,9 +113,16 @@ class ResultsStore(Store):
     retries (``retries=False``): one attempt here is one HTTP request, so the waits do not multiply.
     """
 
-    def __init__(self, config: S3Config, *, timeout_s: float = 10, retry_s: float | None = None,
-                 sleep: Callable[[float], None] = time.sleep,
-                 clock: Callable[[], float] = time.monotonic, rng: random.Random | None = None):
+    def __init__(
+        self,
+        config: S3Config,
+        *,
+        timeout_s: float = 10,
+        retry_s: float | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+        clock: Callable[[], float] = time.monotonic,
+        rng: random.Random | None = None,
+    ):
         self.config = config
         self.retry_s = retry_budget_s() if retry_s is None else float(retry_s)
         if not (math.isfinite(self.retry_s) and self.retry_s >= 0):
@@ -179,11 +130,17 @@ class ResultsStore(Store):
         self._sleep, self._clock, self._rng = sleep, clock, rng or random.Random()
         http = urllib3.PoolManager(
             timeout=urllib3.Timeout(connect=min(3.0, timeout_s), read=timeout_s),
-            retries=False,           # no hidden retries: ours are bounded, logged and counted
-            maxsize=8)
-        self._client = Minio(config.endpoint, access_key=config.access_key,
-                             secret_key=config.secret_key, secure=config.secure,
-                             region="us-east-1", http_client=http)
+            retries=False,  # no hidden retries: ours are bounded, logged and counted
+            maxsize=8,
+        )
+        self._client = Minio(
+            config.endpoint,
+            access_key=config.access_key,
+            secret_key=config.secret_key,
+            secure=config.secure,
+            region="us-east-1",
+            http_client=http,
+        )
 
     @property
     def bucket(self) -> str:
@@ -199,7 +156,9 @@ class ResultsStore(Store):
             if e.code in _MISSING_CODES:
                 return NotFound(f"{what}: {e.code} at {self._where()}")
             if e.code in _AUTH_CODES:
-                return StoreError(f"{what}: {self._where()} rejected the credentials ({e.code}: {e.message})")
+                return StoreError(
+                    f"{what}: {self._where()} rejected the credentials ({e.code}: {e.message})"
+                )
             return StoreError(f"{what}: {self._where()} answered {e.code}: {e.message}")
         return StoreError(f"{what}: cannot reach or use {self._where()}: {_brief(e)}")
 
@@ -222,15 +181,25 @@ class ResultsStore(Store):
                 spent = self._clock() - start
                 left = self.retry_s - spent
                 if left <= 0:
-                    raise StoreError(f"{what}: {self._where()} still failing after {attempt} attempt(s) in "
-                                     f"{spent:.1f} s ({RETRY_ENV}={self.retry_s:g} s): {_brief(e)}") from None
+                    raise StoreError(
+                        f"{what}: {self._where()} still failing after {attempt} attempt(s) in "
+                        f"{spent:.1f} s ({RETRY_ENV}={self.retry_s:g} s): {_brief(e)}"
+                    ) from None
                 pause = min(left, self._backoff_s(attempt))
-                log.warning("store retry: %s at %s: attempt %d failed (%s); next in %.1f s, %.0f s left",
-                            what, self._where(), attempt, _brief(e), pause, left)
+                log.warning(
+                    "store retry: %s at %s: attempt %d failed (%s); next in %.1f s, %.0f s left",
+                    what,
+                    self._where(),
+                    attempt,
+                    _brief(e),
+                    pause,
+                    left,
+                )
                 self._sleep(pause)
 
     def ensure_bucket(self) -> None:
         """Create the bucket if it does not exist."""
+
         def make() -> None:
             if not self._client.bucket_exists(self.bucket):
                 try:
@@ -238,6 +207,7 @@ class ResultsStore(Store):
                 except S3Error as e:
                     if e.code not in {"BucketAlreadyOwnedByYou", "BucketAlreadyExists"}:
                         raise
+
         self._run("ensure bucket", make)
 
     def url(self, key: str) -> str:
@@ -252,32 +222,42 @@ class ResultsStore(Store):
             self.ensure_bucket()
             return self._run(what, fn)
 
-    def put_bytes(self, key: str, data: bytes, content_type: str = "application/octet-stream") -> str:
+    def put_bytes(
+        self, key: str, data: bytes, content_type: str = "application/octet-stream"
+    ) -> str:
         """Write (or overwrite) one object; creates the bucket on first need. Returns the key."""
         check_key(key)
-        self._bucket_once(f"put {key}", lambda: self._client.put_object(
-            self.bucket, key, io.BytesIO(data), len(data), content_type=content_type))
+        self._bucket_once(
+            f"put {key}",
+            lambda: self._client.put_object(
+                self.bucket, key, io.BytesIO(data), len(data), content_type=content_type
+            ),
+        )
         return key
 
-    def create_bytes(self, key: str, data: bytes, content_type: str = "application/octet-stream") -> bool:
+    def create_bytes(
+        self, key: str, data: bytes, content_type: str = "application/octet-stream"
+    ) -> bool:
         """A conditional PUT (``If-None-Match: *``): S3 and MinIO answer 412 PreconditionFailed when
         the key exists. A retry after an attempt whose answer was lost sees 412 too: the caller
         compares contents (Store.put_trial)."""
         check_key(key)
-        headers = {"Content-Type": content_type, "If-None-Match": "*"}
+        headers: DictType = {"Content-Type": content_type, "If-None-Match": "*"}
 
         def put() -> bool:
-            try:   # _put_object: put_object would send If-None-Match as user metadata (x-amz-meta-*)
+            try:  # _put_object: put_object would send If-None-Match as user metadata (x-amz-meta-*)
                 self._client._put_object(self.bucket, key, data, headers=headers)
                 return True
             except S3Error as e:
                 if e.code == "PreconditionFailed":
                     return False
                 raise
+
         return self._bucket_once(f"create {key}", put)
 
     def get_bytes(self, key: str, default: Any = MISSING) -> bytes:
         """The object's content; NotFound (a KeyError) if absent and no default is given."""
+
         def get() -> bytes:
             resp = self._client.get_object(self.bucket, key)
             try:
@@ -285,6 +265,7 @@ class ResultsStore(Store):
             finally:
                 resp.close()
                 resp.release_conn()
+
         try:
             return self._run(f"get {key}", get)
         except NotFound:
@@ -302,8 +283,13 @@ class ResultsStore(Store):
     def list_keys(self, prefix: str = "") -> list[str]:
         """All keys under `prefix`, sorted ([] when the bucket does not exist yet)."""
         try:
-            return self._run(f"list {prefix}", lambda: sorted(
-                o.object_name for o in self._client.list_objects(self.bucket, prefix=prefix, recursive=True)))
+            return self._run(
+                f"list {prefix}",
+                lambda: sorted(
+                    o.object_name
+                    for o in self._client.list_objects(self.bucket, prefix=prefix, recursive=True)
+                ),
+            )
         except NotFound:
             return []
 
@@ -312,18 +298,22 @@ class ResultsStore(Store):
         if not prefix:
             raise ValueError("delete_prefix needs a non-empty prefix")
         keys = self.list_keys(prefix)
-        errors = self._run(f"delete {prefix}", lambda: list(
-            self._client.remove_objects(self.bucket, (DeleteObject(k) for k in keys))))
+        errors = self._run(
+            f"delete {prefix}",
+            lambda: list(self._client.remove_objects(self.bucket, (DeleteObject(k) for k in keys))),
+        )
         if errors:
-            raise StoreError(f"delete {prefix}: {len(errors)} objects not deleted at {self._where()}: "
-                             f"{errors[0]}")
+            raise StoreError(
+                f"delete {prefix}: {len(errors)} objects not deleted at {self._where()}: "
+                f"{errors[0]}"
+            )
         return len(keys)
 
 
 def open_store() -> ResultsStore:
     """The results store: Airflow connection `workbench_s3`, else WB_S3_*, else the local MinIO."""
     store = ResultsStore(S3Config.resolve())
-    store.ensure_bucket()          # fails fast, naming endpoint and bucket, when MinIO is down
+    store.ensure_bucket()  # fails fast, naming endpoint and bucket, when MinIO is down
     return store
 
 

@@ -268,7 +268,8 @@ def test_samples_run_at_once_on_two_workers_and_a_killed_one_s_resumes_each_tria
 
 def test_prometheus_serves_the_live_view(stack):
     """`up` started Prometheus and the node exporter (supervised, in `status`): Prometheus is ready,
-    scrapes the slots' live endpoints and the node exporter, and has the rules of monitoring/prometheus/."""
+    scrapes the slots' live endpoints, their fstress agents' and the node exporter, and has the rules
+    of monitoring/prometheus/."""
     st, _ = stack
     status = st.script("status")
     env = dict(line.split("=", 1) for line in (st.home / "env").read_text().splitlines())
@@ -278,7 +279,9 @@ def test_prometheus_serves_the_live_view(stack):
     with urllib.request.urlopen(f"{base}/-/ready", timeout=10) as r:
         assert r.status == 200
     targets = json.load(urllib.request.urlopen(f"{base}/api/v1/targets", timeout=10))["data"]["activeTargets"]
-    assert {t["labels"]["job"] for t in targets} == {"workbench", "node"}, targets
+    assert {t["labels"]["job"] for t in targets} == {"workbench", "fstress", "node"}, targets
+    agent_urls = {t["scrapeUrl"] for t in targets if t["labels"]["job"] == "fstress"}
+    assert f"http://127.0.0.1:{int(env.get('WB_METRICS_PORT_BASE', 9650)) + 11}/metrics" in agent_urls, agent_urls
     node, = [t for t in targets if t["labels"]["job"] == "node"]
     assert node["scrapeUrl"] == f"http://127.0.0.1:{env['WB_NODE_PORT']}/metrics"
     rules = json.load(urllib.request.urlopen(f"{base}/api/v1/rules", timeout=10))["data"]["groups"]

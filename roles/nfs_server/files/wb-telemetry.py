@@ -383,7 +383,9 @@ class RecvQueue:
                         break
 
     def figures(self, pid):
-        if pid != self.pid:
+        if pid != self.pid:          # a new Ganesha: its connections and counts start afresh
+            if self.pidfd is not None:
+                os.close(self.pidfd)
             self.__init__(self.port, pid)
         if self.pidfd is None or LIBC is None:
             return None

@@ -152,3 +152,28 @@ def test_the_sampler_reads_the_receive_queue_of_a_real_connection(tmp_path):
     finally:
         server.kill()
         server.wait()
+
+
+def test_the_sampler_finds_a_connection_made_after_its_first_look(tmp_path):
+    """Ganesha listens on a dual-stack TCP6 socket and the trial's connections arrive after the
+    sampler started: only the namespace's TCP6 counts change, and the sampler must look again."""
+    import socket
+    server = subprocess.Popen([sys.executable, "-c", "import socket, sys\n"
+                               "s = socket.create_server(('::', 0), family=socket.AF_INET6, dualstack_ipv6=True)\n"
+                               "print(s.getsockname()[1], flush=True)\nc, _ = s.accept()\nprint('ok', flush=True)\n"
+                               "sys.stdin.read()"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        port = int(server.stdout.readline())
+        queue = _script().RecvQueue(port)
+        assert queue.figures(server.pid)["n"] == 0          # listening, nothing connected yet
+        client = socket.create_connection(("::1", port), timeout=5)     # a TCP6 socket too
+        assert server.stdout.readline().strip() == "ok"
+        client.sendall(b"x" * 500)
+        deadline = time.monotonic() + 10
+        while (seen := queue.figures(server.pid))["rx_b"] < 500 and time.monotonic() < deadline:
+            queue.poll()                                     # the bytes may still be on their way
+        assert seen["n"] == 1 and seen["rx_b"] == 500, seen
+        client.close()
+    finally:
+        server.kill()
+        server.wait()

@@ -356,10 +356,11 @@ class RecvQueue:
 
     def _find(self):
         """Ganesha's established connections on the NFS port (inodes) mapped to its descriptors: read
-        again only when its namespace's TCP socket count changed or one of them went (reading
+        again only when its namespace's TCP or TCP6 socket counts changed or one of them went (reading
         /proc/PID/net/tcp6 walks every socket of the host: about 1 ms)."""
-        sockstat = [line.split()[:7] for line in (read("/proc/%d/net/sockstat" % self.pid) or "").splitlines()
-                    if line.startswith("TCP:")]       # inuse, orphan, tw, alloc: not mem
+        sockstat = [line.split()[:7] for name in ("sockstat", "sockstat6")     # Ganesha's are TCP6 sockets
+                    for line in (read("/proc/%d/net/%s" % (self.pid, name)) or "").splitlines()
+                    if line.startswith(("TCP:", "TCP6:"))]   # inuse (orphan, tw, alloc): not mem
         if sockstat == self._sockstat and not self.lost:
             return
         self._sockstat, self.lost = sockstat, False

@@ -16,7 +16,8 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-sys.path[:0] = [str(REPO / "src")]
+# the script's own folder off the path: bench/bottleneck.py would shadow the package pandas imports
+sys.path[:] = [str(REPO / "src")] + [p for p in sys.path if Path(p or ".").resolve() != REPO / "bench"]
 
 from workbench.pipeline import sweep  # noqa: E402
 from workbench.store.local import LocalStore  # noqa: E402

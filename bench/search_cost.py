@@ -38,7 +38,8 @@ from workbench.planning.design import FactorSpace, Numeric  # noqa: E402
 from workbench.planning.doptimal import d_optimal  # noqa: E402
 from workbench.controller.spec import RatingSpec  # noqa: E402
 from workbench.controller.decide import find_peak  # noqa: E402
-from workbench.measure.simulated import SimulatedServer, surface_grid  # noqa: E402
+from workbench.measure.factor_model import surface_grid  # noqa: E402
+from workbench.measure.simulated import SimulatedServer  # noqa: E402
 from workbench.planning.dryrun import plan  # noqa: E402
 
 FAMILIES = ("db", "web", "mail")

@@ -30,9 +30,11 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO / "src"))
+# the script's own folder off the path: bench/bottleneck.py would shadow the package pandas imports
+sys.path[:] = [str(REPO / "src")] + [p for p in sys.path if Path(p or ".").resolve() != REPO / "bench"]
 from workbench import cli  # noqa: E402
-from workbench.lease.leases import holding, lease_slot  # noqa: E402
+from workbench.lease.heartbeat import holding  # noqa: E402
+from workbench.lease.leases import lease_slot  # noqa: E402
 from workbench.pipeline.slot import harness_for, reap_slots, teardown  # noqa: E402
 from workbench.pipeline.steps import deploy, provision  # noqa: E402
 from workbench.store.local import LocalStore  # noqa: E402

@@ -22,6 +22,8 @@ mean S, the receive-queue estimate Q, NULL round trip N, send lag L) beside W an
   Q error     (Q − (W − S)) / C   what the receive-queue estimate adds beyond it
   oracle gap  (W + N + L − C) / C   the three-part sum with the server part measured on the wire
   client stack (C − L − R) / C   fstress's time outside the wire (its send and receive paths)
+  ideal gap   (W + (RN − WN) + L − C) / C   each part measured at its best: the server on the wire,
+                            the network as the NULLs' wire round trip less their server residence
 
 Runs as root; the captures cost CPU beside the server (niced, kernel timestamps: their delay does
 not move a time, only their drop count, printed). Nothing else should run beside it.
@@ -115,7 +117,9 @@ def row(split: dict, wire: dict) -> dict:
     return {"C": c, "S": s, "Q": q, "N": n, "L": lag, **wire,
             "unreported_pct": 100 * (w - s) / c, "q_error_pct": 100 * (q - (w - s)) / c,
             "oracle_gap_pct": 100 * (w + n + lag - c) / c,
-            "product_gap_pct": split["gap_pct"], "client_stack_pct": 100 * (c - lag - wire["R"]) / c}
+            "product_gap_pct": split["gap_pct"], "client_stack_pct": 100 * (c - lag - wire["R"]) / c,
+            **({"ideal_gap_pct": 100 * (w + wire["RN"] - wire["WN"] + lag - c) / c}
+               if wire.get("RN") is not None else {})}
 
 
 def analyse(load: float, n: int, valid: bool, reason: str, raw: dict, caps: list[dict]) -> dict:
@@ -165,7 +169,7 @@ def run(a, plan, out: Path) -> list[dict]:
 
 def table(rows: list[dict]) -> None:
     cols = ("C", "S", "Q", "N", "L", "W", "R", "WN", "RN", "unreported_pct", "q_error_pct",
-            "oracle_gap_pct", "product_gap_pct", "client_stack_pct")
+            "oracle_gap_pct", "product_gap_pct", "client_stack_pct", "ideal_gap_pct")
     print("\nload    " + " ".join(f"{c[:10]:>10}" for c in cols) + "  (ms; % of C; median of trials)")
     for load in sorted({r["load"] for r in rows}):
         rs = [r for r in rows if r["load"] == load and "C" in r and r["valid"]]

@@ -84,3 +84,15 @@ def test_the_network_part_is_the_median_null_round_trip():
     raw = _raw(rtt=0.3)
     raw["null_rtt_ms"]["p50"] = 0.2
     assert trial_split(raw)["network_ms"] == pytest.approx(0.2)
+
+
+def test_the_network_part_is_the_tcp_minimum_round_trip_when_the_sampler_read_one():
+    """The NULL round trip holds the server's RPC layer waking on an idle connection; the kernel's TCP
+    minimum round trip of the NFS connections does not, and wins when present (the least of the
+    server hosts'): 1.225 + 0.05 + 0.03 + 0.1 = 1.405 of 1.625."""
+    raw = _raw(rtt=0.2)
+    raw["telemetry"]["hosts"]["sut1"]["rpc_queue"]["min_rtt_ms"] = 0.03
+    raw["telemetry"]["hosts"]["sut2"] = {"rpc_queue": {"wait_ms": 0.05, "mean_bytes": 1.0, "rx_bytes": 1.0,
+                                                       "min_rtt_ms": 0.04}}
+    s = trial_split(raw)
+    assert s["network_ms"] == pytest.approx(0.03) and s["parts_ms"] == pytest.approx(1.405)

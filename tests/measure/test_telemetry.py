@@ -141,7 +141,7 @@ def test_the_sampler_reads_the_receive_queue_of_a_real_connection(tmp_path):
         deadline = time.monotonic() + 10
         while (first := queue.figures(server.pid)) and first["n"] == 0 and time.monotonic() < deadline:
             queue.__init__(port)          # the bytes may still be on their way to the socket
-        assert first == {"q_Bs": 0.0, "rx_b": 1000, "n": 1}, first
+        assert first.pop("min_rtt_us") > 0 and first == {"q_Bs": 0.0, "rx_b": 1000, "n": 1}, first
         t_first = queue._last[0]
         for _ in range(20):
             queue.poll()
@@ -173,6 +173,7 @@ def test_the_sampler_finds_a_connection_made_after_its_first_look(tmp_path):
         while (seen := queue.figures(server.pid))["rx_b"] < 500 and time.monotonic() < deadline:
             queue.poll()                                     # the bytes may still be on their way
         assert seen["n"] == 1 and seen["rx_b"] == 500, seen
+        assert 0 < seen["min_rtt_us"] < 1_000_000, seen          # the handshake gave an RTT sample
         client.close()
     finally:
         server.kill()

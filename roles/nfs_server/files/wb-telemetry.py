@@ -22,7 +22,9 @@ from the server's own process and cgroups, so several servers on one host stay a
   rpcq     the receive queue of Ganesha's NFS connections (bytes the kernel holds that Ganesha has not
            read yet, read every QUEUE_GAP_S between lines: RecvQueue) as its integral over time "q_Bs"
            (byte-seconds), the payload bytes they received "rx_b" and the connections "n": the wait
-           before Ganesha takes a request is Δq_Bs / Δrx_b by Little's law
+           before Ganesha takes a request is Δq_Bs / Δrx_b by Little's law; and "min_rtt_us", the
+           least of the connections' TCP minimum round trips (tcpi_min_rtt: the kernel's, from ACK
+           timing, no server or client work in it): the network's own round trip
 A counter that cannot be read is left out of the line, never guessed. Standard library only: this
 file runs on any server host Ansible manages (python3).
 """
@@ -39,7 +41,9 @@ import sys
 import time
 
 CGROOT = "/sys/fs/cgroup"
-SYS_PIDFD_GETFD, SIOCINQ, TCPI_BYTES_RECEIVED = 438, 0x541B, 128   # x86-64 and arm64; linux/tcp.h struct tcp_info
+SYS_PIDFD_GETFD, SIOCINQ = 438, 0x541B                  # x86-64 and arm64
+TCPI_BYTES_RECEIVED, TCPI_MIN_RTT = 128, 148            # offsets in linux/tcp.h struct tcp_info
+NO_RTT = 0xFFFFFFFF                                     # tcpi_min_rtt before the first RTT sample
 try:
     LIBC = ctypes.CDLL(None, use_errno=True)
 except OSError:
@@ -309,7 +313,7 @@ class RecvQueue:
         self._received = {}          # inode -> its tcpi_bytes_received at the last line
         self._last = None            # (time, queued bytes) of the last poll
         self._sockstat, self.lost = None, True    # the namespace's TCP counts; a connection gone since _find
-        self.pidfd = None
+        self.pidfd, self.min_rtt_us = None, None
         if pid is not None:
             try:
                 self.pidfd = os.pidfd_open(pid)
@@ -328,7 +332,7 @@ class RecvQueue:
 
     def poll(self, with_bytes=False):
         """Add the queue since the last poll (its value then × the time since: a left Riemann sum)."""
-        queued, now, received = 0, time.time(), {}
+        queued, now, received, rtts = 0, time.time(), {}, []
         for inode, number in list(self.fds.items()):
             fd = self._copy(number, inode)
             if fd is None:
@@ -342,6 +346,7 @@ class RecvQueue:
                     info = s.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 256)
                     s.detach()
                     received[inode] = struct.unpack_from("Q", info, TCPI_BYTES_RECEIVED)[0]
+                    rtts.append(struct.unpack_from("I", info, TCPI_MIN_RTT)[0])
             except OSError:
                 pass
             finally:
@@ -353,6 +358,7 @@ class RecvQueue:
             self.rx_b += n - self._received.get(inode, 0) if n >= self._received.get(inode, 0) else n
         if with_bytes:
             self._received = received
+            self.min_rtt_us = min((r for r in rtts if r != NO_RTT), default=None)
 
     def _find(self):
         """Ganesha's established connections on the NFS port (inodes) mapped to its descriptors: read
@@ -392,7 +398,10 @@ class RecvQueue:
             return None
         self._find()
         self.poll(with_bytes=True)
-        return {"q_Bs": self.q_bs, "rx_b": self.rx_b, "n": len(self.fds)}
+        out = {"q_Bs": self.q_bs, "rx_b": self.rx_b, "n": len(self.fds)}
+        if self.min_rtt_us is not None:
+            out["min_rtt_us"] = self.min_rtt_us
+        return out
 
 
 def sample(state, readers):

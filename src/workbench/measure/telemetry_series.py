@@ -17,11 +17,14 @@ Series (one value per interval between two samples, named with their units):
   server_rpc_queue_bytes, server_rpc_wait_ms   the bytes its NFS connections held unread (time mean)
                           and the wait before it read them: queue / bytes received per second
 and, over the whole window, `server_ops`: per NFS version and operation Ganesha's count and mean ms,
-and `rpc_queue`: the receive queue's wait over the window {"wait_ms", "mean_bytes", "rx_bytes"}.
+and `rpc_queue`: the receive queue's wait over the window {"wait_ms", "mean_bytes", "rx_bytes"}
+and the network's own round trip "min_rtt_ms" (the connections' TCP minimum round trip) when the
+sampler read it.
 """
 
 from __future__ import annotations
 
+import statistics
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -216,10 +219,15 @@ def server_ops(
 def rpc_queue(
     samples: Sequence[Mapping[str, Any]], t0: float, t1: float
 ) -> dict[str, float] | None:
-    """The receive queue over the window: Little's law on the window's sums (as `_queue`)."""
+    """The receive queue over the window: Little's law on the window's sums (as `_queue`); and
+    "min_rtt_ms", the median over the window's samples of the connections' least TCP minimum round
+    trip (the network's own, when the sampler read one)."""
     q_bs = rx_b = span_s = 0.0
+    rtts_us = []
     for a, b, dt in _pairs(samples, t0, t1):
         qa, qb = a.get("rpcq") or {}, b.get("rpcq") or {}
+        if isinstance(qb.get("min_rtt_us"), (int, float)):
+            rtts_us.append(float(qb["min_rtt_us"]))
         if all(isinstance(x.get(k), (int, float)) for x in (qa, qb) for k in ("q_Bs", "rx_b")):
             q_bs, rx_b, span_s = (
                 q_bs + qb["q_Bs"] - qa["q_Bs"],
@@ -228,7 +236,10 @@ def rpc_queue(
             )
     if rx_b <= 0:
         return None
-    return {"wait_ms": 1000.0 * q_bs / rx_b, "mean_bytes": q_bs / span_s, "rx_bytes": rx_b}
+    out = {"wait_ms": 1000.0 * q_bs / rx_b, "mean_bytes": q_bs / span_s, "rx_bytes": rx_b}
+    if rtts_us:
+        out["min_rtt_ms"] = statistics.median(rtts_us) / 1000.0
+    return out
 
 
 def summary(samples: Sequence[Mapping[str, Any]], t0: float, t1: float) -> dict[str, Any] | None:

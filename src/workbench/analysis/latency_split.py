@@ -18,9 +18,9 @@ figure rather than restating it (issue 50):
                Without it (a result stored before it, an external filer) the median round trip
                of the NULL calls fstress sends beside the trial on a connection of its own
                (raw["null_rtt_ms"]): that one also holds the server's RPC layer waking for a
-               call on an idle connection — on the default 84–90 % of it, 0.13–0.20 ms of a
-               0.16–0.22 ms NULL at 200–800 ops/s, measured on the wire by
-               bench/split_floor.py — which the server parts already count for the calls
+               call on an idle connection — on the default 82–99 % of it at 100–4000 ops/s,
+               measured on the wire by bench/split_floor.py — which the server parts already
+               count for the calls
   queueing_ms  the client's own queueing: the mean send lag, actual − intended send time
                (raw["send_lag_ms"])
 

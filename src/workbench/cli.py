@@ -50,6 +50,7 @@ from workbench.cli_args import (
     compare_parser,
     one_line,
     option_strings,
+    pack_levels,
     plan_parser,
     r_sat_goals,
     rate_parser,
@@ -102,6 +103,8 @@ def build_plan(args: argparse.Namespace, rating_id: str):
     params.update({k: getattr(args, k) for k in EXTERNAL_PARAMS})
     params.update(r_sat_goals(args.r_sat_ms))
     params["load_hosts"] = args.load_hosts
+    params["factor_pack"] = args.factor_pack
+    params["pack_factors"] = pack_levels(args.pack_factors) or None
     params.update({name: getattr(args, name, None) for name in tenants.params_schema()})
     if args.seed_load is not None:
         params["seed_source"] = "load"

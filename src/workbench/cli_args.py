@@ -104,6 +104,7 @@ def rate_parser(sub: Any) -> None:
         help='taskset CPU list for fstress (default: the inventory\'s; local "1", real hosts none)',
     )
     _external_flags(r)
+    _pack_flags(r)
     r.add_argument("--check", action="store_true", help="check every input, touch no host, exit")
     r.add_argument(
         "--no-teardown", action="store_true", help="leave the slot provisioned (and leased)"
@@ -132,6 +133,39 @@ def _external_flags(r: argparse.ArgumentParser) -> None:
         ext.add_argument(
             "--" + name.replace("_", "-"), type=int if name.endswith("_port") else str, help=text
         )
+
+
+def _pack_flags(r: argparse.ArgumentParser) -> None:
+    pack = r.add_argument_group(
+        "factor pack (a filer's knobs as factors, declared in a YAML file: README, Factor packs)"
+    )
+    pack.add_argument(
+        "--factors",
+        dest="factor_pack",
+        metavar="FILE",
+        help="the factor pack: its factors and the Ansible tasks that apply their levels",
+    )
+    pack.add_argument(
+        "--set",
+        dest="pack_factors",
+        metavar="NAME=VALUE",
+        action="append",
+        default=[],
+        help="a level of one of the pack's factors (repeat for more), e.g. --set nb_worker=64",
+    )
+
+
+def pack_levels(items: list[str]) -> dict[str, str]:
+    """--set NAME=VALUE ... → {NAME: "VALUE"} (the pack converts each to its factor's type)."""
+    out: dict[str, str] = {}
+    for item in items:
+        name, eq, value = item.partition("=")
+        if not eq or not name.strip():
+            raise UsageError(f"--set: {item!r} is not NAME=VALUE, e.g. --set nb_worker=64")
+        if name.strip() in out:
+            raise UsageError(f"--set: {name.strip()} is given twice")
+        out[name.strip()] = value.strip()
+    return out
 
 
 def plan_parser(sub: Any) -> None:

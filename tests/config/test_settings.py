@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from workbench import cli
-from workbench.config import external, factors, settings, tenants, workloads
+from workbench.config import external, factor_pack, factors, settings, tenants, workloads
 from workbench.config.settings import Bounds, bounds_of, check_settings, param_schema, setting
 from workbench.controller.parts import Budget, Goals, Search
 from workbench.controller.policy import POLICY_CLASSES
@@ -51,7 +51,7 @@ def test_every_param_is_declared_by_exactly_one_table():
     tables = {"spec": {n for n, b in SPEC_SETTINGS.items() if b.form is not None},
               "server factors": set(factors.params_schema()), "workload factors": set(workloads.params_schema()),
               "tenant B": set(tenants.params_schema()), "external server": set(external.EXTERNAL_PARAMS),
-              "plan": PLAN_WORDS}
+              "factor pack": set(factor_pack.params_schema()), "plan": PLAN_WORDS}
     owners = {}
     for table, names in tables.items():
         for n in names:

@@ -25,6 +25,7 @@ from workbench.config.profiles import PROFILES, with_policy
 from workbench.config.untrusted import MAX_RATING_ID, UNSAFE_ID_CHARS
 from workbench.config.vocabulary import CANNED_WORKLOADS, MAX_TRIAL_TASKS
 from workbench.controller.spec import RatingSpec
+from workbench.params.pack import split_pack_params
 from workbench.params.request import LoadRequest, RatingRequest, ServerRequest
 from workbench.params.schema import (
     FACTOR_PARAMS,
@@ -95,6 +96,8 @@ class RatingPlan:
     load_hosts: int = 0  # the slot's first N load hosts share the load (0 = all)
     background: dict[str, Any] = field(default_factory=dict)  # tenant B (config.tenants); {} = none
     lease_token: int = 0  # fencing token of the slot's lease (lease.leases); 0 = not leased
+    factor_pack: dict[str, Any] = field(default_factory=dict)  # FactorPack.to_dict(); {} = none
+    pack_factors: dict[str, Any] = field(default_factory=dict)  # the pack's levels chosen
 
     def rating_spec(self) -> RatingSpec:
         return RatingSpec.from_dict(self.spec)
@@ -104,7 +107,12 @@ class RatingPlan:
         load (the harness's)."""
         return RatingRequest.of(
             self.rating_spec(),
-            ServerRequest(dict(self.factors), dict(self.external)),
+            ServerRequest(
+                dict(self.factors),
+                dict(self.external),
+                dict(self.factor_pack),
+                dict(self.pack_factors),
+            ),
             LoadRequest(
                 self.workload,
                 self.workload_text,
@@ -167,7 +175,7 @@ class RatingPlan:
 
     def server_text(self) -> str:
         """What is rated, for a log line: the sample's factors, or the external server; tenant B."""
-        factors = ", ".join(f"{k} {v}" for k, v in self.factors.items())
+        factors = ", ".join(f"{k} {v}" for k, v in {**self.factors, **self.pack_factors}.items())
         what = (
             external_text(self.external) + (f"; {factors}" if factors else "")
             if self.external
@@ -187,6 +195,7 @@ def plan_from_params(
 ) -> RatingPlan:
     """Check every parameter and build the plan; raises ParamError naming the first bad one.
     `workload_files`: a path to a workload file is a workload too (the CLI; fstress checks it)."""
+    params, pack, pack_levels = split_pack_params(params)
     unknown = sorted(set(params) - set(PARAMS))
     if unknown:
         raise ParamError(f"unknown parameter(s): {', '.join(unknown)}; known: {', '.join(PARAMS)}")
@@ -229,6 +238,8 @@ def plan_from_params(
         external=external.to_dict() if external else {},
         load_hosts=int(p["load_hosts"] or 0),
         background=background,
+        factor_pack=pack.to_dict() if pack else {},
+        pack_factors=pack_levels,
     )
 
 
@@ -340,6 +351,8 @@ def resumable_plan(store: Any, plan: RatingPlan, workdir: str | Path) -> RatingP
             "external",
             "load_hosts",
             "background",
+            "factor_pack",
+            "pack_factors",
         )
         if getattr(old, f) != getattr(plan, f)
     ]

@@ -24,6 +24,9 @@ class ServerRequest:
     factors: dict[str, Any] = field(default_factory=dict)  # config.factors names → values
     # config.external.ExternalServer fields; {}: none
     external: dict[str, Any] = field(default_factory=dict)
+    # a factor pack (config.factor_pack.FactorPack.to_dict(); {}: none) and its levels chosen
+    pack: dict[str, Any] = field(default_factory=dict)
+    pack_levels: dict[str, Any] = field(default_factory=dict)
 
     def role_vars(self) -> dict[str, Any]:
         """The nfs_server role's variables of the factors (config.factors.factor_vars, checked)."""

@@ -8,7 +8,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from workbench.config import tenants, untrusted, workloads
+from workbench.config import factor_pack, tenants, untrusted, workloads
 from workbench.config.external import EXTERNAL_PARAMS
 from workbench.config.factors import params_schema
 from workbench.config.profiles import PROFILES
@@ -72,6 +72,7 @@ PARAMS: dict[str, dict[str, Any]] = {
         )
         for name, (_, text) in EXTERNAL_PARAMS.items()
     },
+    **factor_pack.params_schema(),  # a filer's own knobs (config.factor_pack)
 }
 
 
@@ -120,6 +121,7 @@ def _check_value(name: str, value: Any, schema: Mapping[str, Any]) -> None:
         "integer": isinstance(value, int) and not isinstance(value, bool),
         "number": isinstance(value, (int, float)) and not isinstance(value, bool),
         "array": isinstance(value, (list, tuple)),
+        "object": isinstance(value, Mapping),
     }
     if not any(ok.get(t, False) for t in types if t != "null"):
         want = " or ".join(t for t in types if t != "null")

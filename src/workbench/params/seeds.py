@@ -27,7 +27,10 @@ def seeded(plan: RatingPlan, seed_load: float | None, seed_trials: int | None = 
 
 
 def history_seed(store: Any, plan: RatingPlan) -> float | None:
-    """λ* of the newest converged rating in the store with this workload and these factors."""
+    """λ* of the newest converged rating in the store with this workload and these factors (none
+    with a factor pack: the store's ratings table does not tell its levels apart)."""
+    if plan.factor_pack:
+        return None
     df = store.ratings_df()
     if df is None or len(df) == 0:
         return None

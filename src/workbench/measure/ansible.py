@@ -45,6 +45,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from workbench.config.factor_pack import FactorPack
 from workbench.config.factors import factor_vars
 from workbench.config.paths import DEFAULT_INVENTORY, PLAYBOOKS
 from workbench.controller.trial import TrialResult
@@ -85,6 +86,8 @@ class AnsibleHarness(HarnessRuns):
         trial's raw["background"]; a trial where B's generator saturated is invalid, named.
     external: an external server's fields (config.external.ExternalServer; {} = the slot's SUT): no
         provision, cache policy or server teardown; `provision` describes it from a load host.
+    factor_pack: a factor pack (config.factor_pack, as FactorPack.to_dict()) whose `pack_levels`
+        provision applies after the server is up (apply_factors.yml); None = none.
     runner: ``runner(playbook, extravars, *, inventory, private_data_dir, log_path) -> PlaybookRun``
         (default: ansible-runner); tests inject a fake.
     agent: run trials through resident fstress agents (measure/agent.py); None = whether this
@@ -112,6 +115,8 @@ class AnsibleHarness(HarnessRuns):
         load_hosts: int = 0,
         background: Mapping[str, Any] | None = None,
         agent: bool | None = None,
+        factor_pack: Mapping[str, Any] | None = None,
+        pack_levels: Mapping[str, Any] | None = None,
     ) -> None:
         check_args(slot, workload, warmup_s, fileset_rate, start_margin_s)
         self.slot = slot
@@ -120,6 +125,9 @@ class AnsibleHarness(HarnessRuns):
         self.inventory = Path(inventory).resolve() if inventory is not None else DEFAULT_INVENTORY
         self.factors = dict(factors or {})
         self.server_vars = factor_vars(self.factors)
+        self.pack = FactorPack.from_dict(factor_pack) if factor_pack else None
+        # checked again: bad input fails before any host changes
+        self.pack_levels = self.pack.check_levels(pack_levels or {}) if self.pack else {}
         self.external, self.workload, self.extravars = sample_extravars(
             extravars, external, self.factors, workload
         )
@@ -163,7 +171,13 @@ class AnsibleHarness(HarnessRuns):
     def provision(self) -> PlaybookRun:
         """provision_sut.yml: the SUT of the slot with this sample's factors; sysinfo.json fetched
         (over NFSv4.1 with the load host's probe of it under "probe": the session limits). An
-        external server: probe_server.yml describes it from the first load host instead."""
+        external server: probe_server.yml describes it from the first load host instead. Then the
+        factor pack's levels (apply_pack)."""
+        run = self._provision_server()
+        self.apply_pack()
+        return run
+
+    def _provision_server(self) -> PlaybookRun:
         dest = self.results_dir / "sysinfo.json"
         probe = self.results_dir / "probe.json"
         probe.unlink(missing_ok=True)

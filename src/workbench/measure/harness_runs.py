@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from workbench.config.external import ExternalServer
+from workbench.config.factor_pack import FactorPack, level_vars
 from workbench.controller.trial import TrialResult
 from workbench.measure import agent as agents
 from workbench.measure import telemetry
@@ -61,6 +62,8 @@ class HarnessRuns:
     last_path: str  # the last trial's: "agent" or "playbook"
     last_run: PlaybookRun | None
     _server_suspect: bool  # first trial, or the last one failed: check the server first
+    pack: FactorPack | None  # a factor pack (config.factor_pack) and its levels chosen
+    pack_levels: dict[str, Any]
 
     @property
     def log_path(self) -> Path:
@@ -97,6 +100,40 @@ class HarnessRuns:
         if not run.ok:
             raise HarnessError(f"{name} failed: {run.message()} (log: {self.log_path})")
         return run
+
+    # ------------------------------------------------------------------ factor pack
+    def apply_pack(self) -> PlaybookRun | None:
+        """apply_factors.yml: the factor pack's tasks (or role) with the chosen levels, on the
+        pack's hosts (default: the slot's SUT; an external server: the controller, localhost) —
+        after provisioning, before deploy. A level that fails to apply is a HarnessError naming
+        the failing task and its message, after the pack's reset tasks ran (if it names any) so
+        nothing half-applied is left behind. None: no pack, or no level chosen."""
+        if self.pack is None or not self.pack_levels:
+            return None
+        pack = self.pack
+        run = self._play("apply_factors.yml", **self._pack_vars(pack.apply, pack.role))
+        if run.ok:
+            return run
+        levels = ", ".join(f"{k}={v}" for k, v in self.pack_levels.items())
+        msg = f"factor pack {pack.path}: {levels} failed to apply: {run.message()}"
+        if pack.reset:
+            reset = self._play("apply_factors.yml", **self._pack_vars(pack.reset, ""))
+            msg += (
+                "; the pack's reset ran" if reset.ok else f"; its reset failed: {reset.message()}"
+            )
+        raise HarnessError(f"{msg} (log: {self.log_path})")
+
+    def _pack_vars(self, tasks: str, role: str) -> dict[str, Any]:
+        """apply_factors.yml's variables: where, what, and the levels (config.factor_pack)."""
+        assert self.pack is not None
+        hosts = self.pack.hosts or ("localhost" if self.external else f"sut:&{self.slot}")
+        return {
+            "wb_pack_hosts": hosts,
+            "wb_pack_tasks": tasks,
+            "wb_pack_role": role,
+            "wb_pack_file": self.pack.path,
+            **level_vars(self.pack_levels),
+        }
 
     @property
     def agent_spec_dir(self) -> Path:

@@ -63,6 +63,7 @@ def summarise_step(
         workload_text=plan.workload_source(),
         slot=plan.slot,
         factors=plan.factors,
+        pack_factors=plan.pack_factors,
         external=plan.external,
         profile=plan.profile,
         n_excluded_gx=len(excluded),

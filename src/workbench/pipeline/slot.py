@@ -51,6 +51,7 @@ def harness_for(plan: RatingPlan, make: HarnessFactory = AnsibleHarness) -> Harn
         external=server.external,
         load_hosts=load.load_hosts,
         **({"background": load.background} if load.background else {}),
+        **({"factor_pack": server.pack, "pack_levels": server.pack_levels} if server.pack else {}),
     )
 
 

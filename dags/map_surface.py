@@ -154,8 +154,10 @@ dag.params = {  # type: ignore[assignment]
         description="factor → levels; numeric: "
         + ", ".join(sweep_plan.NUMERIC_FACTORS)
         + "; categorical: "
-        + ", ".join(sweep_plan.CATEGORICAL_FACTORS),
+        + ", ".join(sweep_plan.CATEGORICAL_FACTORS)
+        + "; and the factors of factor_pack",
     ),
+    "factor_pack": Param(**PARAMS["factor_pack"]),
     "fixed": Param({}, type="object", description='other factors held fixed, e.g. {"fs": "xfs"}'),
     "design": Param(
         "fullfact",

@@ -6,7 +6,7 @@ import pytest
 from workbench import cli
 from workbench.config.tenants import TENANT_FACTOR_NAMES, describe
 from workbench.params.plan import ParamError, plan_from_params
-from workbench.pipeline.sweep import NUMERIC_FACTORS, factor_space
+from workbench.pipeline.sweep_plan import NUMERIC_FACTORS, factor_space
 
 
 def test_tenant_b_in_the_plan_and_its_words():

@@ -135,7 +135,7 @@ def test_a_sweep_over_zipf_alpha_renders_each_sample_s_workload():
         assert plan.workload_text.startswith("base = web_server\n")
         assert f"file_popularity = zipf:{alpha:g}\n" in plan.workload_text
         assert plan.factors["read_iops"] == it["sample"]["read_iops"]
-    space = sweep.factor_space(sw["factors"])
+    space = sweep.space_of(sw)
     assert not space["zipf_alpha"].integer and space["read_iops"].integer
 
 

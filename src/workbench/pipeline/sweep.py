@@ -28,12 +28,11 @@ from workbench.params.seeds import seeded
 from workbench.params.validation import validate_plans
 from workbench.pipeline.runner import run_rating
 from workbench.pipeline.sweep_plan import (
-    NUMERIC_FACTORS,
     active_settings,
-    factor_space,
     finite_or_none,
     plan_sweep,
     sample_items,
+    space_of,
 )
 from workbench.planning import active
 from workbench.planning.design import FactorSpace
@@ -93,7 +92,7 @@ def _nearest_seed(
         for d in finished_samples(store, sweep["sweep_id"])
         if d.get("converged")
     ]
-    space = factor_space(sweep["factors"])
+    space = space_of(sweep)
     return nearest_seed(sample, done, space=space, fallback="aggregate")
 
 
@@ -130,7 +129,7 @@ def fit_surface(
 ) -> tuple[Any, dict[str, Any]]:
     """Quadratic (or, degree 1, planar) RSM of λ* over the sweep's factors (planning.active) and its
     summary."""
-    space = factor_space(sweep["factors"])
+    space = space_of(sweep)
     samples = [dict(r["sample"]) for r in rows]
     y = np.array([float(r["peak_rate"]) for r in rows])
     model = active.surface_model(space, samples, y, int(sweep.get("degree") or 2))
@@ -170,7 +169,7 @@ def decide_round(store: Store, sweep_id: str, k: int, now_s: float | None = None
         return store.get_json(key)
     plan = store.get_json(store.sweep_plan_key(sweep_id))
     rows = rated(finished_samples(store, sweep_id))
-    space, st = factor_space(plan["factors"]), active_settings(plan)
+    space, st = space_of(plan), active_settings(plan)
     grid = space.fullfact() if plan["design"] == "active" else [r["sample"] for r in rows]
     d = active.next_round(
         space,
@@ -276,8 +275,8 @@ def surface_plots(
             for r in rows
         ]
     )
-    numeric = [f for f in plan["factors"] if f in NUMERIC_FACTORS]
-    space = factor_space(plan["factors"])
+    space = space_of(plan)
+    numeric = [f.name for f in space.numeric]
     code, fit = coder(space, [r["sample"] for r in rows]), active.at_slice(model, space)
     if len(numeric) == 1:
         return {f"curve_{numeric[0]}.png": curve_png(points, numeric[0], fit=fit, code=code)}

@@ -10,10 +10,12 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from workbench.config.factor_pack import FactorPack
 from workbench.config.factors import sweep_factors
 from workbench.config.tenants import TENANT_FACTOR_NAMES
 from workbench.config.vocabulary import DESIGNS, MAX_ROUNDS
 from workbench.config.workloads import WORKLOAD_BY_NAME, WORKLOAD_FACTOR_NAMES
+from workbench.params.pack import load_params_pack
 from workbench.params.plan import ParamError, check_param, plan_from_params
 from workbench.planning import active
 from workbench.planning.design import Categorical, FactorSpace, Numeric
@@ -42,12 +44,14 @@ SWEEP_PARAMS = (
     "degree",
     "sweep_budget_s",
     "deadline",
+    "factor_pack",
 )
 MAX_BATCH = 16  # samples added in one round of the active design
 
 
-def _levels(name: str, lv: Any) -> None:
-    """One factor's levels: a list of 2..MAX_LEVELS distinct, non-null values the factor takes."""
+def _levels(name: str, lv: Any, pack: FactorPack | None) -> None:
+    """One factor's levels: a list of 2..MAX_LEVELS distinct, non-null values the factor takes (a
+    pack factor's: values its pack allows)."""
     if not isinstance(lv, (list, tuple)) or len(lv) < 2:
         raise ParamError(f"factors.{name}: give a list of at least 2 levels, got {lv!r}")
     if len(lv) > MAX_LEVELS:
@@ -58,33 +62,45 @@ def _levels(name: str, lv: Any) -> None:
             raise ParamError(
                 f"factors.{name}: a level is null; every level must be a value of {name}"
             )
-        check_param(name, v)
+        if pack is not None and name in pack.by_name:
+            try:
+                pack.by_name[name].check(v, where="factors.")
+            except ValueError as e:
+                raise ParamError(str(e)) from None
+        else:
+            check_param(name, v)
         if (type(v), v) in seen:
             raise ParamError(f"factors.{name}: level {v!r} is given twice; levels must differ")
         seen.add((type(v), v))
 
 
-def factor_space(levels: Mapping[str, Sequence[Any]]) -> FactorSpace:
-    """Factors named like the rate_peak params; numeric ones need ≥ 2 distinct levels."""
+def factor_space(
+    levels: Mapping[str, Sequence[Any]], pack: FactorPack | None = None
+) -> FactorSpace:
+    """Factors named like the rate_peak params, or the factors of `pack` (config.factor_pack);
+    numeric ones need ≥ 2 distinct levels."""
     if not isinstance(levels, Mapping) or not levels:
         raise ParamError(
             "factors: give an object {factor: [levels...]}, e.g. "
             '{"memory_mb": [128, 256], "read_iops": [100, 200]}'
         )
+    numeric = NUMERIC_FACTORS + (pack.names("numeric") if pack else ())
+    categorical = CATEGORICAL_FACTORS + (pack.names("categorical") if pack else ())
     out = []
     for name, lv in levels.items():
-        if name not in NUMERIC_FACTORS + CATEGORICAL_FACTORS:
+        if name not in numeric + categorical:
             raise ParamError(
-                f"factors: unknown factor {name!r}; numeric: {', '.join(NUMERIC_FACTORS)}; "
-                f"categorical: {', '.join(CATEGORICAL_FACTORS)}"
+                f"factors: unknown factor {name!r}; numeric: {', '.join(numeric)}; "
+                f"categorical: {', '.join(categorical)}"
+                + ("" if pack else " (a filer's own knobs: factor_pack)")
             )
-        _levels(name, lv)
-        integer = name in sweep_factors("numeric") or (
+        _levels(name, lv, pack)
+        integer = name in sweep_factors("numeric") + (pack.names("numeric") if pack else ()) or (
             name in WORKLOAD_BY_NAME and WORKLOAD_BY_NAME[name].kind is int
         )
         out.append(
             Numeric(name, levels=tuple(lv), integer=integer)
-            if name in NUMERIC_FACTORS
+            if name in numeric
             else Categorical(name, tuple(lv))
         )
     try:
@@ -204,7 +220,8 @@ def plan_sweep(params: Mapping[str, Any], sweep_id: str) -> dict[str, Any]:
     """Checked sweep: the first round's samples, each with its rating plan (ids deterministic), as
     many as the sweep budget pays for; the design's others under "unrated"."""
     _sweep_settings(params)
-    space = factor_space(params.get("factors") or {})
+    pack = load_params_pack(params.get("factor_pack"))
+    space = factor_space(params.get("factors") or {}, pack)
     design = params.get("design", "fullfact")
     st = active_settings(params)
     samples = design_samples(
@@ -212,7 +229,7 @@ def plan_sweep(params: Mapping[str, Any], sweep_id: str) -> dict[str, Any]:
     )
     base = {
         k: params[k]
-        for k in ("workload", "workload_text", "profile", "policy")
+        for k in ("workload", "workload_text", "profile", "policy", "factor_pack")
         if params.get(k) is not None
     }
     fixed = dict(params.get("fixed") or {})
@@ -235,6 +252,7 @@ def plan_sweep(params: Mapping[str, Any], sweep_id: str) -> dict[str, Any]:
         "sweep_id": sweep_id,
         "design": design,
         "factors": {k: list(v) for k, v in params["factors"].items()},
+        "factor_pack": pack.to_dict() if pack else None,  # the pack as declared: space_of(head)
         "seeding": bool(params.get("seeding", True)),
         "base": {**base, **fixed},
         "mape_target_pct": st.mape_target_pct,
@@ -273,6 +291,13 @@ def sample_items(
         }
         for i, s in enumerate(samples, start=first)
     ]
+
+
+def space_of(sweep: Mapping[str, Any]) -> FactorSpace:
+    """The factor space of a stored sweep plan (its head): its factors, with its factor pack as it
+    was declared when the sweep was planned."""
+    pack = sweep.get("factor_pack")
+    return factor_space(sweep["factors"], FactorPack.from_dict(pack) if pack else None)
 
 
 def finite_or_none(x: float | None) -> float | None:

@@ -41,6 +41,7 @@ from airflow.sdk.exceptions import AirflowFailException
 
 from workbench.config.vocabulary import DESIGNS, MAX_ROUNDS, SLOTS
 from workbench.output.notify import RunNotifier
+from workbench.params.pack import confined_pack
 from workbench.params.plan import PARAMS, ParamError, rating_id_for
 from workbench.pipeline import sweep, sweep_plan
 from workbench.pipeline.runner import RATING_TIMEOUT_S
@@ -96,6 +97,7 @@ with DAG(
     @task
     def plan_samples(params=None, dag_run=None):
         try:
+            confined_pack(params.get("factor_pack"))  # (a pack's tasks run as root)
             return sweep.start_sweep(open_store(), dict(params), _sweep_id(dag_run))
         except ParamError as e:
             raise AirflowFailException(f"bad parameters: {e}") from None

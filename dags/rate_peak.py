@@ -39,6 +39,7 @@ from workbench.lease.store import LeaseConfigError
 from workbench.measure.inventory import InventoryError
 from workbench.output.console import fmt_num, result_block, trial_line
 from workbench.output.notify import RunNotifier
+from workbench.params.pack import confined_pack
 from workbench.params.plan import PARAMS, ParamError, RatingPlan, rating_id_for
 from workbench.params.validation import checked_plan
 from workbench.pipeline.stop import RatingKilled, stop_children
@@ -103,6 +104,7 @@ def validate(params, dag_run, ti, **_):
     # MinIO reachable, and the whole validation pass (params.validation), before anything is
     # provisioned
     try:
+        confined_pack(params.get("factor_pack"))  # (the tasks of a pack the UI names run as root)
         return checked_plan(dict(params), rating_id, open_store()).to_dict()
     except ParamError as e:
         raise AirflowFailException(f"bad parameters: {e}") from None

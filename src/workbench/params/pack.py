@@ -4,7 +4,9 @@ the pack's levels come in `pack_factors` or as the pack's own words beside the b
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from workbench.config.factor_pack import FactorPack, PackError, load_pack
@@ -22,6 +24,29 @@ def load_params_pack(path: Any) -> FactorPack | None:
         return load_pack(path, reserved=tuple(PARAMS))
     except PackError as e:
         raise ParamError(str(e)) from None
+
+
+# the directories a factor pack named in the Airflow UI may lie in, set by the operator (os.pathsep)
+PACK_DIRS_ENV = "WB_FACTOR_PACK_DIRS"
+
+
+def confined_pack(path: Any) -> None:
+    """A factor pack named in a DAG's Params (its tasks run as the scheduler's user, root here):
+    once resolved (symbolic links followed) inside a directory the operator listed in
+    WB_FACTOR_PACK_DIRS, with its tasks files — a Param must not make Ansible run any file of the
+    host. None or "": no pack. The command line is not confined (its user runs the tasks)."""
+    if path is None or path == "":
+        return
+    dirs = [Path(d).resolve() for d in os.environ.get(PACK_DIRS_ENV, "").split(os.pathsep) if d]
+    pack = load_params_pack(path)
+    assert pack is not None
+    for what, f in (("factor_pack", pack.path), ("apply", pack.apply), ("reset", pack.reset)):
+        if f and not any(Path(f).resolve().is_relative_to(d) for d in dirs):
+            raise ParamError(
+                f"factor_pack: {what} {f} is outside the factor pack directories "
+                f"({', '.join(map(str, dirs)) or 'none set'}; the operator lists them in "
+                f"{PACK_DIRS_ENV})"
+            )
 
 
 def split_pack_params(

@@ -172,6 +172,8 @@ def _sweep_settings(params: Mapping[str, Any]) -> None:
         raise ParamError(f"seeding: {params['seeding']!r} is not allowed; true or false")
     if not isinstance(params.get("fixed") or {}, Mapping):
         raise ParamError(f"fixed: {params['fixed']!r} is not allowed; an object {{factor: value}}")
+    if "factor_pack" in (params.get("fixed") or {}):
+        raise ParamError("fixed: factor_pack is the sweep's own parameter, not a fixed factor")
     _number(params, "mape_target_pct", 0.1, 100.0)
     _number(params, "sweep_budget_s", 10.0, 31 * 86400.0)
     for name, lo, hi in (("batch", 1, MAX_BATCH), ("degree", 1, 2)):

@@ -13,6 +13,7 @@ from workbench.cli_args import UsageError, pack_levels
 from workbench.config.factor_pack import FactorPack, PackError, level_vars, load_pack
 from workbench.measure.ansible import AnsibleHarness, HarnessError
 from workbench.measure.playbook import PlaybookRun
+from workbench.params.pack import confined_pack
 from workbench.params.plan import ParamError, RatingPlan, plan_from_params
 from workbench.pipeline.sweep_plan import plan_sweep, space_of
 
@@ -129,6 +130,25 @@ def test_a_sweep_varies_pack_factors_like_built_in_ones(tmp_path):
         plan_sweep({"factors": {"nb_worker": [16, 32]}}, "sw")
 
 
+def test_a_pack_named_in_the_ui_lies_in_the_operators_directories(tmp_path, monkeypatch):
+    """The DAGs run a pack's tasks as root: the Params may name only a pack whose file and tasks lie in
+    WB_FACTOR_PACK_DIRS (the command line's user runs them as themself: not confined)."""
+    ok, other = tmp_path / "ok", tmp_path / "other"
+    ok.mkdir(), other.mkdir()
+    pack = write_pack(ok)
+    monkeypatch.delenv("WB_FACTOR_PACK_DIRS", raising=False)
+    with pytest.raises(ParamError, match=r"factor_pack: factor_pack .* is outside .*\(none set; .*WB_FACTOR_PACK_DIRS"):
+        confined_pack(str(pack))
+    monkeypatch.setenv("WB_FACTOR_PACK_DIRS", str(ok))
+    confined_pack(str(pack)), confined_pack(None), confined_pack("")
+    (ok / "apply.yml").unlink()
+    (ok / "apply.yml").symlink_to(write_pack(other) and other / "apply.yml")   # its tasks elsewhere
+    with pytest.raises(ParamError, match=r"factor_pack: apply .*other/apply.yml is outside"):
+        confined_pack(str(pack))
+    with pytest.raises(ParamError, match="fixed: factor_pack is the sweep's own parameter"):
+        plan_sweep({"factors": {"threads": [2, 4]}, "fixed": {"factor_pack": str(pack)}}, "sw")
+
+
 def test_set_flags_parse_to_levels():
     assert pack_levels(["nb_worker=64", "cache_mode = b"]) == {"nb_worker": "64", "cache_mode": "b"}
     with pytest.raises(UsageError, match="--set: 'nb_worker' is not NAME=VALUE"):
@@ -184,3 +204,19 @@ def test_a_level_that_fails_to_apply_is_a_harness_failure_after_the_packs_reset(
                           "the pack's reset ran"), msg
     assert [(c[0], c[1].get("wb_pack_tasks")) for c in r.calls[1:]] == [
         ("apply_factors.yml", str(tmp_path / "apply.yml")), ("apply_factors.yml", str(tmp_path / "reset.yml"))]
+
+
+def test_a_nightly_baseline_rates_a_packs_levels(tmp_path):
+    """The nightly's baselines are rate_peak Params: one per level of a pack factor, checked at load."""
+    import json
+
+    from workbench.pipeline.nightly_config import load_nightly_config
+    pack = write_pack(tmp_path)
+    cfg = tmp_path / "nightly.yml"
+    base = {**FILER, "factor_pack": str(pack)}
+    cfg.write_text("baselines:\n" + "".join(
+        f"  - name: filer-w{n}\n    params: {json.dumps({**base, 'nb_worker': n})}\n" for n in (16, 64)))
+    assert [b["name"] for b in load_nightly_config(cfg)["baselines"]] == ["filer-w16", "filer-w64"]
+    cfg.write_text(f"baselines:\n  - name: bad\n    params: {json.dumps({**base, 'nb_worker': 65})}\n")
+    with pytest.raises(ParamError, match=r"nb_worker: 65 is not allowed.*\(baseline bad\)"):
+        load_nightly_config(cfg)

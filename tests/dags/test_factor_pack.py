@@ -102,6 +102,7 @@ def test_a_factor_pack_outside_the_repository_is_swept_by_map_surface(airflow_en
     inv.write_text(text.replace("xload1", "xload6").replace("wb-filer\n", "wb-filer6\n")
                    .replace("filer1:", "filer6:").replace("10.251.11.", "10.251.16."))
     monkeypatch.setenv("WB_INVENTORY", str(inv))
+    monkeypatch.setenv("WB_FACTOR_PACK_DIRS", str(tmp_path))     # the operator's: packs the UI may name
     monkeypatch.setattr(vocabulary, "SLOTS", ("filer6",))   # map_surface's slot "auto"
     store = airflow_env
     stop_slot("filer6")

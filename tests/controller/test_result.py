@@ -8,7 +8,7 @@ import pytest
 
 from workbench.config.profiles import PROFILES
 from workbench.controller.decide import Done, NextTrial, decide, find_peak
-from workbench.controller.result import GOAL_FIELDS, goal_results
+from workbench.controller.result import GOAL_FIELDS, PeakResult, goal_results
 from workbench.controller.spec import RatingSpec
 from workbench.controller.trial import TrialResult
 from workbench.measure.simulated import SimulatedServer
@@ -66,3 +66,23 @@ def test_quick_profile_goals_are_ordered_and_cheaper_than_separate_ratings(seed)
     alone = sum(find_peak(spec.for_goal(g), SimulatedServer(capacity_ops_s=950, seed=seed).measure).cost_s
                 for g in spec.goals)
     assert res.cost_s < alone
+
+
+def test_a_result_stored_without_policy_and_stop_rule_still_reads():
+    """A result stored before PeakResult had `policy`, `stop_rule` and `per_goal` (fields as in
+    tests/data/store_result.json) gives its goal's row; a PeakResult built without them names
+    RatingSpec's defaults (the recommended policy, not binsearch)."""
+    old = {"accuracy": 0.92, "bracket": [875.0, 900.0], "converged": True, "cost_s": 230.0,
+           "mean_ms_at_peak": 40.7, "mean_ms_ci": [37.5, 43.9], "n_invalid": 0, "n_loads": 9,
+           "n_trials": 23, "n_trials_at_peak": 4, "peak_rate": 898.9, "peak_rate_ci": [875.0, 1200.0],
+           "r_sat_ms": 40.0, "reason": "bracket [875, 900] narrower than resolution 0.05"}
+    (row,) = goal_results(json.loads(json.dumps(old)))
+    assert set(row) == set(GOAL_FIELDS) and (row["peak_rate"], row["mean_load_ops_s"]) == (898.9, None)
+    res = PeakResult(
+        peak_rate=1.0, converged=True, reason="", bracket=(0.5, 2.0), peak_rate_ci=(0.5, 2.0),
+        mean_ms_at_peak=40.0, mean_ms_ci=(39.0, 41.0), accuracy=0.95, n_loads=2, n_trials=4,
+        cost_s=240.0,
+    )
+    default = RatingSpec()
+    assert (res.policy, res.stop_rule) == (default.policy.name, default.stop_rule) == ("local", "fit")
+    assert res.to_dict()["policy"] == "local"

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 
 import pytest
@@ -45,3 +46,20 @@ def test_spec_runlength_bounds_ordered():
 def test_spec_goals():
     s = RatingSpec(policy="binsearch", goals_ms=[50, 30])
     assert s.goals == (30.0, 40.0, 50.0) and s.goals_ms == (50.0, 30.0)
+
+
+def test_a_plan_spec_stored_with_flat_knobs_still_reads():
+    """The spec of a plan stored with the flat knobs (linear_trials, linear_step_ops_s as fields,
+    the policy a name; tests/data/store_spec.json's)."""
+    old = dict(
+        r_sat_ms=40.0, width=0.25, l_sat_ms=2000.0, p_sat=None, confidence=0.9, accuracy=0.8,
+        policy="binsearch", seed_load=None, first_load=200.0, runlength_s=5.0,
+        runlength_policy="fixed", runlength_min_s=30.0, runlength_max_s=900.0, max_trials=40,
+        budget_s=330.0, trial_overhead_s=5.0, goals_ms=None, stop_rule="inside", min_trials=2,
+        max_trials_per_load=4, max_loads=20, max_invalid_per_load=3, linear_step_ops_s=None,
+        linear_trials=10, model_form="mm1", seed_step=0.1, resolution=0.05, early_side=True,
+        edge_patience=0.5, bound_confidence=None,
+    )
+    spec = RatingSpec.from_dict(old)
+    assert (spec.policy.name, spec.stop_rule, spec.runlength_s) == ("binsearch", "inside", 5.0)
+    assert RatingSpec.from_dict(json.loads(json.dumps(spec.to_dict()))) == spec

@@ -3,11 +3,14 @@ narrow enough, each where a look-ahead shows an end with the fewest more trials.
 
 from __future__ import annotations
 
+import dataclasses
 import math
+from dataclasses import dataclass
 
 from workbench.controller.certify import LoadBounds, certified, load_bounds, load_shown
-from workbench.controller.goal import Goal, Step, guard
+from workbench.controller.goal import Goal, guard
 from workbench.controller.state import LoadSummary, load_key
+from workbench.controller.steps import GoalDone, NextLoad, Step, Tighten
 from workbench.stats.sequential import look_sizes
 
 # certification trials stop at a load with this many (a look of stats.sequential)
@@ -15,6 +18,14 @@ CERTIFY_MAX_TRIALS = 11
 CERTIFY_MIN_TRIALS = 3  # ... and may take a load to this many whatever max_trials_per_load: on two
 # trials a one-sided bound is t on 1 df (t_0.99 = 31.8 standard errors)
 STEP_OUT = 1.25  # with no load clearly beyond λ*, certification tries one ×/÷ this further out
+
+
+@dataclass(frozen=True)
+class Open:
+    """An end of the λ* interval is not shown and cannot be: the load to try cannot be measured
+    (why)."""
+
+    why: str
 
 
 def _clearly_saturated(s: LoadSummary, r_sat: float) -> bool:
@@ -30,7 +41,7 @@ def _certify_step(
     edge: LoadSummary,
     out: float,
     why: str,
-) -> Step | None:
+) -> NextLoad | None:
     """One more trial at the clearest load (clear, ordered best first); else the edge load's first
     trials; else a new load `out` further from λ*. Loads near λ* are passed over: showing one of
     them saturated (or not) costs many trials, one a step further out costs one or two."""
@@ -41,7 +52,7 @@ def _certify_step(
     return guard(g, out, why, None)
 
 
-def certify_ends(g: Goal, done: Step) -> Step:
+def certify_ends(g: Goal, done: GoalDone) -> Step:
     """A goal the chain found converged (`done`) needs a finite certified λ* interval (certify.py):
     while an end is not shown, one more trial where it is cheapest to show (`_certify_step`): above,
     of the loads read clearly saturated the one a look-ahead shows with the fewest more trials
@@ -49,25 +60,20 @@ def certify_ends(g: Goal, done: Step) -> Step:
     with a median ≤ R_sat/2, else ÷STEP_OUT the lowest. A load with
     CERTIFY_MAX_TRIALS trials is passed over; the budget, max_trials and max_loads bound the rest.
     `done` as it is once both ends are shown; not converged when the load to try cannot be measured.
-    Both ends shown but H > (1 + 4·resolution)·L: ("tighten", (load, why, done's payload)), a trial
-    the goal may do without (decide.py)."""
-    step = _certify_next(g)
-    if step is not None and step[0] == "tighten":
-        return "tighten", (*step[1], done[1])
-    if step is None or step[0] != "open":
-        return step or done
-    conv, reason, *rest = done[1]
-    return "done", (
-        False,
-        f"not converged: {reason}, but the λ* interval stays open ({step[1]})",
-        *rest,
-    )
+    Both ends shown but H > (1 + 4·resolution)·L: a `Tighten` of `done`, a trial the goal may do
+    without (decide.py)."""
+    step = _certify_next(g, done)
+    if isinstance(step, Open):
+        why = f"not converged: {done.reason}, but the λ* interval stays open ({step.why})"
+        return dataclasses.replace(done, converged=False, reason=why)
+    return step or done
 
 
-def _certify_next(g: Goal) -> Step | None:
-    """The next certification trial; ("open", why) when an end is not shown and cannot be; None
-    when both ends are shown and H ≤ (1 + 4·resolution)·L, or no load between them is cheap to
-    tighten them with (one read clearly saturated, or with a median ≤ R_sat/2)."""
+def _certify_next(g: Goal, done: GoalDone) -> NextLoad | Tighten | Open | None:
+    """The next certification trial (a `Tighten` of `done` once both ends are shown); `Open` when
+    an end is not shown and cannot be; None when both ends are shown and H ≤ (1 + 4·resolution)·L,
+    or no load between them is cheap to tighten them with (one read clearly saturated, or with a
+    median ≤ R_sat/2)."""
     spec = g.spec
     level = spec.bound_confidence if spec.bound_confidence is not None else spec.confidence
     b = load_bounds(
@@ -93,10 +99,9 @@ def _certify_next(g: Goal) -> Step | None:
     for n_more, down, s in ways:  # wider: tighten where a look-ahead says it pays off
         if n_more < math.inf:
             end = f"lower end {b.low:g}" if down else f"upper end {b.high:g}"
-            return _tighten(
-                guard(g, s.load, f"certify: tighten the {end} ops/s at {s.load:g}", None)
-            )
-    return _tighten(_new_load_inside(g, b.low, b.high)) if _too_wide(g, b, level) else None
+            why = f"certify: tighten the {end} ops/s at {s.load:g}"
+            return _tighten(guard(g, s.load, why, None), done)
+    return _tighten(_new_load_inside(g, b.low, b.high), done) if _too_wide(g, b, level) else None
 
 
 def _candidates(
@@ -142,9 +147,9 @@ def _show_end(
     inside: list[LoadSummary],
     ups: list[LoadSummary],
     downs: list[LoadSummary],
-) -> Step:
-    """A trial towards the end not shown yet (the upper one first), or ("open", why) when the load
-    to try cannot be measured."""
+) -> NextLoad | Open:
+    """A trial towards the end not shown yet (the upper one first), or `Open` when the load to try
+    cannot be measured."""
     if not math.isfinite(b.high):
         top = max(g.loads, key=lambda s: s.load)
         step = _certify_step(
@@ -155,9 +160,8 @@ def _show_end(
             STEP_OUT * top.load,
             "certify upper end: no load shown saturated yet",
         )
-        return step or (
-            "open",
-            f"no load shown saturated; {STEP_OUT * top.load:g} ops/s cannot be measured",
+        return step or Open(
+            f"no load shown saturated; {STEP_OUT * top.load:g} ops/s cannot be measured"
         )
     bottom = min(g.loads, key=lambda s: s.load)
     step = _certify_step(
@@ -168,9 +172,8 @@ def _show_end(
         bottom.load / STEP_OUT,
         "certify lower end: no load shown unsaturated yet",
     )
-    return step or (
-        "open",
-        f"no load shown unsaturated; {bottom.load / STEP_OUT:g} ops/s cannot be measured",
+    return step or Open(
+        f"no load shown unsaturated; {bottom.load / STEP_OUT:g} ops/s cannot be measured"
     )
 
 
@@ -189,19 +192,19 @@ def _too_wide(g: Goal, b: LoadBounds, level: float) -> bool:
         g.loads,
         spec.max_loads,
         spec.policy.distrust_repeats,
-        use_fit=spec.policy.name == "local",
+        use_fit=spec.policy.uses_fit,
         bounds=b,
     ).interval
     return hi - lo > 2 * hw * lo
 
 
-def _tighten(step: Step | None) -> Step | None:
-    """A tightening trial is optional: ("tighten", (load, why)), which decide drops for the goal's
-    result when the budget or max_trials cannot pay for it."""
-    return None if step is None else ("tighten", step[1])
+def _tighten(step: NextLoad | None, done: GoalDone) -> Tighten | None:
+    """A tightening trial is optional: a `Tighten`, which decide drops for the goal's end (`done`)
+    when the budget or max_trials cannot pay for it."""
+    return None if step is None else Tighten(step, done)
 
 
-def _new_load_inside(g: Goal, low: float, high: float) -> Step | None:
+def _new_load_inside(g: Goal, low: float, high: float) -> NextLoad | None:
     """No tested load can tighten [L, H], whose half-width is above spec.interval_halfwidth: a new
     load halfway across the wider of the gaps next to an end, (L, the lowest load tested above L) or
     (the highest tested below H, H), when wider than interval_halfwidth of it (so a rating adds a

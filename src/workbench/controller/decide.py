@@ -27,6 +27,7 @@ every call: no hidden state, deterministic, resumable after a crash.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import statistics
 from collections.abc import Callable, Sequence
@@ -38,6 +39,7 @@ from workbench.controller.runlength import next_runlength
 from workbench.controller.spec import RatingSpec
 from workbench.controller.state import load_key
 from workbench.controller.steadiness import excluding_not_steady, rerun_runlength_s
+from workbench.controller.steps import GoalDone, NextLoad, Tighten
 from workbench.controller.strategies import decide_goal
 from workbench.controller.summary import trial_cost_s
 from workbench.controller.trial import TrialResult
@@ -68,13 +70,15 @@ def _unmeasurable(spec: RatingSpec, trials: Sequence[TrialResult]) -> dict[float
     return out
 
 
-def _probe(spec: RatingSpec, r_sat: float, valid: Sequence[TrialResult], why: str) -> float | None:
+def _probe(
+    spec: RatingSpec, r_sat: float, valid: Sequence[TrialResult], step: NextLoad
+) -> float | None:
     """The probe runlength of the policy (local: probe_share·runlength_s) for a trial at a load the
-    local fit did not place whose valid trials so far (none, or their median) lie outside the fit's
-    window: it only has to tell far below from far above ([CC] §3.2: a shorter trial is noisier by
-    √); else None."""
+    local fit did not place (step.fit_placed) whose valid trials so far (none, or their median) lie
+    outside the fit's window: it only has to tell far below from far above ([CC] §3.2: a shorter
+    trial is noisier by √); else None."""
     probe_s = spec.policy.probe_runlength_s(spec)
-    if probe_s is None or why.startswith("local fit"):
+    if probe_s is None or step.fit_placed:
         return None
     if not valid:
         return probe_s
@@ -96,8 +100,8 @@ def harness_failing(spec: RatingSpec, trials: Sequence[TrialResult]) -> str | No
 
 def _rerun_invalid(
     spec: RatingSpec, server: Sequence[TrialResult], not_steady: bool
-) -> tuple[tuple[float, str] | None, float, str | None]:
-    """(next, runlength, stop reason) after an invalid trial, server[-1] (not_steady: one the
+) -> tuple[NextTrial | None, str | None]:
+    """(next trial, stop reason) after an invalid trial, server[-1] (not_steady: one the
     controller excluded, steadiness.py). Invalid trials never count and are re-run at the same load
     and runlength (a not-steady one longer where its warm-up says so). After max_invalid_per_load
     in a row the load is unmeasurable (a generator at its ceiling; a server so far past λ* that its
@@ -111,17 +115,15 @@ def _rerun_invalid(
     streak = len(list(itertools.takewhile(lambda t: load_key(t.load) == at_last, tail)))
     measured_elsewhere = any(t.valid and load_key(t.load) != at_last for t in server)
     if streak < spec.max_invalid_per_load:
+        load = float(last.load)
         if not_steady:
-            return (last.load, f"re-run {last.reason}"), rerun_runlength_s(spec, last), None
-        return (
-            (last.load, f"re-run invalid trial ({last.reason or 'invalid'})"),
-            float(last.runlength),
-            None,
-        )
+            rl = float(rerun_runlength_s(spec, last))
+            return NextTrial(load, rl, f"re-run {last.reason}"), None
+        why = f"re-run invalid trial ({last.reason or 'invalid'})"
+        return NextTrial(load, float(last.runlength), why), None
     if run >= 2 * spec.max_invalid_per_load or not measured_elsewhere:
         return (
             None,
-            spec.runlength_s,
             (
                 f"{run} consecutive invalid trials"
                 + (
@@ -132,7 +134,7 @@ def _rerun_invalid(
                 + f" ({last.reason or 'no reason given'})"
             ),
         )
-    return None, spec.runlength_s, None
+    return None, None
 
 
 def decide(spec: RatingSpec, trials: Sequence[TrialResult]) -> NextTrial | Done:
@@ -156,27 +158,26 @@ def decide(spec: RatingSpec, trials: Sequence[TrialResult]) -> NextTrial | Done:
     trials, not_steady = excluding_not_steady(spec, trials)
     cost = trial_cost_s(spec, trials)  # every trial costs, harness failures too
     server = [t for t in trials if not t.harness_failure]  # the samples of the server
-    done: dict[float, tuple] = {}
-    nxt: tuple[float, str] | None = None
+    done: dict[float, GoalDone] = {}
+    nxt: NextTrial | None = None
     stop_reason: str | None = harness_failing(spec, trials)
-    rl = spec.runlength_s
     if stop_reason is None and server and not server[-1].valid:
         last = max(i for i, t in enumerate(trials) if not t.harness_failure)
-        nxt, rl, stop_reason = _rerun_invalid(spec, server, last in not_steady)
+        nxt, stop_reason = _rerun_invalid(spec, server, last in not_steady)
     open_search = nxt is None and stop_reason is None
     if open_search or len(spec.goals) > 1:  # several goals: a stop reports every met one
         placed = _judge_goals(spec, trials, server, open_search, cost, done)
         if placed is not None:
-            nxt, rl = placed
+            nxt = placed
     if nxt is not None and trials and trials[-1].harness_failure:
-        nxt = (
-            nxt[0],
-            f"re-run after a harness failure ({trials[-1].reason or 'no reason given'}): {nxt[1]}",
+        why = trials[-1].reason or "no reason given"
+        nxt = dataclasses.replace(
+            nxt, reason=f"re-run after a harness failure ({why}): {nxt.reason}"
         )
     if nxt is not None and stop_reason is None:
-        stop_reason = _unaffordable(spec, trials, cost, rl)
+        stop_reason = _unaffordable(spec, trials, cost, nxt.runlength_s)
         if not stop_reason:
-            return NextTrial(float(nxt[0]), float(rl), nxt[1])
+            return nxt
     return Done(result_of(spec, trials, done, stop_reason, not_steady))
 
 
@@ -186,40 +187,40 @@ def _judge_goals(
     server: Sequence[TrialResult],
     open_search: bool,
     cost: float,
-    done: dict[float, tuple],
-) -> tuple[tuple[float, str], float] | None:
+    done: dict[float, GoalDone],
+) -> NextTrial | None:
     """Every goal judged on the one log (a goal that ended goes into `done`); with the search open,
-    the next trial ((load, reason), runlength): the lowest open goal places it, or, every goal
-    converged, the lowest that may narrow its interval does when the budget pays for it."""
+    the next trial: the lowest open goal places it, or, every goal converged, the lowest that may
+    narrow its interval does when the budget pays for it."""
     unmeasurable = _unmeasurable(spec, server)
-    nxt = None
-    optional: tuple[float, tuple] | None = None  # the lowest goal that may narrow its interval
+    nxt: NextTrial | None = None
+    optional: tuple[float, NextLoad] | None = None  # the lowest goal that may narrow its interval
     for g in spec.goals:
-        kind, payload = decide_goal(spec.at_goal(g), g, server, unmeasurable)
-        if kind == "tighten":  # converged, its interval finite: a tightening trial is optional
-            done[g] = payload[2]
-            optional = optional or (g, payload[:2])
-        elif kind == "done":
-            done[g] = payload
+        step = decide_goal(spec.at_goal(g), g, server, unmeasurable)
+        if isinstance(step, Tighten):  # converged, its interval finite: a trial is optional
+            done[g] = step.done
+            optional = optional or (g, step.next)
+        elif isinstance(step, GoalDone):
+            done[g] = step
         elif open_search and nxt is None:  # the lowest open goal places the next trial
-            nxt = _placed(spec, g, server, *payload)
+            nxt = _placed(spec, g, server, step)
     if open_search and nxt is None and optional:  # every goal converged: tighten, if affordable
-        nxt = _placed(spec, optional[0], server, *optional[1])
-        if _unaffordable(spec, trials, cost, nxt[1]):
+        goal, tighten = optional
+        nxt = _placed(spec, goal, server, tighten)
+        if _unaffordable(spec, trials, cost, nxt.runlength_s):
             return None
     return nxt
 
 
-def _placed(
-    spec: RatingSpec, g: float, server: Sequence[TrialResult], load: float, why: str
-) -> tuple[tuple[float, str], float]:
-    """Goal g's next trial: ((load, reason), runlength s)."""
+def _placed(spec: RatingSpec, g: float, server: Sequence[TrialResult], step: NextLoad) -> NextTrial:
+    """Goal g's next trial: the goal's step with its runlength."""
+    load = step.load_ops_s
     valid = [t for t in server if t.valid and load_key(t.load) == load_key(load)]
     runlengths = [float(t.runlength) for t in valid]
     rl = next_runlength(spec, [t.mean_ms for t in valid], runlengths).runlength_s
-    probe_s = _probe(spec.at_goal(g), g, valid, why)
-    nxt = (load, why if len(spec.goals) == 1 else f"goal {g:g} ms: {why}")
-    return nxt, float(rl if probe_s is None else probe_s)
+    probe_s = _probe(spec.at_goal(g), g, valid, step)
+    why = step.reason if len(spec.goals) == 1 else f"goal {g:g} ms: {step.reason}"
+    return NextTrial(float(load), float(rl if probe_s is None else probe_s), why)
 
 
 def _unaffordable(spec: RatingSpec, trials: Sequence[TrialResult], cost: float, rl: float) -> str:

@@ -1,10 +1,10 @@
-"""A goal of the decision as the strategies see it, the `Step` they answer, and `guard`.
+"""A goal of the decision as the strategies see it, and `guard`.
 
 `Goal` holds the spec at that goal, the load summaries, the search state, the log, the loads that
-cannot be measured and the local fit, each computed once. A `Step` is the next trial ("next",
-(load, reason)) or the goal's end ("done", (converged, reason, peak summary | None, loads[, fit]));
-`guard` is the one place a nominated load is checked against the loads that cannot be measured and
-those already classified (strategies.py, certifying.py).
+cannot be measured and the local fit, each computed once. The strategies answer a `Step`
+(steps.py): the next trial (`NextLoad`) or the goal's end (`GoalDone`); `guard` is the one place a
+nominated load is checked against the loads that cannot be measured and those already classified
+(strategies.py, certifying.py).
 """
 
 from __future__ import annotations
@@ -13,16 +13,14 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any, overload
+from typing import overload
 
 from workbench.controller.fit import LocalFit, local_fit
-from workbench.controller.policy import LocalPolicy
 from workbench.controller.spec import RatingSpec
 from workbench.controller.state import LoadStatus, LoadSummary, SearchState, load_key
+from workbench.controller.steps import GoalDone, NextLoad
 from workbench.controller.summary import search_state, summarize
 from workbench.controller.trial import TrialResult
-
-Step = tuple[str, Any]
 
 
 @dataclass
@@ -46,10 +44,10 @@ class Goal:
 
     @cached_property
     def fit(self) -> LocalFit | None:
-        """The local policy's fit of this decision (its stop level; the reported CI at its report
-        level): one fit serves the stop test and the next load."""
+        """The policy's local fit of this decision (Policy.uses_fit; at its stop level, the reported
+        CI at its report level): one fit serves the stop test and the next load."""
         pol, c = self.spec.policy, self.spec.confidence
-        if not isinstance(pol, LocalPolicy):
+        if not pol.uses_fit:
             return None
         return local_fit(
             self.loads,
@@ -61,14 +59,14 @@ class Goal:
 
 
 @overload
-def guard(g: Goal, load: float, why: str, name: str) -> Step: ...
+def guard(g: Goal, load: float, why: str, name: str) -> NextLoad | GoalDone: ...
 
 
 @overload
-def guard(g: Goal, load: float, why: str, name: None) -> Step | None: ...
+def guard(g: Goal, load: float, why: str, name: None) -> NextLoad | None: ...
 
 
-def guard(g: Goal, load: float, why: str, name: str | None) -> Step | None:
+def guard(g: Goal, load: float, why: str, name: str | None) -> NextLoad | GoalDone | None:
     """The nominated load, checked. name None (a strategy that may yield): None when the load lies
     at or above a load that cannot be measured. Otherwise (the picker, the last resort): an invalid
     load ends the goal; one at or above the lowest unmeasurable load above the bracket's low end is
@@ -78,15 +76,15 @@ def guard(g: Goal, load: float, why: str, name: str | None) -> Step | None:
     if name is None:
         if load_key(load) in g.unmeasurable or any(t.load <= load * (1 + 1e-9) for t in above_lo):
             return None
-        return "next", (load, why)
+        return NextLoad(load, why)
     if not (math.isfinite(load) and load > 0):
-        return "done", (False, f"picker proposed an invalid load {load!r}: {why}", None, g.loads)
+        return GoalDone(False, f"picker proposed an invalid load {load!r}: {why}", None, g.loads)
     if above_lo:
         cap = min(above_lo, key=lambda t: t.load)
         floor = lo.load if lo is not None else 0.0
         if load >= cap.load * (1 - 1e-9):
             if cap.load - floor <= g.spec.resolution * cap.load:
-                return "done", (
+                return GoalDone(
                     False,
                     f"λ* ≥ {floor:g} ops/s: {cap.load:g} ops/s cannot be measured "
                     f"({cap.reason or 'invalid'}) and lies within the resolution of it",
@@ -99,7 +97,7 @@ def guard(g: Goal, load: float, why: str, name: str | None) -> Step | None:
                 f"halfway below it",
             )
     if load_key(load) in g.unmeasurable:
-        return "done", (
+        return GoalDone(
             False,
             f"{load:g} ops/s cannot be measured ({g.unmeasurable[load_key(load)].reason})",
             None,
@@ -108,8 +106,8 @@ def guard(g: Goal, load: float, why: str, name: str | None) -> Step | None:
     same = [s for s in g.loads if load_key(s.load) == load_key(load)]
     if same and same[0].status != LoadStatus.OPEN:
         if lo is None or hi is None:
-            return "done", (False, f"picker repeated the classified load {load:g}", None, g.loads)
+            return GoalDone(False, f"picker repeated the classified load {load:g}", None, g.loads)
         load, why = (lo.load + hi.load) / 2.0, f"{why}: already classified → bisect"
         if any(load_key(s.load) == load_key(load) and s.status != LoadStatus.OPEN for s in g.loads):
-            return "done", (False, "no untested load left in the bracket", None, g.loads)
-    return "next", (load, f"{name}: {why}")
+            return GoalDone(False, "no untested load left in the bracket", None, g.loads)
+    return NextLoad(load, f"{name}: {why}")

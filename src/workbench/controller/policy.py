@@ -14,9 +14,11 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from workbench.config.settings import check_settings, setting
+from workbench.controller.fit import LocalFit
 from workbench.controller.local import Local
 from workbench.controller.pickers import Binsearch, Linear, Model, Picker
 from workbench.controller.safeguarded import Safeguarded
+from workbench.controller.state import SearchState
 
 
 @dataclass(frozen=True)
@@ -33,6 +35,11 @@ class Policy:
     far_factor: ClassVar[float | None] = None  # one trial above far_factor·R_sat saturates a load
     throughput_rule: ClassVar[bool] = False  # a load completing too few operations is saturated
     strawman: ClassVar[bool] = False  # §3.1: fixed trials per load, no CI
+    # The local fit of log R(λ) near R_sat (fit.local_fit at fit_confidence) may place the next
+    # load (fit_place), stops the rating (stop rule "fit": strategies._local_fit_stop) and narrows
+    # the certified λ* interval (certify.certified's use_fit); off: a stop rule "fit" uses
+    # fit.fit_peak, and the certified interval is the bounds' alone.
+    uses_fit: ClassVar[bool] = False
 
     def __post_init__(self) -> None:
         check_settings(self)
@@ -47,6 +54,21 @@ class Policy:
 
     def probe_runlength_s(self, spec: Any) -> float | None:
         """Runlength of a trial at a load away from R_sat (None: the spec's runlength)."""
+        return None
+
+    def fit_confidence(self, c: float) -> float:
+        """Confidence of the local fit's stop tests at the spec's confidence c (uses_fit)."""
+        return c
+
+    def fit_ci_confidence(self, c: float) -> float:
+        """Confidence of the λ* CI the local fit reports (uses_fit)."""
+        return c
+
+    def fit_place(
+        self, spec: Any, st: SearchState, last_load: float | None, fit: LocalFit | None
+    ) -> tuple[float, str] | None:
+        """(load, reason) where the local fit of this decision puts the next trial, ahead of the
+        picker (strategies.local_fit_step); None: no such load (the default: the picker's)."""
         return None
 
     def to_dict(self) -> dict[str, Any]:
@@ -119,6 +141,7 @@ class LocalPolicy(Policy):
 
     name: ClassVar[str] = "local"
     stop_rule: ClassVar[str] = "fit"
+    uses_fit: ClassVar[bool] = True
     near_min_trials: ClassVar[int] = 3
     distrust_repeats: ClassVar[bool] = True
     monotone_check: ClassVar[bool] = True
@@ -178,6 +201,11 @@ class LocalPolicy(Policy):
 
     def probe_runlength_s(self, spec: Any) -> float | None:
         return None if self.probe_share is None else self.probe_share * spec.runlength_s
+
+    def fit_place(
+        self, spec: Any, st: SearchState, last_load: float | None, fit: LocalFit | None
+    ) -> tuple[float, str] | None:
+        return self.picker(spec).place(st, last_load, fit)
 
 
 POLICY_CLASSES: dict[str, type[Policy]] = {

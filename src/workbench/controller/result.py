@@ -11,8 +11,10 @@ from typing import Any
 from workbench.controller.certify import Certified, LoadBounds, certified
 from workbench.controller.fit import FitPeak, local_fit
 from workbench.controller.pickers import two_point_fit
+from workbench.controller.policy import RECOMMENDED
 from workbench.controller.spec import RatingSpec
 from workbench.controller.state import LoadSummary, load_key
+from workbench.controller.steps import GoalDone
 from workbench.controller.summary import search_state, summarize, trial_cost_s
 from workbench.controller.trial import TrialResult
 from workbench.stats.intervals import accuracy as _accuracy
@@ -59,8 +61,10 @@ class PeakResult:
     n_invalid: int = 0  # the server's invalid trials (harness failures are not)
     n_trials_at_peak: int = 0
     peak_rate_ci_model: tuple[float, float] = (math.nan, math.nan)
-    stop_rule: str = "inside"
-    policy: str = "binsearch"
+    # RatingSpec's defaults (the recommended policy's name and stop rule); _goal_result names the
+    # spec's own
+    stop_rule: str = RECOMMENDED.stop_rule
+    policy: str = RECOMMENDED.name
     mean_load_ops_s: float = math.nan  # the tested load whose trials give mean_ms_at_peak
     n_harness: int = 0  # harness failures: no sample of the server, re-run
     not_steady: dict[int, str] = field(default_factory=dict)  # trial n → why it was excluded as not
@@ -194,7 +198,7 @@ def _certified(
         loads,
         spec.max_loads,
         spec.policy.distrust_repeats,
-        use_fit=spec.policy.name == "local",
+        use_fit=spec.policy.uses_fit,
     )
 
 
@@ -280,7 +284,7 @@ def _goal_result(
 def result_of(
     spec: RatingSpec,
     trials: Sequence[TrialResult],
-    done: dict[float, tuple],
+    done: Mapping[float, GoalDone],
     stop_reason: str | None,
     not_steady: Mapping[int, str] | None = None,
 ) -> PeakResult:
@@ -289,16 +293,16 @@ def result_of(
     per: dict[float, PeakResult] = {}
     for g in spec.goals:
         if g in done:
-            conv, why, peak, loads, *fit = done[g]
+            d = done[g]
             per[g] = _goal_result(
                 spec.at_goal(g),
                 g,
                 trials,
-                conv,
-                why,
-                peak,
-                loads,
-                fit[0] if fit else None,
+                d.converged,
+                d.reason,
+                d.peak,
+                d.loads,
+                d.fit,
                 not_steady,
             )
         else:

@@ -69,8 +69,8 @@ def split_pack_params(
     if pack is None:
         if chosen:
             raise ParamError(
-                f"pack_factors: {', '.join(map(str, chosen))}: only with factor_pack (the file "
-                f"that declares them)"
+                f"pack_factors: {', '.join(map(str, chosen))}: only with factor_pack (--factors "
+                f"FILE), the file that declares them"
             )
         return rest, None, {}
     try:

@@ -10,6 +10,7 @@ Every failure is a ParamError of one line naming the field the user set.
 from __future__ import annotations
 
 import ipaddress
+import re
 import shutil
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -164,12 +165,31 @@ def check_local_server(plan: RatingPlan, suts: list[tuple[str, str, dict[str, An
         )
 
 
+def check_pack_hosts(plan: RatingPlan, inv: Path) -> None:
+    """A factor pack's `hosts` name hosts or groups of the inventory (each plain word of the
+    pattern; wildcards are Ansible's to match): a pattern the inventory lacks would apply its levels
+    to no host."""
+    hosts = str((plan.factor_pack or {}).get("hosts") or "")
+    if not hosts:
+        return
+    groups = inventory_groups(inv)
+    known = set(groups) | {h for members in groups.values() for h in members} | {"localhost"}
+    words = [w.strip("&!") for w in re.split(r"[:,]", hosts)]
+    missing = [w for w in words if w and "*" not in w and w not in known]
+    if missing:
+        raise ParamError(
+            f"factor_pack: hosts {hosts!r} of {plan.factor_pack['path']} names "
+            f"{', '.join(missing)}, not in the inventory {inv}: nothing would apply its levels"
+        )
+
+
 def check_hosts(plan: RatingPlan, slots: Iterable[str]) -> None:
     """The whole check for the slots a plan may take (InventoryError → ParamError)."""
     inv, slots = Path(plan.inventory), tuple(slots)
     try:
         check_slot_overlaps(inv)
         check_external_target(plan, inv, slots)
+        check_pack_hosts(plan, inv)
         check_local_server(plan, local_suts(inv, slots))
     except InventoryError as e:
         raise ParamError(str(e)) from None

@@ -1,7 +1,7 @@
 """Factor packs (config/factor_pack.py): loading and refusing a pack in one line naming its file and
 field; the pack's levels among the Params, in a sweep's plan and on the command line; the harness
 applying them (fake runner) and resetting after a failed apply. The real path, an external Ganesha's
-two knobs swept by map_surface: tests/dags/test_factor_pack.py."""
+two knobs swept by map_surface: tests/dags/test_factor_pack_sweep.py."""
 from __future__ import annotations
 
 from pathlib import Path

@@ -458,7 +458,8 @@ def test_a_background_tenant_lowers_the_rated_peak(tmp_path):
     work = procs[9][0] / "work" / "trials"
     starts_s = [[json.loads(f.read_text())["start_unix_ns"] / 1e9
                  for f in (b.with_name(b.name.replace(".background", "")), b)]
-                for b in sorted(work.glob("*.background.json"))]
+                for b in sorted(work.glob("[0-9]*.background.json"))]   # not the discarded warm-up's
+    # (its B started 7.7 s after A on one suite run: the first trial after deploy)
     assert len(starts_s) >= len(measured) and all(abs(a - b) < 2.0 for a, b in starts_s), starts_s
     assert busy["peak_rate"] < 0.85 * idle["peak_rate"], (busy["peak_rate"], idle["peak_rate"])
     for t in measured:

@@ -32,7 +32,7 @@ import yaml
 
 from workbench.config.factors import BY_NAME
 from workbench.config.tenants import TENANT_FACTOR_NAMES
-from workbench.config.untrusted import TEMPLATE_MARKERS, load_yaml
+from workbench.config.untrusted import TEMPLATE_MARKERS, load_yaml, unknown_keys
 from workbench.config.workloads import WORKLOAD_FACTOR_NAMES
 
 MAX_PACK_BYTES = 1 << 16
@@ -169,12 +169,8 @@ def _read(path: Path) -> dict[str, Any]:
         raise PackError(f"factor pack {path}: cannot read it: {' '.join(str(e).split())}") from None
     if not isinstance(data, dict):
         raise PackError(f"factor pack {path}: holds a {type(data).__name__}; want a mapping")
-    unknown = sorted(map(str, set(data) - set(PACK_KEYS)))
-    if unknown:
-        raise PackError(
-            f"factor pack {path}: unknown key(s) {', '.join(unknown)}; known: "
-            f"{', '.join(PACK_KEYS)}"
-        )
+    if unknown := unknown_keys(data, PACK_KEYS):
+        raise PackError(f"factor pack {path}: {unknown}")
     return data
 
 
@@ -208,11 +204,8 @@ def _factor(where: str, f: Any, reserved: Sequence[str]) -> PackFactor:
     """One factor of the pack, checked."""
     if not isinstance(f, dict):
         raise PackError(f"{where}: want a mapping with {', '.join(FACTOR_KEYS)}, got {f!r}")
-    unknown = sorted(map(str, set(f) - set(FACTOR_KEYS)))
-    if unknown:
-        raise PackError(
-            f"{where}: unknown key(s) {', '.join(unknown)}; known: {', '.join(FACTOR_KEYS)}"
-        )
+    if unknown := unknown_keys(f, FACTOR_KEYS):
+        raise PackError(f"{where}: {unknown}")
     for key in ("name", "type", "levels"):
         if key not in f:
             raise PackError(f"{where}.{key}: missing")

@@ -12,6 +12,7 @@ any walk of the result) and deep nesting.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import yaml
@@ -88,6 +89,16 @@ class _BoundedLoader(yaml.SafeLoader):
             return super().compose_node(parent, index)
         finally:
             self._depth -= 1
+
+
+def unknown_keys(data: Mapping[Any, Any], known: Iterable[str]) -> str | None:
+    """ "unknown key(s) a, b; known: x, y" for the keys of a user's mapping outside `known`, else
+    None (the caller names the file or field it read)."""
+    known = list(known)
+    unknown = sorted(map(str, set(data) - set(known)))
+    if not unknown:
+        return None
+    return f"unknown key(s) {', '.join(unknown)}; known: {', '.join(known)}"
 
 
 def load_yaml(text: str | bytes, max_bytes: int = MAX_YAML_BYTES) -> Any:

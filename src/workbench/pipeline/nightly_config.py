@@ -10,7 +10,7 @@ from typing import Any
 import yaml
 
 from workbench.config.paths import REPO
-from workbench.config.untrusted import load_yaml
+from workbench.config.untrusted import load_yaml, unknown_keys
 from workbench.params.plan import UNSAFE_ID_CHARS, ParamError, plan_from_params
 
 # trials tonight's rating runs at its baseline's reference load: the sample of the nightly Welch
@@ -70,12 +70,8 @@ def _read_config(p: Path) -> dict[str, Any]:
         raise ParamError(
             f"config_path: {p} holds a {type(cfg).__name__}; want a mapping with baselines"
         )
-    unknown = sorted(map(str, set(cfg) - set(NIGHTLY_KEYS)))
-    if unknown:
-        raise ParamError(
-            f"nightly config {p}: unknown key(s) {', '.join(unknown)}; known: "
-            f"{', '.join(NIGHTLY_KEYS)}"
-        )
+    if unknown := unknown_keys(cfg, NIGHTLY_KEYS):
+        raise ParamError(f"nightly config {p}: {unknown}")
     return cfg
 
 
@@ -92,11 +88,8 @@ def _baseline(i: int, b: Any, names: set[str]) -> None:
     if name in names:
         raise ParamError(f"baselines[{i}].name: {name!r} is given twice; names must be unique")
     names.add(name)
-    unknown = sorted(map(str, set(b) - {"name", "params"}))
-    if unknown:
-        raise ParamError(
-            f"baselines[{i}] ({name}): unknown key(s) {', '.join(unknown)}; known: name, params"
-        )
+    if unknown := unknown_keys(b, ("name", "params")):
+        raise ParamError(f"baselines[{i}] ({name}): {unknown}")
     if not isinstance(b.get("params") or {}, dict):
         raise ParamError(
             f"baselines[{i}].params ({name}): {b['params']!r} is not an object of rate_peak params"

@@ -7,8 +7,8 @@
 The map_surface DAG's tasks without Airflow, over a local store in DIR: start_sweep (a full factorial
 over nfs_version "3" and "4.1", every sample through the validation pass), rate_sample for each
 sample in seeding order (the second seeded from the first's λ*, as the DAG does), decide_round,
-finish_sweep (fit, report). Both samples rate the same server configuration: the slot's Ganesha
-exports v3 and v4.1 either way. Prints each sample's λ*, its interval and the ratio; the report
+finish_sweep (fit) → surface_report_step (report). Both samples rate the same server
+configuration: the slot's Ganesha exports v3 and v4.1 either way. Prints each sample's λ*, its interval and the ratio; the report
 (λ* and intervals side by side) is DIR/surfaces/<sweep id>/report.html.
 """
 from __future__ import annotations
@@ -32,6 +32,8 @@ def main(argv: list[str] | None = None) -> int:
     os.environ["WB_SLOTS"] = a.slot                     # before workbench reads it: the sweep's "auto" slot
     if a.inventory:
         os.environ["WB_INVENTORY"] = str(Path(a.inventory).resolve())
+    from analysis.rating_report import report_step
+    from analysis.surface_report import surface_report_step
     from workbench.pipeline import sweep
     from workbench.store.local import LocalStore
 
@@ -41,9 +43,10 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.time()
     jobs = sweep.start_sweep(store, {"profile": a.profile, "workload": a.workload, "design": "fullfact",
                                      "factors": {"nfs_version": ["3", "4.1"]}}, sweep_id)
-    rows = [sweep.rate_sample(store, j["sweep"], j["item"]) for j in jobs]
+    rows = [sweep.rate_sample(store, j["sweep"], j["item"], report=report_step) for j in jobs]
     sweep.decide_round(store, sweep_id, 0)
     sweep.finish_sweep(store, sweep_id)
+    print(f"report: {surface_report_step(store, sweep_id)}")
     by = {r["sample"]["nfs_version"]: r for r in rows}
     for v, r in sorted(by.items()):
         print(json.dumps({"nfs_version": v, "peak_rate": r["peak_rate"], "peak_rate_ci": r["peak_rate_ci"],

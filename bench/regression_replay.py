@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Nightly regression verdicts replayed on synthetic histories (issue 31): the change-point detector
-with its confirming re-run and canary (analysis.changepoints) beside today's per-night test
-(analysis.regression.compare_to_history: tonight against the mean of the last ≤ 5 nights).
+with its confirming re-run and canary (findings.changepoints) beside today's per-night test
+(findings.regression.compare_to_history: tonight against the mean of the last ≤ 5 nights).
 
 Each history is 60 nights of one baseline's λ* (and of the canary's): log-normal noise of sd
 --noise-sd (the default's measured repeatability: five fresh ratings spread −2.6 … +2.3 % around their
@@ -36,8 +36,8 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT / "src") not in sys.path:
     sys.path.insert(0, str(ROOT / "src"))
 
-from workbench.analysis.changepoints import CANARY_RERUNS, canary_verdict, confirmed, new_level  # noqa: E402
-from workbench.analysis.regression import compare_to_history  # noqa: E402
+from workbench.findings.changepoints import CANARY_RERUNS, canary_verdict, confirmed, new_level  # noqa: E402
+from workbench.findings.regression import compare_to_history  # noqa: E402
 
 NIGHTS = 60
 Z90 = 1.6449

@@ -46,7 +46,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path[:] = [str(REPO / "src")] + [p for p in sys.path if Path(p or ".").resolve() != REPO / "bench"]
 # (bench/bottleneck.py would shadow the bottleneck package pandas imports)
 from workbench import cli  # noqa: E402
-from workbench.analysis.latency_split import trial_split  # noqa: E402
+from workbench.findings.latency_split import trial_split  # noqa: E402
 from workbench.lease.heartbeat import holding  # noqa: E402
 from workbench.lease.leases import lease_slot  # noqa: E402
 from workbench.pipeline.slot import harness_for, reap_slots, teardown  # noqa: E402

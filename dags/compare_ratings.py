@@ -2,7 +2,7 @@
 
     compare → comparisons/<A>__vs__<B>/{verdict.json, report.html} in the results store
 
-The statistics of the nightly job with A as the baseline (pipeline.compare): the change in λ* with
+The statistics of the nightly job with A as the baseline (analysis.compare): the change in λ* with
 its CI, Welch's one-sided test on the trials near A's measured load nearest its λ*, the verdict in
 words; the page draws both latency-vs-load curves on one plot. The run stays green whatever the
 verdict (it informs); a rating that is missing or has not finished fails it, naming which.
@@ -15,8 +15,8 @@ import datetime as dt
 from airflow.sdk import DAG, Param, task
 from airflow.sdk.exceptions import AirflowFailException
 
+from analysis import compare
 from workbench.params.plan import ParamError
-from workbench.pipeline import compare
 from workbench.store.base import StoreError
 
 with DAG(

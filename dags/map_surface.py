@@ -39,6 +39,8 @@ from airflow.providers.standard.utils.skipmixin import XCOM_SKIPMIXIN_FOLLOWED, 
 from airflow.sdk import DAG, Param, task
 from airflow.sdk.exceptions import AirflowFailException
 
+from analysis.rating_report import report_step
+from analysis.surface_report import surface_report_step
 from workbench.config.vocabulary import DESIGNS, MAX_ROUNDS, SLOTS
 from workbench.output.notify import RunNotifier
 from workbench.params.pack import confined_pack
@@ -112,7 +114,7 @@ with DAG(
             execution_timeout=dt.timedelta(seconds=RATING_TIMEOUT_S),
         )
         def fn(job):
-            return sweep.rate_sample(open_store(), job["sweep"], job["item"])
+            return sweep.rate_sample(open_store(), job["sweep"], job["item"], report=report_step)
 
         return fn
 
@@ -125,7 +127,10 @@ with DAG(
 
     @task(trigger_rule="none_failed_min_one_success")
     def fit_surface(dag_run=None):
-        return sweep.finish_sweep(open_store(), _sweep_id(dag_run))
+        store, sweep_id = open_store(), _sweep_id(dag_run)
+        summary = sweep.finish_sweep(store, sweep_id)
+        print(f"fit: {summary}\nreport: {surface_report_step(store, sweep_id)}")
+        return summary
 
     fit = fit_surface()
     jobs = plan_samples()

@@ -24,6 +24,8 @@ import os
 from airflow.sdk import DAG, Param, task
 from airflow.sdk.exceptions import AirflowFailException
 
+from analysis.nightly_report import night_report
+from analysis.rating_report import report_step
 from workbench.config.vocabulary import SLOTS
 from workbench.output.notify import RunNotifier
 from workbench.params.plan import ParamError, night_of
@@ -66,7 +68,7 @@ with DAG(
         execution_timeout=dt.timedelta(seconds=RATING_TIMEOUT_S),
     )
     def rate_baseline(job):
-        return nightly.rate_baseline(open_store(), job["night"], job["baseline"])
+        return nightly.rate_baseline(open_store(), job["night"], job["baseline"], report_step)
 
     @task
     def compare(records, dag_run=None):
@@ -83,7 +85,7 @@ with DAG(
         execution_timeout=dt.timedelta(seconds=RATING_TIMEOUT_S * 8),
     )  # suspects + canary, in series
     def rerun(verdicts, dag_run=None):
-        return nightly.rerun(open_store(), night_of(dag_run), verdicts)
+        return nightly.rerun(open_store(), night_of(dag_run), verdicts, report_step)
 
     @task(trigger_rule="none_failed_min_one_success")
     def decide(verdicts, dag_run=None):
@@ -91,7 +93,7 @@ with DAG(
 
     @task
     def report(verdicts, dag_run=None):
-        print(f"report: {nightly.report(open_store(), night_of(dag_run), verdicts)}")
+        print(f"report: {night_report(open_store(), night_of(dag_run), verdicts)}")
         return verdicts
 
     @task

@@ -30,6 +30,7 @@ from airflow.providers.standard.utils.skipmixin import XCOM_SKIPMIXIN_FOLLOWED, 
 from airflow.sdk import DAG, Param, TaskGroup
 from airflow.sdk.exceptions import AirflowFailException
 
+from analysis.rating_report import report_step
 from workbench import pipeline
 from workbench.config.vocabulary import MAX_TRIAL_TASKS, SLOTS
 from workbench.controller.decide import NextTrial
@@ -166,7 +167,7 @@ def summarise(ti, **_):
 
 
 def report(ti, **_):
-    print(pipeline.report_step(_plan(ti), open_store()))
+    print(report_step(_plan(ti), open_store()))
 
 
 def publish(ti, **_):

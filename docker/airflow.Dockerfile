@@ -37,5 +37,5 @@ RUN pip install --no-cache-dir "apache-airflow==3.3.2" -r /opt/workbench/require
 COPY --chown=airflow:0 . /opt/workbench/
 COPY --chown=airflow:0 --from=fstress /out/fstress /opt/workbench/bin/fstress
 RUN pip install --no-cache-dir --no-deps -e /opt/workbench \
- && python -c "import workbench.measure.ansible, workbench.analysis, airflow.providers.celery, psycopg2" \
+ && python -c "import workbench.measure.ansible, workbench.findings, analysis.report, airflow.providers.celery, psycopg2" \
  && chmod -R g+w /opt/workbench

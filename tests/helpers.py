@@ -319,10 +319,33 @@ def web_surface_ratings(rated: list) -> Callable:
     appended to `rated`."""
     from workbench.measure.factor_model import family_capacity
 
-    def rating(plan, store, log=print):
+    def rating(plan, store, log=print, report=None):
         lam = family_capacity("web", {"threads": plan.factors["threads"], "disks": plan.factors["disks"]})[0]
         rated.append(plan)
         spec_s = min(50.0, plan.spec["budget_s"])     # the controller's account; the wall time is longer
         return {"peak_rate": lam, "converged": True, "n_trials": 5, "cost_s": spec_s + 30.0, "cost_spec_s": spec_s,
                 "bracket": [lam, lam], "peak_rate_ci": [lam, lam], "reason": "converged"}
     return rating
+
+
+def curve_trial(n, load, achieved, mean, valid=True, p95=None, p99=None, **more):
+    return {"n": n, "load_ops_s": load, "achieved_rate": achieved, "mean_ms": mean, "p95_ms": p95 or 2 * mean,
+            "p99_ms": p99, "valid": valid, "runlength_s": 10.0, **more}
+
+
+def curve_log():
+    """A synthetic trial log for the load curve (tests/findings/test_load_curve.py) and its figure:
+    100: two valid trials; 200: one valid, one invalid, one harness failure (no trial of the server);
+    300: one excluded as not steady, one excluded by great_expectations (invalid as decide read it),
+    one valid; 400: valid, mean past R_sat 40 ms; 500: short of offered, past the peak throughput."""
+    trials = [curve_trial(0, 100, 100.0, 1.0, p99=3.0), curve_trial(1, 100, 98.0, 2.0, p99=5.0),
+              curve_trial(2, 200, 150.0, 9.0, valid=False, reason="errors"),
+              curve_trial(3, 200, 0.0, 0.0, valid=False, harness_failure=True, outcome="harness"),
+              curve_trial(4, 200, 199.0, 3.0),
+              curve_trial(5, 300, 300.0, 99.0), curve_trial(6, 300, 300.0, 88.0), curve_trial(7, 300, 296.0, 5.0),
+              curve_trial(8, 400, 390.0, 80.0), curve_trial(9, 500, 280.0, 30.0)]
+    logged = [{"valid": t["valid"]} for t in trials]
+    logged[6]["valid"] = False
+    result = {"peak_rate": 350.0, "r_sat_ms": 40.0, "l_sat_ms": 2000.0, "trials": logged,
+              "not_steady": {"5": "not steady: trend up"}}
+    return result, trials

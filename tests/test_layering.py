@@ -5,9 +5,10 @@ controller layer does no I/O, and files and functions stay small.
 Layers, low → high (a module may import its own layer or lower):
   0 workbench.config   1 workbench.stats   2 workbench.controller
   3 workbench.measure, workbench.planning (planning may import measure, not the reverse)
-  4 workbench.analysis, workbench.params, workbench.store   5 workbench.lease, workbench.output
-  6 workbench.pipeline   7 workbench.cli (its grammar: workbench.cli_args), workbench.dagrun,
-  workbench.preload   8 dags/, plugins/
+  4 workbench.findings, workbench.params, workbench.store   5 workbench.lease, workbench.output
+  6 workbench.pipeline   7 analysis/ (the reports: at the repository's top, above the workflows)
+  8 workbench.cli (its grammar: workbench.cli_args), workbench.dagrun, workbench.preload
+  9 dags/, plugins/
 """
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ SRC = REPO / "src"
 PKG = SRC / "workbench"
 DAGS = REPO / "dags"
 PLUGINS = REPO / "plugins"       # the Airflow plugin: Airflow's top, beside the DAGs
+ANALYSIS = REPO / "analysis"     # the reports, plots, surfaces and comparisons: above the pipeline
 
 LAYERS = {
     "workbench.config": 0,
@@ -29,18 +31,19 @@ LAYERS = {
     "workbench.controller": 2,
     "workbench.measure": 3,
     "workbench.planning": 3,
-    "workbench.analysis": 4,     # validation, regression verdicts, plots, reports: pure functions of records
+    "workbench.findings": 4,     # validation, warnings, bottleneck, split, regression verdicts: of records
     "workbench.params": 4,       # the Params, RatingPlan, the validation pass
     "workbench.store": 4,        # the Store and its layout; S3/MinIO and directory backends
     "workbench.lease": 5,        # slot leases (on a RatingPlan)
     "workbench.output": 5,       # the console's lines, the notifications of a run
     "workbench.pipeline": 6,     # the workflows: rating steps, run_rating, sweeps, nights, comparisons
-    "workbench.cli": 7,
-    "workbench.cli_args": 7,     # the command line's grammar (flags, usage errors), for workbench.cli
-    "workbench.dagrun": 7,
-    "workbench.preload": 7,    # Airflow's task-forking processes import the pipeline once (airflow_local_settings)
-    "dags": 8,
-    "plugins": 8,
+    "analysis": 7,               # reports, plots, surfaces, comparisons: what entry points and DAG tasks call
+    "workbench.cli": 8,
+    "workbench.cli_args": 8,     # the command line's grammar (flags, usage errors), for workbench.cli
+    "workbench.dagrun": 8,
+    "workbench.preload": 8,    # Airflow's task-forking processes import the pipeline once (airflow_local_settings)
+    "dags": 9,
+    "plugins": 9,
 }
 # Imports between different units of one rank: allowed only where listed (importer, imported).
 SAME_RANK_ALLOWED = {("workbench.planning", "workbench.measure"),   # planning.dryrun simulates
@@ -52,7 +55,7 @@ PURE_FORBIDDEN_TOP = {
     "os", "shutil", "tempfile", "pathlib", "io", "pandas", "great_expectations", "matplotlib",
     "pyarrow",
 }
-PURE_FORBIDDEN_MODULES = ("workbench.measure", "workbench.analysis", "workbench.params", "workbench.store",
+PURE_FORBIDDEN_MODULES = ("workbench.measure", "workbench.findings", "analysis", "workbench.params", "workbench.store",
                           "workbench.lease", "workbench.output", "workbench.pipeline")
 
 MAX_FILE_LINES = 400
@@ -82,7 +85,7 @@ def module_name(path: Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-ALL_FILES = py_files(PKG, DAGS, PLUGINS)
+ALL_FILES = py_files(PKG, ANALYSIS, DAGS, PLUGINS)
 KNOWN_MODULES = {module_name(p) for p in ALL_FILES}
 
 
@@ -229,7 +232,7 @@ def test_imports_point_down():
         if src_unit is None:                      # the package root: test_package_root_is_lazy
             continue
         for imp in imports_of(path):
-            if top(imp.target) != "workbench":
+            if top(imp.target) not in ("workbench", "analysis"):
                 continue
             target = imp.target
             if target == "workbench" and imp.name in api:       # a lazy re-export: where it really lives
@@ -283,9 +286,10 @@ def test_controller_layer_does_no_io():
 
 
 def test_files_and_functions_are_small():
-    """No file of the package, dags/ or plugins/ over MAX_FILE_LINES, no function over MAX_FUNCTION_LINES."""
+    """No file of the package, analysis/, dags/ or plugins/ over MAX_FILE_LINES, no function over
+    MAX_FUNCTION_LINES."""
     bad = []
-    for path in py_files(PKG, DAGS, PLUGINS):
+    for path in ALL_FILES:
         rel = path.relative_to(REPO)
         n = len(path.read_text().splitlines())
         if n > MAX_FILE_LINES:
@@ -299,11 +303,14 @@ def test_files_and_functions_are_small():
 
 
 def test_test_files_mirror_the_modules():
-    """tests/<layer>/test_<module>[_<aspect>].py tests src/workbench/<layer>/<module>.py; every layer
-    folder of the package has its folder of tests."""
+    """tests/<layer>/test_<module>[_<aspect>].py tests src/workbench/<layer>/<module>.py, and
+    tests/reports/ the modules of analysis/ (a test folder named analysis/ would shadow the package
+    as a namespace); every layer folder of the package has its folder of tests."""
     tests = REPO / "tests"
     layer_dirs = {p.name: p for p in PKG.iterdir() if p.is_dir() and (p / "__init__.py").exists()}
     assert set(layer_dirs) <= {p.name for p in tests.iterdir() if p.is_dir()}, sorted(layer_dirs)
+    assert not (tests / "analysis").exists(), "tests of analysis/ live in tests/reports/"
+    layer_dirs["reports"] = ANALYSIS
     strays = []
     for name, src in layer_dirs.items():
         modules = {p.stem for p in src.glob("*.py")} - {"__init__"}

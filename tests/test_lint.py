@@ -1,9 +1,9 @@
-"""The habits of the source (issue 51): ruff's linter and formatter and mypy over src/ and dags/,
+"""The habits of the source (issue 51): ruff's linter and formatter and mypy over src/, analysis/ and dags/,
 each clean, with the settings of pyproject.toml ([tool.ruff]: 100 columns; [tool.mypy]). The tools
 come with requirements-test.lock, into the venv that runs the tests.
 
-Fix a finding with `.venv/bin/ruff format src dags`, `.venv/bin/ruff check --fix src dags` or by
-hand; mypy's findings by hand (a `# type: ignore[code]` only where a library's types are wrong, with
+Fix a finding with `.venv/bin/ruff format src analysis dags`, `.venv/bin/ruff check --fix src
+analysis dags` or by hand; mypy's findings by hand (a `# type: ignore[code]` only where a library's types are wrong, with
 the reason beside it)."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-TARGETS = ("src", "dags")
+TARGETS = ("src", "analysis", "dags")
 
 
 def _run(*args: str, timeout_s: float = 600.0) -> subprocess.CompletedProcess[str]:

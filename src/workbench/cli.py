@@ -29,7 +29,7 @@ a canned workload's keys (``config.workloads``). The text fstress runs is stored
 `plan`: the dry-run planner (``planning.dryrun.plan``) on a simulated server of the workload's
 family: expected cost, trials and convergence of the same spec.
 
-`compare`: B's λ* against A's (``pipeline.compare``): the change with its CI, Welch's test at a
+`compare`: B's λ* against A's (``analysis.compare``): the change with its CI, Welch's test at a
 common load, the verdict in words, and an HTML page with both latency-vs-load curves.
 """
 
@@ -145,6 +145,7 @@ def results_dir(args: argparse.Namespace) -> Path:
 
 
 def cmd_rate(args: argparse.Namespace, harness_factory=None) -> int:
+    from analysis.rating_report import report_step
     from workbench.output.console import Progress, result_block
     from workbench.params.plan import ParamError, resumable_plan
     from workbench.pipeline.runner import run_rating
@@ -188,6 +189,7 @@ def cmd_rate(args: argparse.Namespace, harness_factory=None) -> int:
         teardown_after=not args.no_teardown,
         make=harness_factory or AnsibleHarness,
         agent=None if getattr(args, "agent", None) is None else args.agent == "on",
+        report=report_step,
     )
     where = store.url(store.rating_prefix(plan.rating_id))
     print(f"\n{plan.workload_name()} on {plan.slot} ({plan.profile}), stored in\n  {where}")
@@ -261,8 +263,8 @@ def _planned_server(args: argparse.Namespace):
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
+    from analysis import compare
     from workbench.params.plan import ParamError
-    from workbench.pipeline import compare
     from workbench.store.base import StoreError
 
     try:

@@ -23,7 +23,10 @@ TASK_MODULES = (
     "workbench.pipeline",
     "workbench.pipeline.nightly",
     "workbench.pipeline.sweep",
-    "workbench.pipeline.compare",
+    "analysis.compare",
+    "analysis.rating_report",
+    "analysis.nightly_report",
+    "analysis.surface_report",
     "workbench.output.notify",
     "great_expectations",
 )

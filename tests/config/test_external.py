@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from workbench.analysis.report import rating_report_html
+from analysis.report import rating_report_html
 from helpers import FAKE_PROBE_V41, FakeRunner
 from workbench import cli
 from workbench.config.external import external_factors, external_server, refuse_server_factors

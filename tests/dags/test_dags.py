@@ -13,7 +13,7 @@ import pytest
 from helpers import cmdline, load_recorded_nights, renumbered_inventory
 
 from workbench import dagrun
-from workbench.analysis.regression import reference_load
+from workbench.findings.regression import reference_load
 from workbench.config import paths
 from workbench.config.vocabulary import CANNED_WORKLOADS, MAX_TRIAL_TASKS
 from workbench.controller.result import goal_results
@@ -330,7 +330,7 @@ def test_nightly_reports_a_lab_change_when_the_canary_slowed_too(airflow_env, tm
     because the canary moved at the same night, the canary because it is the canary. The run is red
     and the e-mail and the webhook say "lab_change". Slot3 (slot1 of a renumbered local inventory);
     two seed trials and at most 12 trials a rating. With two nights of history the canary's SPRT
-    (analysis.changepoints.canary_verdict, each night's log-likelihood ratio clipped) needs three
+    (findings.changepoints.canary_verdict, each night's log-likelihood ratio clipped) needs three
     nights on the new level: tonight's rating and two re-runs, so five ratings (~17 min). Not in
     `make test` (its budget): `make test-acceptance`."""
     from workbench.config import vocabulary

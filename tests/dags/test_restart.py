@@ -159,7 +159,7 @@ def test_a_long_trial_keeps_its_slot_and_a_killed_one_stops_its_generator_and_fr
 @pytest.mark.timeout(1800)
 def test_scheduler_crash_mid_rating_loses_and_repeats_no_trial(live):
     from workbench import pipeline
-    from workbench.analysis.peak_interval import peak_statement
+    from workbench.findings.peak_interval import peak_statement
     from workbench.config import paths
     from workbench.config.vocabulary import MAX_TRIAL_TASKS
     from workbench.params.plan import rating_id_for

@@ -4,6 +4,7 @@ from __future__ import annotations
 import pytest
 from helpers import load_recorded_nights
 
+from analysis.nightly_report import history_plots, night_report
 from workbench.params.plan import ParamError
 from workbench.pipeline import nightly, nightly_config
 from workbench.store.local import LocalStore
@@ -58,13 +59,13 @@ def test_recorded_nights_same_is_no_regression_worse_is(tmp_path):
     assert v_bad[0]["change_point"]["last_good_night"] == "2026-11-02"
     assert store.get_json("nightly/2026-11-03/verdicts.json") == v_bad
     assert "web" in nightly.failures(v_bad)
-    nightly.report(store, "2026-11-03", v_bad)
+    night_report(store, "2026-11-03", v_bad)
     page = store.get_bytes("nightly/2026-11-03/report.html").decode()
     assert "REGRESSION" in page and 'href="../../ratings/nightly__2026-11-03__web/report.html"' in page
     # the baseline's history is drawn: its three nights, tonight's last
     assert [p["date"] for p in v_bad[0]["history"]] == ["2026-11-01", "2026-11-02", "2026-11-03"]
     assert v_bad[0]["history"][-1]["peak_rate"] == v_bad[0]["current_peak"]
-    assert list(nightly.history_plots(v_bad)) == ["history_web.png"] and "history_web.png" in page
+    assert list(history_plots(v_bad)) == ["history_web.png"] and "history_web.png" in page
 
 
 def test_a_baseline_of_two_goals_is_compared_per_goal_with_the_nights_that_rated_each(tmp_path):

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from analysis.nightly_report import history_plots, night_report
 from workbench.output import notify
 from workbench.pipeline import nightly
 from workbench.pipeline import nightly_confirm as confirm
@@ -95,7 +96,7 @@ def test_the_canary_moving_too_is_a_lab_change_not_a_regression(tmp_path):
     assert final["canary"]["lab_change"] and final["canary"]["canary"] == "is the canary"
     assert "the canary moved too: the lab changed" in final["web"]["reason"]
     assert nightly.failures(list(final.values())).startswith("lab change: canary")
-    nightly.report(store, TONIGHT, list(final.values()))
+    night_report(store, TONIGHT, list(final.values()))
     assert "LAB CHANGE" in store.get_bytes(store.nightly_report_key(TONIGHT)).decode()
 
 
@@ -166,11 +167,11 @@ def test_the_notification_carries_the_verdict_both_ratings_the_nights_and_the_se
 def test_the_history_plot_marks_the_change_point(tmp_path):
     store = _store(tmp_path)
     judged = _judged(store)
-    plots = nightly.history_plots(judged)
+    plots = history_plots(judged)
     assert sorted(plots) == ["history_canary.png", "history_web.png"]
-    plain = nightly.history_plots([{**_by_name(judged)["web"], "change_point": None}])["history_web.png"]
+    plain = history_plots([{**_by_name(judged)["web"], "change_point": None}])["history_web.png"]
     assert plots["history_web.png"].startswith(b"\x89PNG") and plots["history_web.png"] != plain
-    nightly.report(store, TONIGHT, judged)
+    night_report(store, TONIGHT, judged)
     assert b"history_web.png" in store.get_bytes(store.nightly_report_key(TONIGHT))
 
 

@@ -24,6 +24,7 @@ from typing import Callable
 import pytest
 from conftest_store import MINIO_SH, free_ports
 
+from analysis.rating_report import report_step
 from workbench.config import paths
 from workbench.controller.trial import TrialResult
 from workbench.lease import leases
@@ -105,7 +106,7 @@ def _baseline(tmp_path):
     """The same rating without faults: its records and result."""
     rig = SimRig()
     store = LocalStore(tmp_path / "baseline")
-    res = run_rating(_plan(tmp_path, "baseline"), store, log=lambda s: None, make=rig.make)
+    res = run_rating(_plan(tmp_path, "baseline"), store, log=lambda s: None, make=rig.make, report=report_step)
     return store.trials("baseline"), res
 
 
@@ -155,7 +156,7 @@ def test_minio_down_for_60_s_mid_rating_loses_and_repeats_no_trial(tmp_path, pri
         plan = _plan(tmp_path, "minio-outage")
         t0 = time.monotonic()
         with caplog.at_level(logging.WARNING, logger="workbench.store"):
-            res = run_rating(plan, store, log=lambda s: None, make=rig.make)
+            res = run_rating(plan, store, log=lambda s: None, make=rig.make, report=report_step)
         wall = time.monotonic() - t0
         restart[0].join(timeout=60)
         print(f"rating wall {wall:.1f} s; MinIO down {outage['up_cmd'] - outage['down']:.1f} s, "
@@ -192,7 +193,7 @@ def test_a_harness_failure_is_re_run_and_not_the_servers_invalid_trial(tmp_path,
     store = LocalStore(tmp_path / "store")
     plan = _plan(tmp_path, "harness-fault")
     lines: list[str] = []
-    res = run_rating(plan, store, log=lines.append, make=rig.make)
+    res = run_rating(plan, store, log=lines.append, make=rig.make, report=report_step)
     records = store.trials(plan.rating_id)
     assert [r["n"] for r in records] == list(range(len(base_records) + 1))
     assert dict(rig.calls) == {k: 1 for k in range(len(records))}
@@ -232,7 +233,7 @@ def test_a_trial_failing_great_expectations_is_excluded_before_decide_and_re_run
     store = LocalStore(tmp_path / "store")
     plan = _plan(tmp_path, "gx-fault")
     lines: list[str] = []
-    res = run_rating(plan, store, log=lines.append, make=rig.make)
+    res = run_rating(plan, store, log=lines.append, make=rig.make, report=report_step)
     records = store.trials(plan.rating_id)
     bad, rerun = records[2], records[3]
     assert not bad["valid"] and bad["gx"] == "failed" and records[1]["gx"] == "passed"
@@ -252,7 +253,7 @@ def test_a_harness_that_keeps_failing_ends_the_rating_with_a_result_saying_why(t
     rig = SimRig(fail_harness=set(range(3, 100)))
     store = LocalStore(tmp_path / "store")
     plan = _plan(tmp_path, "harness-down")
-    res = run_rating(plan, store, log=lambda s: None, make=rig.make)
+    res = run_rating(plan, store, log=lambda s: None, make=rig.make, report=report_step)
     assert not res["converged"] and res["reason"].startswith("harness failing: 3 harness failures in a row")
     assert "Failed to connect to the host via ssh" in res["reason"]
     # the server's invalid trials are only those great_expectations excluded (the simulator's achieved
@@ -283,7 +284,7 @@ def test_a_trial_whose_store_write_failed_is_stored_not_measured_on_the_retry(tm
     store = FlakyStore(tmp_path / "store", k=3)
     plan = _plan(tmp_path, "flaky")
     with pytest.raises(StoreError, match="still failing"):
-        run_rating(plan, store, log=lambda s: None, make=rig.make)
+        run_rating(plan, store, log=lambda s: None, make=rig.make, report=report_step)
     pending = plan.local_dir() / "pending" / "00003.json"
     kept = json.loads(pending.read_text())
     assert kept["n"] == 3 and [r["n"] for r in store.trials(plan.rating_id)] == [0, 1, 2]
@@ -291,7 +292,7 @@ def test_a_trial_whose_store_write_failed_is_stored_not_measured_on_the_retry(tm
     rec = steps.trial_step(plan, store, 3, rig.make)
     assert rec == kept == store.trials(plan.rating_id)[3] and rig.calls[3] == 1
     assert not pending.exists()
-    res = run_rating(plan, store, log=lambda s: None, make=rig.make)      # the rest of the rating
+    res = run_rating(plan, store, log=lambda s: None, make=rig.make, report=report_step)      # the rest of the rating
     records = store.trials(plan.rating_id)
     assert [r["n"] for r in records] == list(range(len(records))) and res["n_trials"] == len(records)
     assert dict(rig.calls) == {k: 1 for k in range(len(records))}

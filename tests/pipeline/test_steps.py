@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from workbench.analysis.cost import cost_text
+from analysis.rating_report import report_step
+from workbench.findings.cost import cost_text
 from workbench.config import paths
 from workbench.lease.leases import lease_slot
 from workbench.output.console import WIDTH
@@ -77,7 +78,8 @@ class FakeHarness:
 
 @pytest.fixture
 def rate_fake(tmp_path, monkeypatch):
-    """rate_fake(params, rating_id, harness) → (plan, store, result): run_rating over a fake harness."""
+    """rate_fake(params, rating_id, harness) → (plan, store, result): run_rating over a fake harness,
+    with the report step."""
     monkeypatch.setattr(paths, "LEASES", tmp_path / "leases")
     (tmp_path / "fstress").write_text("")
     monkeypatch.setattr(steps, "FSTRESS", tmp_path / "fstress")
@@ -85,7 +87,7 @@ def rate_fake(tmp_path, monkeypatch):
     def rate(params, rid, harness, log=lambda s: None):
         plan = dataclasses.replace(plan_from_params(params, rid), workdir=str(tmp_path / "work"))
         store = LocalStore(tmp_path / "store")
-        return plan, store, run_rating(plan, store, log=log, make=harness)
+        return plan, store, run_rating(plan, store, log=log, make=harness, report=report_step)
     return rate
 
 

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import pytest
 
+from analysis.surface_report import surface_plots, surface_report_step
 from workbench.params.plan import ParamError, RatingPlan
 from workbench.pipeline import sweep
 
@@ -35,7 +36,7 @@ def test_a_retried_sample_keeps_the_seed_of_its_first_try(tmp_path, monkeypatch)
     head = {k: v for k, v in sw.items() if k != "samples"}
     seeds = []
 
-    def fake_rating(plan, store_, log=print):
+    def fake_rating(plan, store_, log=print, report=None):
         seeds.append(plan.spec.get("seed_load"))
         store_.put_json(store_.rating_key(plan.rating_id, "spec.json"), plan.to_dict())
         if plan.rating_id.endswith("s01") and len(seeds) == 2:
@@ -68,7 +69,7 @@ def test_a_2x2_sweep_seeds_later_samples_and_ends_in_a_model_a_plot_and_a_report
     jobs = sweep.start_sweep(store, {"workload": "web_server", "profile": "smoke",
                                      "factors": {"threads": [8, 16], "read_iops": [90, 100]}}, "sw")
 
-    def fake_rating(plan, store_, log=print):
+    def fake_rating(plan, store_, log=print, report=None):
         f = plan.factors
         lam = 10.0 * f["read_iops"] + 0.5 * f["threads"]
         store_.put_json(store_.rating_key(plan.rating_id, "report.html"), {"fake": True})
@@ -80,6 +81,7 @@ def test_a_2x2_sweep_seeds_later_samples_and_ends_in_a_model_a_plot_and_a_report
     assert [r["seed_load"] is None for r in rows] == [True, False, False, False]
     assert {r["seed_load"] for r in rows[1:]} <= {r["peak_rate"] for r in rows}
     summary = sweep.finish_sweep(store, "sw", rows)
+    surface_report_step(store, "sw", rows)
     assert summary["n_samples"] == 4 and summary["coefficients"]
     keys = store.list_keys("surfaces/sw/")
     assert "surfaces/sw/plots/surface_read_iops_threads.png" in keys, keys       # factor names sorted
@@ -101,7 +103,7 @@ def test_a_sweep_over_nfs_version_rates_each_sample_over_its_version(tmp_path, m
     assert sorted((p.factors["nfs_version"], p.factors["read_iops"]) for p in plans) == [
         ("3", 90), ("3", 100), ("4.1", 90), ("4.1", 100)]
 
-    def fake_rating(plan, store_, log=print):
+    def fake_rating(plan, store_, log=print, report=None):
         lam = 10.0 * plan.factors["read_iops"] - (50.0 if plan.factors["nfs_version"] == "4.1" else 0.0)
         return {"peak_rate": lam, "converged": True, "n_trials": 5, "cost_s": 50.0, "bracket": [lam, lam],
                 "peak_rate_ci": [lam, lam], "reason": "converged"}
@@ -109,6 +111,7 @@ def test_a_sweep_over_nfs_version_rates_each_sample_over_its_version(tmp_path, m
     monkeypatch.setattr(sweep, "run_rating", fake_rating)
     rows = [sweep.rate_sample(store, j["sweep"], j["item"], log=lambda m: None) for j in jobs]
     summary = sweep.finish_sweep(store, "sw", rows)
+    surface_report_step(store, "sw", rows)
     assert summary["n_samples"] == 4 and any("nfs_version" in str(t) for t in summary["coefficients"])
     # one numeric factor beside a categorical one: its curve, the model at nfs_version "3"
     assert "surfaces/sw/plots/curve_read_iops.png" in store.list_keys("surfaces/sw/")
@@ -148,5 +151,5 @@ def test_one_numeric_factor_gets_its_curve_with_cis_and_the_fit():
             for b, lam, ci in ((0, 300.0, [280.0, 320.0]), (75, 250.0, [230.0, None]), (150, 185.0, [170.0, 200.0]))]
     model, summary = sweep.fit_surface(plan, rows)
     assert np.allclose(model.fitted, [300.0, 250.0, 185.0]) and summary["rank"] == 3      # 3 points, 3 terms
-    plots = sweep.surface_plots(plan, rows, model)
+    plots = surface_plots(plan, rows, model)
     assert list(plots) == ["curve_background_ops_s.png"] and plots["curve_background_ops_s.png"][:4] == b"\x89PNG"

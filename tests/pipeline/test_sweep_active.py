@@ -9,6 +9,7 @@ import time
 import pytest
 from helpers import web_surface_ratings
 
+from analysis.surface_report import surface_report_step
 from workbench.params.plan import ParamError
 from workbench.pipeline import sweep
 from workbench.store.local import LocalStore
@@ -53,6 +54,7 @@ def test_an_active_sweep_stops_at_its_target_with_fewer_samples_than_the_grid(st
     assert [it["i"] for d in ds[:-1] for it in d["items"]] == [7, 8]        # ids continue round to round
     assert sweep.decide_round(store, "sw", 2, now_s=time.time() + 1e9) == ds[-1]   # a retry: same decision
     summary = sweep.finish_sweep(store, "sw")
+    surface_report_step(store, "sw")
     assert summary["stopped"] == ds[-1]["reason"] and summary["n_samples"] == 9
     assert summary["mape_by_samples"] == [[d["n_samples"], d["mape_loo_pct"]] for d in ds]
     assert summary["mape_loo_pct"] == pytest.approx(ds[-1]["mape_loo_pct"])
@@ -68,6 +70,7 @@ def test_the_sweep_budget_cuts_a_one_shot_design_and_pays_every_rating_from_it(s
     assert ds == [{**ds[0], "done": True, "items": [],
                    "reason": "one-shot design: 2 of 12 samples rated; 10 not paid by the sweep budget"}]
     summary = sweep.finish_sweep(store, "sw")
+    surface_report_step(store, "sw")
     assert summary["cost_spec_s"] == 100.0 <= 250.0 and summary["cost_s"] == 160.0 and summary["not_rated"] == 10
     # active: the start set is cut to its D-optimal 2 (opposite corners), then each round buys one
     # more rating from what is left: 150 s → 120, 100 s → the rest, 50 s → the rest

@@ -27,8 +27,8 @@ from pathlib import Path
 
 import pytest
 
-from workbench.analysis.bottleneck import verdict
-from workbench.analysis.latency_split import rating_split, split_line
+from workbench.findings.bottleneck import verdict
+from workbench.findings.latency_split import rating_split, split_line
 from workbench.params.plan import rating_id_for
 from workbench.pipeline import sweep
 from workbench.store.local import LocalStore

@@ -69,7 +69,7 @@ class Certified:
     fit_ci: tuple[float, float] = (math.nan, math.nan)
 
 
-# the method in a word, for the one-line statement (analysis.peak_interval)
+# the method in a word, for the one-line statement (findings.peak_interval)
 METHOD_LABEL = "anytime-valid"
 METHOD = (
     "load bounds at level c (union bound, 1 − c split {sl:g}/{sh:g}/{sf:g}): L = highest load with "

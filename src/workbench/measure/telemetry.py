@@ -6,7 +6,7 @@ trial the harness starts ``wb-telemetry.py`` on every such host (`Samplers`: loc
 ``ssh -T`` as the agents are), which prints the server's cumulative counters once a second until its
 standard input ends; after the trial `summary` turns the samples inside the measured window into
 per-second rates on the trial's own time base (seconds since the window's start), and the means
-the bottleneck verdict (analysis.bottleneck) reads. A host without a spec, or a sampler that
+the bottleneck verdict (findings.bottleneck) reads. A host without a spec, or a sampler that
 printed nothing, gives no telemetry, said so in the trial's record; it never fails the trial.
 `Samplers(on_interval=...)` also hands each host's newest interval, as it arrives, to the live view
 (measure/live.py).

@@ -13,13 +13,13 @@ import time
 from collections.abc import Mapping
 from typing import Any, TextIO
 
-from workbench.analysis.bottleneck import busiest
-from workbench.analysis.cost import cost_text
-from workbench.analysis.goals import goal_rows
-from workbench.analysis.latency_split import split_line
-from workbench.analysis.load_curve import ort_text
-from workbench.analysis.peak_interval import interval_text
 from workbench.controller.trial import record_outcome, steady_verdict
+from workbench.findings.bottleneck import busiest
+from workbench.findings.cost import cost_text
+from workbench.findings.goals import goal_rows
+from workbench.findings.latency_split import split_line
+from workbench.findings.load_curve import ort_text
+from workbench.findings.peak_interval import interval_text
 from workbench.stats.steady import NOT_STEADY
 
 
@@ -172,7 +172,7 @@ def result_block(result: Mapping[str, Any], wall_s: float | None = None) -> str:
             cost_text(result)
             + (f"; this command's wall time {wall_s:.0f} s" if wall_s is not None else ""),
         ),
-        *[("warning", w["text"]) for w in result.get("warnings") or []],  # analysis.anomalies
+        *[("warning", w["text"]) for w in result.get("warnings") or []],  # findings.anomalies
     ]
     w = max(len(k) for k, _ in rows)
     lines = [
@@ -251,7 +251,7 @@ def _goal_rows(result: Mapping[str, Any]) -> list[tuple[str, str]]:
 
 def _busiest(record: Mapping[str, Any]) -> str:
     """The progress line's bottleneck candidate: the trial's most utilized resource
-    (analysis.bottleneck)."""
+    (findings.bottleneck)."""
     top = busiest(record)
     return f", busiest: {top}" if top else ""
 

@@ -31,10 +31,10 @@ from typing import Any
 
 from airflow.sdk.bases.notifier import BaseNotifier
 
-from workbench.analysis.latency_split import split_line
-from workbench.analysis.load_curve import ort_text
-from workbench.analysis.peak_interval import peak_statement
-from workbench.analysis.regression_text import verdict_label, verdict_word
+from workbench.findings.latency_split import split_line
+from workbench.findings.load_curve import ort_text
+from workbench.findings.peak_interval import peak_statement
+from workbench.findings.regression_text import verdict_label, verdict_word
 from workbench.output.console import _pair, fmt_num
 from workbench.params.plan import night_of, rating_id_for
 from workbench.store.base import Store

@@ -22,8 +22,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from workbench.analysis.latency_split import split_line
-from workbench.analysis.peak_interval import peak_statement
+from workbench.findings.latency_split import split_line
+from workbench.findings.peak_interval import peak_statement
 from workbench.output.console import fmt_num
 from workbench.params.plan import night_of, rating_id_for
 from workbench.store.base import Store, check_key

@@ -1,6 +1,7 @@
 """A rating's steps after its last trial (pipeline.steps: the ones before): the trials validated
-(great_expectations), the result summarised with what the analysis makes of the log, the report and
-the plots written, and the trial log published as Parquet."""
+(great_expectations), the result summarised with what the findings make of the log, and the trial
+log published as Parquet. The report step between the last two is analysis.rating_report's (the
+entry points and the DAG tasks pass it to run_rating)."""
 
 from __future__ import annotations
 
@@ -9,20 +10,19 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from workbench.analysis.anomalies import rating_warnings
-from workbench.analysis.bottleneck import verdict as bottleneck_verdict
-from workbench.analysis.latency_split import rating_split
-from workbench.analysis.load_curve import curve_csv, curve_rows, rating_ort_ms
-from workbench.analysis.report import rating_plots, rating_report_html
-from workbench.analysis.tenants import background_result
-from workbench.analysis.validate import validate_trials
 from workbench.controller.decide import Done, decide
 from workbench.controller.result import PeakResult
 from workbench.controller.trial import TrialResult
+from workbench.findings.anomalies import rating_warnings
+from workbench.findings.bottleneck import verdict as bottleneck_verdict
+from workbench.findings.latency_split import rating_split
+from workbench.findings.load_curve import rating_ort_ms
+from workbench.findings.tenants import background_result
+from workbench.findings.validate import validate_trials
 from workbench.measure.telemetry_series import table_rows
 from workbench.params.plan import RatingPlan, strict_json
 from workbench.pipeline.steps import trial_records
-from workbench.store.base import CSV_TYPE, PARQUET_TYPE, Store
+from workbench.store.base import PARQUET_TYPE, Store
 
 
 def validate_step(plan: RatingPlan, store: Store) -> dict[str, Any]:
@@ -69,19 +69,19 @@ def summarise_step(
         n_excluded_gx=len(excluded),
         finished_unix=time.time(),
     )
-    _add_analysis(plan, res, out, records)
+    _add_findings(plan, res, out, records)
     out.update(measured_cost(store, plan.rating_id, records, out["cost_s"], out["finished_unix"]))
     out = strict_json(out)
     store.put_json(store.result_key(plan.rating_id), out)
     return out
 
 
-def _add_analysis(
+def _add_findings(
     plan: RatingPlan, res: PeakResult, out: dict[str, Any], records: list[dict[str, Any]]
 ) -> None:
-    """What the analysis makes of the log, into the result `out`, each verdict reading it as it
+    """What the findings make of the log, into the result `out`, each verdict reading it as it
     stands: Auto-pilot's warnings (seed 001) on the trials as decide read them, tenant B's
-    figures, the bottleneck, SPEC SFS's ORT (analysis.load_curve) and the latency split."""
+    figures, the bottleneck, SPEC SFS's ORT (findings.load_curve) and the latency split."""
     seen = [
         {"n": i, "load_ops_s": t.load_ops_s, "mean_ms": t.mean_ms, "valid": t.valid}
         for i, t in enumerate(res.trials)
@@ -123,38 +123,6 @@ def _unfinished(plan: RatingPlan, log: list[TrialResult], reason: str) -> PeakRe
     if res is None:
         raise RuntimeError(reason)
     return dataclasses.replace(res, converged=False, reason=reason)
-
-
-def report_step(plan: RatingPlan, store: Store) -> str:
-    """HTML report, plots and the load curve's CSV to the store (report and CSV also to the rating's
-    local directory); returns the report's key."""
-    rid = plan.rating_id
-    result = store.get_json(store.result_key(rid))
-    trials = store.trials(rid)
-    sysinfo = store.get_json(store.sysinfo_key(rid), None)
-    validation = store.get_json(store.gx_key(rid), None)
-    plots = rating_plots(plan.to_dict(), result, trials)
-    for name, png in plots.items():
-        store.put_bytes(store.rating_plot_key(rid, name), png, "image/png")
-    key, csv_key = store.rating_report_key(rid), store.load_curve_csv_key(rid)
-    curve = curve_csv(curve_rows(result, trials)).encode()
-    store.put_bytes(csv_key, curve, CSV_TYPE)
-    html = rating_report_html(
-        plan.to_dict(),
-        result,
-        trials,
-        sysinfo=sysinfo,
-        validation=validation,
-        plots=plots,
-        curve_href=store.link(key, csv_key),
-    )
-    store.put_bytes(key, html.encode(), "text/html; charset=utf-8")
-    out = plan.local_dir() / "report.html"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(html)
-    # beside the local report, as its link says
-    (out.parent / store.link(key, csv_key)).write_bytes(curve)
-    return key
 
 
 def publish_step(plan: RatingPlan, store: Store) -> dict[str, str]:

@@ -1,5 +1,5 @@
 """Nightly regression ratings: the baselines of config/nightly.yml, each rated and compared with its
-history in the store (analysis.regression), per R_sat goal when a baseline has several (params
+history in the store (findings.regression), per R_sat goal when a baseline has several (params
 `goals_ms`); the verdicts, a report, and a red run on a regression or NO VERDICT.
 
     load_config → rate_baseline[b] → compare → needs_rerun → [rerun →] decide → report → verdict
@@ -12,25 +12,24 @@ night).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from workbench.analysis.anomalies import history_trend
-from workbench.analysis.bottleneck import change_text
-from workbench.analysis.history_plot import history_png
-from workbench.analysis.latency_split import split_line
-from workbench.analysis.load_curve import ort_text
-from workbench.analysis.nightly_report import nightly_report_html
-from workbench.analysis.regression import compare_to_history, reference_load
-from workbench.analysis.regression_text import verdict_label, verdict_word
 from workbench.controller.result import goal_results
-from workbench.params.plan import UNSAFE_ID_CHARS, ParamError, plan_from_params, strict_json
+from workbench.findings.anomalies import history_trend
+from workbench.findings.bottleneck import change_text
+from workbench.findings.latency_split import split_line
+from workbench.findings.load_curve import ort_text
+from workbench.findings.regression import compare_to_history, reference_load
+from workbench.findings.regression_text import verdict_label, verdict_word
+from workbench.params.plan import ParamError, plan_from_params, strict_json
 from workbench.params.seeds import seeded
 from workbench.params.validation import validate_plans
 from workbench.pipeline import nightly_confirm as confirm
 from workbench.pipeline.nightly_config import NIGHTLY_SEED_TRIALS, load_nightly_config
-from workbench.pipeline.runner import run_rating
+from workbench.pipeline.runner import ReportStep, run_rating
 from workbench.store.base import Store
 
 
@@ -42,7 +41,7 @@ def ci_level(spec: Mapping[str, Any], result: Mapping[str, Any] | None = None) -
 
 
 def nightly_rating(store: Store, rating_id: str, result: Mapping[str, Any]) -> dict[str, Any]:
-    """One rating as analysis.regression wants it: result, trial records and the CI level."""
+    """One rating as findings.regression wants it: result, trial records and the CI level."""
     plan = store.get_json(store.spec_key(rating_id), default={}) or {}
     return {
         "result": dict(result),
@@ -98,21 +97,29 @@ def start_night(
     return [{"night": night, "baseline": b} for b in base]
 
 
-def rate_baseline(store: Store, night: str, baseline: Mapping[str, Any]) -> dict[str, Any]:
+def rate_baseline(
+    store: Store, night: str, baseline: Mapping[str, Any], report: ReportStep | None = None
+) -> dict[str, Any]:
     """Tonight's rating of one baseline, seeded at its reference load with a fixed sample there
     (cheaper, seed 000 §5.4; and the Welch test of `compare` gets a sample where the history has
-    one)."""
+    one); `report`: the rating's report step (run_rating)."""
     return rate_into(
         store,
         night,
         baseline,
         store.baseline_key(night, baseline["name"]),
         f"nightly__{night}__{baseline['name']}",
+        report,
     )
 
 
 def rate_into(
-    store: Store, night: str, baseline: Mapping[str, Any], key: str, rating_id: str
+    store: Store,
+    night: str,
+    baseline: Mapping[str, Any],
+    key: str,
+    rating_id: str,
+    report: ReportStep | None = None,
 ) -> dict[str, Any]:
     """rate_baseline's rating as `rating_id`, its record at `key` (tonight's, or a confirming
     re-run)."""
@@ -127,7 +134,7 @@ def rate_into(
         f"{baseline['name']}: seed load {plan.spec.get('seed_load')} (baseline reference load "
         f"{ref})"
     )
-    res = run_rating(plan, store)
+    res = run_rating(plan, store, report=report)
     rec = {
         "name": baseline["name"],
         "night": night,
@@ -225,9 +232,15 @@ needs_rerun = confirm.needs_rerun
 decide = confirm.decide
 
 
-def rerun(store: Store, night: str, verdicts: Sequence[Mapping[str, Any]]) -> list[str]:
-    """The confirming re-runs of tonight's suspects and the canary (nightly_confirm.rerun)."""
-    return confirm.rerun(store, night, verdicts, rate_into)
+def rerun(
+    store: Store,
+    night: str,
+    verdicts: Sequence[Mapping[str, Any]],
+    report: ReportStep | None = None,
+) -> list[str]:
+    """The confirming re-runs of tonight's suspects and the canary (nightly_confirm.rerun), each
+    rating with its report step `report`."""
+    return confirm.rerun(store, night, verdicts, functools.partial(rate_into, report=report))
 
 
 def history_point(
@@ -244,21 +257,6 @@ def history_point(
     }
 
 
-def history_plots(verdicts: Sequence[Mapping[str, Any]]) -> dict[str, bytes]:
-    """λ* per night of each baseline (and goal), tonight's last, red when it regressed; the change
-    point (first night of the new level) and the two levels marked."""
-    return {
-        f"history_{UNSAFE_ID_CHARS.sub('_', verdict_label(v))}.png": history_png(
-            v["history"][:-1],
-            {**v["history"][-1], "regression": v["regression"]},
-            title=f"λ* history: {verdict_label(v)}",
-            change=v.get("change_point"),
-        )
-        for v in verdicts
-        if v.get("history")
-    }
-
-
 def night_warnings(
     history: Sequence[Mapping[str, Any]], current: Mapping[str, Any], night: str, confidence: float
 ) -> list[str]:
@@ -269,17 +267,6 @@ def night_warnings(
     return [w["text"] for w in current["result"].get("warnings") or []] + (
         [trend["text"]] if trend else []
     )
-
-
-def report(store: Store, night: str, verdicts: Sequence[Mapping[str, Any]]) -> str:
-    """The night's HTML report to the store; returns its URL."""
-    key = store.nightly_report_key(night)
-    store.put_bytes(
-        key,
-        nightly_report_html(night, verdicts, history_plots(verdicts)).encode(),
-        "text/html; charset=utf-8",
-    )
-    return store.url(key)
 
 
 def failures(verdicts: Sequence[Mapping[str, Any]]) -> str | None:

@@ -14,7 +14,7 @@ from workbench.config.untrusted import load_yaml, unknown_keys
 from workbench.params.plan import UNSAFE_ID_CHARS, ParamError, plan_from_params
 
 # trials tonight's rating runs at its baseline's reference load: the sample of the nightly Welch
-# test (analysis.regression); with 2 (a smoke rating's cap per load) one warm-cache trial among
+# test (findings.regression); with 2 (a smoke rating's cap per load) one warm-cache trial among
 # overloaded ones decides it, with 4 the drop of tests/dags/test_dags.py's nightly test stays near p
 # = 0.05
 NIGHTLY_SEED_TRIALS = 6

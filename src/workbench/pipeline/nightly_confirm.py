@@ -19,9 +19,9 @@ import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from workbench.analysis import changepoints as cpm
-from workbench.analysis import nightly_changes as nc
 from workbench.controller.result import goal_results
+from workbench.findings import changepoints as cpm
+from workbench.findings import nightly_changes as nc
 from workbench.store.base import Store
 
 VOLATILE = frozenset(

@@ -20,11 +20,15 @@ from workbench.measure.ansible import AnsibleHarness
 from workbench.measure.protocol import HarnessFactory
 from workbench.output.console import WIDTH, fmt_num, short, trial_line
 from workbench.params.plan import RatingPlan
-from workbench.pipeline.finish import publish_step, report_step, summarise_step, validate_step
+from workbench.pipeline.finish import publish_step, summarise_step, validate_step
 from workbench.pipeline.slot import reap_slots, teardown
 from workbench.pipeline.steps import decide_step, deploy, provision, trial_log, trial_step
 from workbench.pipeline.stop import RatingKilled, killable, stop_children
 from workbench.store.base import Store
+
+# The report step between summarise and publish (analysis.rating_report.report_step, passed in by
+# the entry points and the DAG tasks: the pipeline does not render): (plan, store) → its key.
+ReportStep = Callable[[RatingPlan, Store], object]
 
 # Wall-clock bound of a whole rating in one task (map_surface, nightly_regression): the slot wait,
 # provisioning and the profiles' budgets fit many times over; a rating that needs more is stuck.
@@ -39,16 +43,18 @@ def run_rating(
     teardown_after: bool = True,
     make: HarnessFactory = AnsibleHarness,
     agent: bool | None = None,
+    report: ReportStep | None = None,
 ) -> dict[str, Any]:
     """reap → lease (waiting up to LEASE_WAIT_S for a busy slot) → provision → deploy → trials →
-    validate → summarise → report → publish → teardown (always, unless `teardown_after` is False;
-    after a kill, by a detached process). A trial already in the store is not run again.
+    validate → summarise → report (when `report` is given) → publish → teardown (always, unless
+    `teardown_after` is False; after a kill, by a detached process). A trial already in the store is
+    not run again.
 
     One process runs the whole rating, so its harnesses (one per step) may share resident fstress
     agents (measure/agent.py): `agent`, or when None WB_FSTRESS_AGENT=0/1, else
     agents.IN_PROCESS_DEFAULT. The agents end with the rating at the latest."""
     with agents.enable(agent):
-        return _run_rating(plan, store, log, on_trial, teardown_after, make)
+        return _run_rating(plan, store, log, on_trial, teardown_after, make, report)
 
 
 def _run_rating(
@@ -58,6 +64,7 @@ def _run_rating(
     on_trial: Callable[[Mapping[str, Any]], None] | None,
     teardown_after: bool,
     make: HarnessFactory,
+    report: ReportStep | None,
 ) -> dict[str, Any]:
     reap_slots(make, log=log)  # slots whose holder is gone: torn down first
     plan = lease_slot(plan, wait_s=LEASE_WAIT_S, log=log)
@@ -68,7 +75,7 @@ def _run_rating(
     killed = False
     try:
         with holding(plan, on_lost=stop_children), killable(plan):  # the rating's heartbeat
-            return _rate(plan, store, log, on_trial, make)
+            return _rate(plan, store, log, on_trial, make, report)
     except RatingKilled:
         killed = True
         raise
@@ -87,6 +94,7 @@ def _rate(
     log: Callable[[str], object],
     on_trial: Callable[[Mapping[str, Any]], None] | None,
     make: HarnessFactory,
+    report: ReportStep | None,
 ) -> dict[str, Any]:
     provision(plan, store, make)
     log(f"  {deploy(plan, store, make, width=WIDTH - 2)}")  # a console line with its indent
@@ -101,7 +109,8 @@ def _rate(
         if k >= stored:  # a stored trial is not run again, nor shown again
             (on_trial or (lambda r: log(trial_line(r))))(record)
     result = summarise_step(plan, store, validate_step(plan, store))
-    report_step(plan, store)
+    if report is not None:
+        report(plan, store)
     urls = publish_step(plan, store)
     log(f"  λ* = {fmt_num(result['peak_rate'])} ops/s ({short(result['reason'], 80)})")
     return {**result, "urls": urls}

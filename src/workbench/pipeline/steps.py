@@ -19,11 +19,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-from workbench.analysis.validate import validate_trials
 from workbench.config.paths import FSTRESS
 from workbench.controller.decide import Done, NextTrial, decide
 from workbench.controller.state import load_key
 from workbench.controller.trial import TrialResult
+from workbench.findings.validate import validate_trials
 from workbench.lease.heartbeat import holding
 from workbench.lease.leases import mark_dirty
 from workbench.measure import live

@@ -4,7 +4,8 @@ map_surface: factors + levels → a design (pydoe: full factorial, D-optimal n o
 a D-optimal start grown a batch a round, planning.active) → samples in seeding order
 (pipeline.sweep_plan) → one rating per sample (``run_rating``), each seeded from the nearest
 finished sample (seed 000 §5.4) → after each round a decision (rounds/<k>.json: LOO MAPE, more
-samples or done) → quadratic RSM fit with MAPE (LOO, and in-sample on a full factorial) → report. A
+samples or done) → quadratic RSM fit with MAPE (LOO, and in-sample on a full factorial); the
+report is analysis.surface_report's. A
 sweep budget (Σ of the ratings' cost in the controller's account, cost_spec_s, which each rating's
 budget_s caps) and a deadline bound every design. Everything lives under ``surfaces/<sweep_id>/``
 in the store.
@@ -20,13 +21,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from workbench.analysis.surface_plots import curve_png, mape_png, surface_png
-from workbench.analysis.surface_report import surface_report_html
 from workbench.config.vocabulary import MAX_ROUNDS as MAX_ROUNDS  # (bench/active_surface.py's)
 from workbench.params.plan import RatingPlan, strict_json
 from workbench.params.seeds import seeded
 from workbench.params.validation import validate_plans
-from workbench.pipeline.runner import run_rating
+from workbench.pipeline.runner import ReportStep, run_rating
 from workbench.pipeline.sweep_plan import (
     active_settings,
     finite_or_none,
@@ -50,8 +49,10 @@ def rate_sample(
     sweep: Mapping[str, Any],
     item: Mapping[str, Any],
     log: Callable[[str], object] = print,
+    report: ReportStep | None = None,
 ) -> dict[str, Any]:
-    """One sample's rating, seeded from the nearest finished sample of the sweep."""
+    """One sample's rating, seeded from the nearest finished sample of the sweep; `report`: the
+    rating's report step (run_rating)."""
     key = store.sample_key(sweep["sweep_id"], item["i"])
     if store.exists(key):  # a retried task: the sample is already rated
         return store.get_json(key)
@@ -78,7 +79,9 @@ def rate_sample(
         seed = _nearest_seed(store, sweep, item["sample"])
         plan = seeded(plan, seed)
     log(f"sample {item['i']}: {item['sample']} seed_load={seed}")
-    row = strict_json(_sample_row(item, plan, seed, run_rating(plan, store, log=log)))
+    row = strict_json(
+        _sample_row(item, plan, seed, run_rating(plan, store, log=log, report=report))
+    )
     store.put_json(key, row)
     return row
 
@@ -264,43 +267,29 @@ def start_sweep(store: Store, params: Mapping[str, Any], sweep_id: str) -> list[
     return [{"sweep": head, "item": it} for it in plan["samples"]]
 
 
-def surface_plots(
-    plan: Mapping[str, Any], rows: Sequence[Mapping[str, Any]], model: Any
-) -> dict[str, bytes]:
-    """One filled-contour plot of the fit per pair of numeric factors, with the samples on it; with
-    one numeric factor, its curve (λ* with CIs and the fit)."""
-    points = pd.DataFrame(
-        [
-            {**r["sample"], "peak_rate": r["peak_rate"], "peak_rate_ci": r.get("peak_rate_ci")}
-            for r in rows
-        ]
-    )
-    space = space_of(plan)
-    numeric = [f.name for f in space.numeric]
-    code, fit = coder(space, [r["sample"] for r in rows]), active.at_slice(model, space)
-    if len(numeric) == 1:
-        return {f"curve_{numeric[0]}.png": curve_png(points, numeric[0], fit=fit, code=code)}
-    return {
-        f"surface_{fx}_{fy}.png": surface_png(points, fx, fy, fit=fit, code=code)
-        for i, fx in enumerate(numeric)
-        for fy in numeric[i + 1 :]
-    }
+def sweep_rows(
+    store: Store, sweep_id: str, rows: Sequence[Mapping[str, Any]] | None = None
+) -> tuple[dict[str, Any], list[Mapping[str, Any]], int]:
+    """A finished sweep's plan, its rated samples in order (rows: its samples, default the
+    store's) and how many were not rated."""
+    plan = store.get_json(store.sweep_plan_key(sweep_id))
+    rows = sorted(finished_samples(store, sweep_id) if rows is None else rows, key=lambda r: r["i"])
+    done = rated(rows)
+    if not done:
+        raise RuntimeError(
+            f"sweep {sweep_id}: no sample was rated ({len(rows)} not started by the deadline)"
+        )
+    return plan, done, len(rows) - len(done)
 
 
 def finish_sweep(
     store: Store, sweep_id: str, rows: Sequence[Mapping[str, Any]] | None = None
 ) -> dict[str, Any]:
-    """Fit, samples.parquet, plots and the report of a finished sweep (rows: its samples, default
-    the store's); returns the fit summary, with why the sweep stopped and MAPE against samples."""
-    plan = store.get_json(store.sweep_plan_key(sweep_id))
-    rows = sorted(finished_samples(store, sweep_id) if rows is None else rows, key=lambda r: r["i"])
-    skipped = [r for r in rows if r not in rated(rows)]
-    rows = rated(rows)
-    if not rows:
-        raise RuntimeError(
-            f"sweep {sweep_id}: no sample was rated ({len(skipped)} not started by the deadline)"
-        )
-    model, summary = fit_surface(plan, rows)
+    """Fit and samples.parquet of a finished sweep (rows: its samples, default the store's); returns
+    the fit summary, with why the sweep stopped and MAPE against samples. Its plots and report:
+    analysis.surface_report.surface_report_step."""
+    plan, rows, n_skipped = sweep_rows(store, sweep_id, rows)
+    _, summary = fit_surface(plan, rows)
     history = rounds(store, sweep_id)
     summary.update(
         design=plan["design"],
@@ -310,7 +299,7 @@ def finish_sweep(
         sweep_budget_s=plan.get("sweep_budget_s"),
         mape_target_pct=plan.get("mape_target_pct") if plan["design"] == "active" else None,
         mape_by_samples=[[h["n_samples"], h["mape_loo_pct"]] for h in history],
-        not_rated=len(plan.get("unrated") or []) + len(skipped),
+        not_rated=len(plan.get("unrated") or []) + n_skipped,
     )
     store.put_json(store.model_key(sweep_id), summary)
     points = pd.DataFrame(
@@ -322,50 +311,4 @@ def finish_sweep(
     store.put_bytes(
         store.samples_parquet_key(sweep_id), points.to_parquet(index=False), PARQUET_TYPE
     )
-    plots = surface_plots(plan, rows, model)
-    if plan["design"] == "active":
-        plots["mape_vs_samples.png"] = mape_png(summary["mape_by_samples"], plan["mape_target_pct"])
-    for name, png in plots.items():
-        store.put_bytes(store.surface_plot_key(sweep_id, name), png, "image/png")
-    _surface_report(store, sweep_id, plan, rows, summary, plots)
     return summary
-
-
-def _surface_report(
-    store: Store,
-    sweep_id: str,
-    plan: Mapping[str, Any],
-    rows: Sequence[Mapping[str, Any]],
-    summary: Mapping[str, Any],
-    plots: Mapping[str, bytes],
-) -> None:
-    """The sweep's report (surfaces/<id>/report.html): the fit, the samples, the plots."""
-    key = store.surface_report_key(sweep_id)
-    samples = [
-        {
-            **r["sample"],
-            **{
-                k: r.get(k)
-                for k in (
-                    "peak_rate",
-                    "peak_rate_ci",
-                    "rating_id",
-                    "n_trials",
-                    "seed_load",
-                    "converged",
-                    "bottleneck",
-                )
-            },
-            "report_href": store.link(key, store.rating_report_key(r["rating_id"])),
-        }
-        for r in rows
-    ]
-    report = {k: v for k, v in summary.items() if k != "mape_by_samples"}
-    html = surface_report_html(
-        {"sweep_id": sweep_id, "factors": plan["factors"], "design": plan["design"]},
-        samples,
-        report,
-        plots,
-    )
-    store.put_bytes(key, html.encode(), "text/html; charset=utf-8")
-    print(f"fit: {summary}\nreport: {store.url(key)}")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
+from pathlib import PurePath
 from typing import Any
 
 from analysis import plots as _plots
@@ -197,8 +198,7 @@ def rating_report_html(
     peak = result.get("peak_rate")
     near = result.get("mean_load_ops_s")  # the tested load whose trials give the mean at λ*
     near = float(near) if _plots._finite(near) else None
-    ext = spec.get("external") or {}
-    what = external_text(ext) if ext else fmt_dict(spec.get("factors"))
+    what = rated_text(spec)
     body = [
         f"<h1>Peak rate of {e(workload)} — {e(what)}</h1>",
         f'<p class="headline">λ* = <b>{num(peak)}</b> ops/s &nbsp; {e(interval_text(result))} '
@@ -223,6 +223,18 @@ def rating_report_html(
         sysinfo_html(sysinfo),
     ]
     return page(f"Rating {workload}: λ* = {num(peak)} ops/s", "".join(body))
+
+
+def rated_text(spec: Mapping[str, Any]) -> str:
+    """What the rating rated, for the headline: the external filer or the sample's factors, and the
+    levels its factor pack applied ("; pack.yml: nb_worker=64, cache_mode=b")."""
+    ext = spec.get("external") or {}
+    what = external_text(ext) if ext else fmt_dict(spec.get("factors"))
+    levels = spec.get("pack_factors") or {}
+    if levels:
+        pack = PurePath(str((spec.get("factor_pack") or {}).get("path") or "factor pack")).name
+        what += f"; {pack}: {fmt_dict(levels)}"
+    return what
 
 
 def _summary(

@@ -254,6 +254,17 @@ def test_rating_report_html(rating):
     assert "<td>policy / stop rule</td><td class=\"l\">binsearch / inside</td>" in page   # who rated it
 
 
+def test_the_headline_names_the_factor_pack_s_levels(rating):
+    """A rating of an external filer with a factor pack: the headline names the filer, the pack's
+    file and the levels it applied; without a pack, the factors alone."""
+    spec = {**rating["spec"], "external": {"address": "10.251.11.1", "export": "/export"},
+            "factor_pack": {"path": "/home/eng/packs/filer.yml"}, "pack_factors": {"nb_worker": 64, "cache_mode": "b"}}
+    page = report.rating_report_html(spec, rating["result"], rating["trials"], rating["sysinfo"])
+    head = page[page.index("<h1>"):page.index("</h1>")]
+    assert "10.251.11.1" in head and "filer.yml: nb_worker=64, cache_mode=b" in head, head
+    assert report.rated_text({"factors": {"threads": 4}}) == "threads=4"
+
+
 def test_several_goals_give_a_row_and_a_line_each(rating):
     """A two-goal result (the recorded rating's goal and a hand-made lower one): the report's goals
     table has one row per goal, the latency-vs-load plot one λ* line per goal in its own colour."""

@@ -23,7 +23,6 @@ from pathlib import Path
 
 import pytest
 from helpers import (
-    INTEGRATION_SLOT,
     MAX_INVALID_PER_LOAD,
     REPO,
     STATE,
@@ -50,11 +49,11 @@ from workbench.output.console import WIDTH
 WORKBENCH = str(Path(sys.executable).parent / "workbench")
 
 
-def _rate(results: Path) -> list[str]:
+def _rate(results: Path, slot: str, inventory: Path) -> list[str]:
     # at most 6 trials: the resumed run records 4 after the 2 stored (a rating's end, converged or
     # not, is the same code after any number of trials)
-    return [WORKBENCH, "rate", "--workload", "web_server", "--profile", "smoke", "--slot", INTEGRATION_SLOT,
-            "--max-trials", "6", "--results", str(results)]
+    return [WORKBENCH, "rate", "--workload", "web_server", "--profile", "smoke", "--slot", slot,
+            "--inventory", str(inventory), "--max-trials", "6", "--results", str(results)]
 
 
 def _wait_for(path: Path, proc: subprocess.Popen, timeout_s: float) -> None:
@@ -69,14 +68,20 @@ def _wait_for(path: Path, proc: subprocess.Popen, timeout_s: float) -> None:
 
 
 @pytest.mark.integration
-@pytest.mark.xdist_group("slot2")
+@pytest.mark.xdist_group("slot10")
 @pytest.mark.timeout(600)
 def test_rate_killed_after_two_trials_resumes_with_every_trial_once(tmp_path):
+    """Killed after two trials, the rating leaves its slot provisioned; the reaper tears it down, and
+    the same command resumes after the stored trials. Slot10 (slot2 of a renumbered inventory): no
+    other start reaps it — every rating start reaps the default slots whose holder is gone, and on
+    one suite run another test's start tore slot2 down between the kill and the look."""
     if os.geteuid() != 0:
         pytest.skip("needs root (network namespaces, loop devices, cgroups)")
+    slot, inventory = "slot10", renumbered_inventory(tmp_path / "hosts.yml", {2: 10})
     results = tmp_path / "rating"
+    cmd = _rate(results, slot, inventory)
     trials_dir = rating_dir_of(results) / "trials"
-    first = subprocess.Popen(_rate(results), cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+    first = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                              text=True, start_new_session=True)
     try:
         _wait_for(trials_dir / "00001.json", first, timeout_s=300)
@@ -87,19 +92,19 @@ def test_rate_killed_after_two_trials_resumes_with_every_trial_once(tmp_path):
     assert {"00000.json", "00001.json"} <= set(before), sorted(before)
     assert not (rating_dir_of(results) / "result.json").exists()
     time.sleep(5)                                    # an orphaned fstress ends with its trial (2 s)
-    left = slot_leftovers(INTEGRATION_SLOT)
+    left = slot_leftovers(slot)
     assert any(x.startswith("ganesha") for x in left) and any(x.startswith("netns") for x in left), left
     # any start reaps a slot whose holder is gone: here the reaper alone, as the next CLI/DAG start runs it
     reaper = subprocess.run([sys.executable, "-c", "from workbench.pipeline import reap_slots; reap_slots()"],
                             cwd=REPO, capture_output=True, text=True, timeout=300,
-                            env={**os.environ, "WB_SLOTS": INTEGRATION_SLOT})
-    assert reaper.returncode == 0 and f"reaper: {INTEGRATION_SLOT}: the holder of rating" in reaper.stdout, (
+                            env={**os.environ, "WB_SLOTS": slot, "WB_INVENTORY": str(inventory)})
+    assert reaper.returncode == 0 and f"reaper: {slot}: the holder of rating" in reaper.stdout, (
         reaper.stdout[-2000:], reaper.stderr[-2000:])
-    assert slot_leftovers(INTEGRATION_SLOT) == [], reaper.stdout[-2000:]
+    assert slot_leftovers(slot) == [], reaper.stdout[-2000:]
     from workbench.lease import leases
-    assert leases.read_lease(INTEGRATION_SLOT) is None          # released: the slot is free
+    assert leases.read_lease(slot) is None          # released: the slot is free
 
-    again = subprocess.run(_rate(results), cwd=REPO, capture_output=True, text=True, timeout=480)
+    again = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=480)
     assert again.returncode in (0, 1), again.stderr[-3000:]          # 1: finished, not converged
     res, trials, rating = rating_files(results)
     assert [t["n"] for t in trials] == list(range(len(trials))), [t["n"] for t in trials]

@@ -22,6 +22,7 @@ type checkReport struct {
 	Source       string `json:"source"`
 	NeedsFileset bool   `json:"needs_fileset"`
 	NFSVersion   string `json:"nfs_version"` // "3" or "4.1"
+	Data         string `json:"data"`        // what WRITEs carry (content.Spec.String)
 	workload.FilesetEstimate
 }
 
@@ -58,7 +59,7 @@ func cmdCheck(args []string, stdout, stderr io.Writer) int {
 		set = fmt.Sprintf("file set at %g ops/s: %d files, %d dirs, %d symlinks, %.1f MB (%s)",
 			rep.Rate, rep.Files, rep.Dirs, rep.Symlinks, rep.Bytes/1e6, how)
 	}
-	fmt.Fprintf(stdout, "fstress: workload %s (%s) OK; %s\n", rep.Workload, rep.Source, set)
+	fmt.Fprintf(stdout, "fstress: workload %s (%s) OK; %s; writes %s\n", rep.Workload, rep.Source, set, rep.Data)
 	return exitOK
 }
 
@@ -80,7 +81,8 @@ func checkWorkload(fs *flag.FlagSet, c *common, o *runOpts) (*checkReport, error
 	if err != nil {
 		return nil, fmt.Errorf("%s: %v", w.Source, err)
 	}
-	rep := &checkReport{OK: true, Workload: w.Name, Source: w.Source, NeedsFileset: engine.NeedsFileset(w), NFSVersion: c.nfsVersion}
+	rep := &checkReport{OK: true, Workload: w.Name, Source: w.Source, NeedsFileset: engine.NeedsFileset(w), NFSVersion: c.nfsVersion,
+		Data: w.Data.String()}
 	if !rep.NeedsFileset {
 		rep.FilesetEstimate = workload.FilesetEstimate{Rate: rate, Exact: true}
 		return rep, nil

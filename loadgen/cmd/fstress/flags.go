@@ -8,8 +8,10 @@ import (
 	"math"
 	"net"
 	"strconv"
+	"strings"
 	"time"
 
+	"workbench/loadgen/internal/content"
 	"workbench/loadgen/internal/engine"
 	"workbench/loadgen/internal/workload"
 )
@@ -88,6 +90,7 @@ type common struct {
 	rateOptional       bool // check: no --rate and no workload rate is fine (rate 0)
 	nfsVersion         string
 	retransmitsSet     bool
+	data               map[string]*string // --compress-ratio, --dedupe-pct, --data-unit: the workload's data keys
 }
 
 // v41 reports whether --nfs-version 4.1 was given.
@@ -104,6 +107,30 @@ func (c *common) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.nfsVersion, "nfs-version", "3", "NFS version: 3, or 4.1 (no portmapper, no MOUNT; --export is the pseudo path, port 0 means 2049)")
 	c.timeout = 5 * time.Second
 	fs.Var(durationValue{&c.timeout}, "timeout", "per-attempt RPC timeout (seconds or duration)")
+	c.data = map[string]*string{
+		"compress-ratio": fs.String("compress-ratio", "", "what WRITEs carry: a unit's size over its compressed size (1: incompressible), or zeros (default: the workload's compress_ratio, else 1)"),
+		"dedupe-pct":     fs.String("dedupe-pct", "", "share of written units that repeat another, percent (default: the workload's dedupe_pct, else 0)"),
+		"data-unit":      fs.String("data-unit", "", "unit of compression and deduplication, bytes (default: the workload's data_unit, else 4K)"),
+	}
+}
+
+// dataFlags applies --compress-ratio, --dedupe-pct and --data-unit to w's
+// data spec; an error names the flag.
+func (c *common) dataFlags(w *workload.Workload) error {
+	setters := map[string]func(*content.Spec, string) error{"compress-ratio": workload.SetCompressRatio,
+		"dedupe-pct": workload.SetDedupePct, "data-unit": workload.SetDataUnit}
+	for _, name := range []string{"compress-ratio", "dedupe-pct", "data-unit"} {
+		if v := c.data[name]; v != nil && *v != "" {
+			if err := setters[name](&w.Data, *v); err != nil {
+				return fmt.Errorf("--%s: %v", name, err)
+			}
+		}
+	}
+	var se *content.SpecError
+	if err := w.Data.Check(); errors.As(err, &se) {
+		return fmt.Errorf("--%s: %s", strings.ReplaceAll(se.Key, "_", "-"), se.Problem)
+	}
+	return nil
 }
 
 // check validates the common flags and loads the workload.
@@ -153,6 +180,9 @@ func (c *common) checkOffline(fs *flag.FlagSet) (*workload.Workload, error) {
 	}
 	w, err := workload.Load(c.wl)
 	if err != nil {
+		return nil, err
+	}
+	if err := c.dataFlags(w); err != nil {
 		return nil, err
 	}
 	if !c.rateSet && w.Rate > 0 {

@@ -53,8 +53,9 @@ const usage = `usage: fstress <command> [flags]
              [--drain-margin D] [--drain-window K] [--drain-probe read|null] [--drain-read-margin D]
              [--nfs-version 3|4.1]   (4.1: no portmapper/MOUNT, --export is the pseudo path, port 0 = 2049)
              [--shards N] [--cpus LIST] [--quantum D] [--beside-null-gap D]
+             [--compress-ratio R|zeros] [--dedupe-pct P] [--data-unit BYTES]   (what WRITEs carry)
   fileset    --server HOST:PORT --export PATH --workload NAME|FILE --rate OPS [--mount-port PORT]
-             [--nfs-version 3|4.1]
+             [--nfs-version 3|4.1] [--compress-ratio R|zeros] [--dedupe-pct P] [--data-unit BYTES]
   check      --workload NAME|FILE [--fileset-rate OPS | --rate OPS] [--json] [any other run flag]
              validate without a server: exit 0 with a one-line summary, 2 with one line naming the field
   workloads  list the canned workloads

@@ -7,6 +7,7 @@ import (
 	"io"
 	"time"
 
+	"workbench/loadgen/internal/content"
 	"workbench/loadgen/internal/nfs3"
 	"workbench/loadgen/internal/rpc"
 	"workbench/loadgen/internal/workload"
@@ -76,7 +77,13 @@ func NeedsFileset(w *workload.Workload) bool {
 	return false
 }
 
-var zeroData = make([]byte, 1<<20)
+// ContentSeed fixes the written bytes' seed independently of --seed, like
+// LayoutSeed: a file's first content and a run's WRITEs depend only on the
+// workload's data spec, the file, the offset and the generation.
+const ContentSeed = 2026
+
+// DataSource is what workload w's WRITEs carry (package content).
+func DataSource(w *workload.Workload) *content.Source { return content.NewSource(w.Data, ContentSeed) }
 
 // PrepareFileset creates, augments or reuses the file set for workload w at
 // the given offered rate and returns it with handles for every object. Its
@@ -93,7 +100,7 @@ func PrepareFileset(ctx context.Context, s *Session, w *workload.Workload, rate 
 	files, dirs := w.FilesetSize(rate)
 	l := GenLayout(w, LayoutSeed, files, dirs)
 	man, metaFH, known := readKnownLayout(s, w, l)
-	b := &filesetBuild{s: s, l: l, known: known, fs: newFileset(l, s.Root), p: newPipe(s, 256)}
+	b := &filesetBuild{s: s, l: l, known: known, fs: newFileset(l, s.Root), p: newPipe(s, 256), data: DataSource(w)}
 	b.p.keepOpen = true // NFSv4.1: CREATE opens; WRITE uses the open's stateid
 	for _, phase := range []func() error{b.buildDirs, b.buildFiles, b.buildSymlinks} {
 		if err := phase(); err != nil {
@@ -163,6 +170,7 @@ type filesetBuild struct {
 	known *Layout
 	fs    *Fileset
 	p     *pipe
+	data  *content.Source // the files' first content (generation 0)
 }
 
 // wait waits for the step's calls; the error is the first one, prefixed.
@@ -356,8 +364,9 @@ func (b *filesetBuild) lookupFiles(files []int) error {
 	return b.wait()
 }
 
-// writeFiles fills the files with zeros to their layout size, in UNSTABLE
-// WRITEs of writeUnit bytes (the last one shorter).
+// writeFiles fills the files to their layout size with the workload's data
+// at generation 0, in UNSTABLE WRITEs of writeUnit bytes (the last one
+// shorter).
 func (b *filesetBuild) writeFiles(files []int) error {
 	l, p, fs := b.l, b.p, b.fs
 	for _, i := range files {
@@ -365,7 +374,8 @@ func (b *filesetBuild) writeFiles(files []int) error {
 		for off := uint64(0); off < f.Size; off += writeUnit {
 			n := min(f.Size-off, writeUnit)
 			fs.Written += int64(n)
-			p.call(nfs3.Request{Proc: nfs3.ProcWrite, FH: fs.FileFH[i], Offset: off, Count: uint32(n), Data: zeroData[:n], Stable: nfs3.Unstable}, func(r *nfs3.Reply) {
+			data := content.Ref{Src: b.data, File: uint32(i)}
+			p.call(nfs3.Request{Proc: nfs3.ProcWrite, FH: fs.FileFH[i], Offset: off, Count: uint32(n), Content: data, Stable: nfs3.Unstable}, func(r *nfs3.Reply) {
 				if r.Status != nfsOK {
 					p.fail(fmt.Errorf("WRITE %s/%s: %s", l.Path(f.Dir), f.Name, b.s.statusString(r.Status)))
 				}

@@ -101,13 +101,15 @@ func size(x float64) uint64 {
 }
 
 // ShapeFingerprint hashes the creation-phase parameters of w by sampling its
-// distributions with a fixed generator: two workloads with the same
-// creation parameters produce the same layout and may share a file set.
+// distributions with a fixed generator, and its data spec: two workloads
+// with the same creation parameters and data produce the same layout and
+// content and may share a file set.
 func ShapeFingerprint(w *workload.Workload) string {
 	h := fnv.New64a()
 	r := subRand(12345, 0)
 	put := func(x float64) { h.Write([]byte(strconv.FormatFloat(x, 'g', 12, 64) + ",")) }
 	put(float64(w.MaxDepth))
+	h.Write([]byte(w.Data.String() + ","))
 	for i := 0; i < 64; i++ {
 		put(w.FilesPerDir.Sample(r))
 		put(w.DirsPerDir.Sample(r))

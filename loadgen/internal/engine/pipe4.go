@@ -32,6 +32,7 @@ func setupRequest4(req *nfs3.Request, keepOpen bool, sid nfs4.Stateid) (nfs4.Req
 		}
 	case nfs3.ProcWrite:
 		q.Op, q.Stateid, q.Offset, q.Data, q.Count, q.Stable = nfs4.OpWrite, sid, req.Offset, req.Data, req.Count, req.Stable
+		q.Content = req.Content
 	case nfs3.ProcRead:
 		q.Op, q.Stateid, q.Offset, q.Count = nfs4.OpRead, sid, req.Offset, req.Count
 	default:

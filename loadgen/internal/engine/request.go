@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"workbench/loadgen/internal/content"
 	"workbench/loadgen/internal/dist"
 	"workbench/loadgen/internal/nfs3"
 	"workbench/loadgen/internal/workload"
@@ -140,7 +141,9 @@ func buildWrite(r *runner, s *slot, q *nfs3.Request) bool {
 		}
 	}
 	n := clampSize(r.w.WriteSize.Sample(r.rng), 1, maxIOSizeBytes)
-	q.FH, q.Offset, q.Data, q.Stable = r.fs.FileFH[wr.file], wr.off, zeroData[:n], nfs3.Unstable
+	q.FH, q.Offset, q.Count, q.Stable = r.fs.FileFH[wr.file], wr.off, uint32(n), nfs3.Unstable
+	r.gen++
+	q.Content = content.Ref{Src: r.data, File: uint32(wr.file), Gen: r.gen}
 	s.file = wr.file
 	s.end = wr.off + uint64(n)
 	wr.off += uint64(n)

@@ -8,6 +8,7 @@ import (
 	"math/rand"
 	"time"
 
+	"workbench/loadgen/internal/content"
 	"workbench/loadgen/internal/pace"
 	"workbench/loadgen/internal/results"
 	"workbench/loadgen/internal/workload"
@@ -76,6 +77,7 @@ func setUp(ctx context.Context, s *Session, fs *Fileset, cfg RunConfig, k, n int
 		return nil, err
 	}
 	r.setupObjects()
+	r.data, r.gen = DataSource(w), writeStream(cfg.ClientID, k)<<32
 	if s.V4 != nil {
 		r.v4 = newRun4(s)
 		r.ser.Version = results.NFSVersion41
@@ -208,4 +210,11 @@ func (r *runner) drainOutstanding() int {
 
 func cpuTime() float64 {
 	return processCPU()
+}
+
+// writeStream is the high half of a runner's WRITE generations (the low
+// half counts its WRITEs): the clock, the client and the shard mixed, so
+// that runs, clients and shards write units unlike each other's.
+func writeStream(clientID, shard int) uint64 {
+	return uint64(uint32(content.Mix(uint64(time.Now().UnixNano()) ^ uint64(clientID)<<48 ^ uint64(shard)<<40)))
 }

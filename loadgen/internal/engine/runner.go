@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"workbench/loadgen/internal/content"
 	"workbench/loadgen/internal/nfs3"
 	"workbench/loadgen/internal/objset"
 	"workbench/loadgen/internal/pace"
@@ -119,7 +120,9 @@ type runner struct {
 	lastWake                          int64           // when the metronome's current pass began (ns from the start)
 	lagPend                           [lagBatch]int64 // intended times of queued calls whose send lag is not recorded yet (lagLater)
 	nLag                              int
-	lv                                liveRec // counts for the live view (live.go)
+	lv                                liveRec         // counts for the live view (live.go)
+	data                              *content.Source // what WRITEs carry (package content)
+	gen                               uint64          // the last WRITE's generation: a per-runner stream in the high 32 bits, a count below
 }
 
 // now is the time since the common start, ns.

@@ -83,7 +83,8 @@ func (v *run4) request4(s *slot, q *nfs4.Request) {
 	case nfs3.ProcRead:
 		q.Op, q.Stateid, q.Offset, q.Count = nfs4.OpRead, v.stateid(s.file), a.Offset, a.Count
 	case nfs3.ProcWrite:
-		q.Op, q.Stateid, q.Offset, q.Data, q.Stable = nfs4.OpWrite, v.stateid(s.file), a.Offset, a.Data, nfs4.Unstable
+		q.Op, q.Stateid, q.Offset, q.Stable = nfs4.OpWrite, v.stateid(s.file), a.Offset, nfs4.Unstable
+		q.Count, q.Data, q.Content = a.Count, a.Data, a.Content
 	case nfs3.ProcCommit:
 		q.Op = nfs4.OpCommit
 	default:

@@ -31,7 +31,7 @@ func (r *runner) result(startWall time.Time, series *results.Series) *results.Re
 		version = results.NFSVersion41
 	}
 	res := r.rec.Result(results.Meta{Workload: r.w.Name, OfferedRate: cfg.Rate, DurationS: cfg.Duration.Seconds(),
-		MixTarget: mixTarget(r.w, version), NFSVersion: version, StartUnixNs: startWall.Add(cfg.Warmup).UnixNano(), Host: host,
+		MixTarget: mixTarget(r.w, version), NFSVersion: version, Data: r.w.Data.String(), StartUnixNs: startWall.Add(cfg.Warmup).UnixNano(), Host: host,
 		Server: s.Cfg.Server, Export: s.Cfg.Export, Pacing: pacingName(cfg.Poisson), Conns: len(s.Clients), Seed: cfg.Seed,
 		WarmupS: cfg.Warmup.Seconds()})
 	res.FirstCalls = r.firstCalls

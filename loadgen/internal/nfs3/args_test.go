@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"workbench/loadgen/internal/content"
 	"workbench/loadgen/internal/xdr"
 )
 
@@ -197,5 +198,18 @@ func TestProcNames(t *testing.T) {
 	}
 	if StatusString(NFS3ERR_NOENT) != "NFS3ERR_NOENT" || StatusString(0) != "NFS3_OK" || StatusString(12345) != "NFS3ERR_12345" {
 		t.Error("StatusString")
+	}
+}
+
+// A WRITE whose bytes Content makes encodes as the WRITE of those bytes.
+func TestWriteContentEncodesAsItsBytes(t *testing.T) {
+	src := content.NewSource(content.Spec{CompressRatio: 2, DedupePct: 20, UnitBytes: 512}, 1)
+	data := make([]byte, 3001)
+	src.Fill(data, 4, 777, 9)
+	byData := Request{Proc: ProcWrite, FH: FH{1, 2, 3, 4}, Offset: 777, Data: data, Stable: Unstable}
+	byContent := Request{Proc: ProcWrite, FH: FH{1, 2, 3, 4}, Offset: 777, Count: 3001, Stable: Unstable,
+		Content: content.Ref{Src: src, File: 4, Gen: 9}}
+	if !bytes.Equal(encode(&byContent), encode(&byData)) {
+		t.Fatal("the Content WRITE differs from the WRITE of its bytes")
 	}
 }

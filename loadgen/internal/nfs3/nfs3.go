@@ -17,8 +17,8 @@
 //	LOOKUP, REMOVE, RMDIR                        FH (directory), Name
 //	ACCESS     FH, Access
 //	READ       FH, Offset, Count
-//	WRITE      FH, Offset, Stable, Data; when Data is nil, Count zero bytes
-//	           are sent (count = len(Data) otherwise)
+//	WRITE      FH, Offset, Stable and Count bytes made by Content (package
+//	           content), else Data (count = len(Data)), else Count zeros
 //	CREATE     FH, Name, CreateHow (UNCHECKED by default); sattr3 for
 //	           UNCHECKED/GUARDED; CookieVerf is the verifier for EXCLUSIVE
 //	MKDIR      FH, Name, sattr3
@@ -56,6 +56,7 @@ import (
 	"fmt"
 	"strconv"
 
+	"workbench/loadgen/internal/content"
 	"workbench/loadgen/internal/rpc"
 	"workbench/loadgen/internal/xdr"
 )
@@ -224,10 +225,11 @@ type Request struct {
 	ToFH   FH
 	ToName string
 
-	Offset uint64
-	Count  uint32
-	Data   []byte
-	Stable uint32
+	Offset  uint64
+	Count   uint32
+	Data    []byte
+	Content content.Ref // WRITE: Count bytes made at encode time when Content.Src is set
+	Stable  uint32
 
 	Mode    uint32
 	SetSize bool
@@ -311,12 +313,16 @@ func (r *Request) Encode(e *xdr.Encoder) {
 	}
 }
 
-// encodeWrite appends WRITE3args: file, offset, count, stable, data — Data,
-// or Count zero bytes when Data is nil.
+// encodeWrite appends WRITE3args: file, offset, count, stable, data — Count
+// bytes of Content, or Data, or Count zero bytes when both are unset.
 func (r *Request) encodeWrite(e *xdr.Encoder) {
 	e.Opaque(r.FH)
 	e.Uint64(r.Offset)
-	if r.Data != nil {
+	if c := r.Content; c.Src != nil {
+		e.Uint32(r.Count)
+		e.Uint32(r.Stable)
+		c.Src.Fill(e.OpaqueSpace(int(r.Count)), c.File, r.Offset, c.Gen)
+	} else if r.Data != nil {
 		e.Uint32(uint32(len(r.Data)))
 		e.Uint32(r.Stable)
 		e.Opaque(r.Data)

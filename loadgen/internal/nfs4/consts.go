@@ -19,7 +19,7 @@
 //	OpAccess     PUTFH FH; ACCESS Access
 //	OpReadlink   PUTFH FH; READLINK
 //	OpRead       PUTFH FH; READ Stateid, Offset, Count
-//	OpWrite      PUTFH FH; WRITE Stateid, Offset, Stable, Data (or Count zeros)
+//	OpWrite      PUTFH FH; WRITE Stateid, Offset, Stable, Count bytes of Content (or Data, or zeros)
 //	OpCommit     PUTFH FH; COMMIT Offset, Count
 //	OpOpen       PUTFH FH (directory); OPEN Name (created UNCHECKED4 with
 //	             Mode when Create), share Access (read/write), no delegation

@@ -3,6 +3,7 @@ package nfs4
 import (
 	"strconv"
 
+	"workbench/loadgen/internal/content"
 	"workbench/loadgen/internal/xdr"
 )
 
@@ -103,6 +104,7 @@ type Request struct {
 	Offset  uint64
 	Count   uint32
 	Data    []byte
+	Content content.Ref // WRITE: Count bytes made at encode time when Content.Src is set
 	Stable  uint32
 
 	Mode    uint32 // SETATTR, OPEN (create), CREATE
@@ -341,14 +343,16 @@ func (r *Request) encodeLookupPath(e *xdr.Encoder) uint32 {
 	return uint32(3 + len(path))
 }
 
-// encodeWrite appends WRITE4args: stateid, offset, stable, data — Data, or
-// Count zero bytes when Data is nil.
+// encodeWrite appends WRITE4args: stateid, offset, stable, data — Count
+// bytes of Content, or Data, or Count zero bytes when both are unset.
 func (r *Request) encodeWrite(e *xdr.Encoder) {
 	e.Uint32(uint32(OPWRITE))
 	encodeStateid(e, &r.Stateid)
 	e.Uint64(r.Offset)
 	e.Uint32(r.Stable)
-	if r.Data != nil {
+	if c := r.Content; c.Src != nil {
+		c.Src.Fill(e.OpaqueSpace(int(r.Count)), c.File, r.Offset, c.Gen)
+	} else if r.Data != nil {
 		e.Opaque(r.Data)
 	} else {
 		e.Zeros(int(r.Count))

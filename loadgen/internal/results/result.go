@@ -34,6 +34,7 @@ type Meta struct {
 	Saturated        bool
 	SaturationReason string
 	NFSVersion       string // "" (NFSv3) or NFSVersion41
+	Data             string // what WRITEs carried (content.Spec.String)
 }
 
 // Lag is the send-lag summary (ms).
@@ -135,6 +136,10 @@ type Result struct {
 	// names, names.go), absent for NFSv3. Results of different versions
 	// do not merge.
 	NFSVersion string `json:"nfs_version,omitempty"`
+	// Data is what the WRITEs carried: "zeros" or "compress_ratio=R
+	// dedupe_pct=P data_unit=U" (package content); a merge of different
+	// ones joins them with " + ".
+	Data string `json:"data,omitempty"`
 	// ErrorStatuses counts the errors by NFS status name (NFSv4.1 runs:
 	// NFS4ERR_DELAY, NFS4ERR_GRACE, NFS4ERR_BADSESSION, ...); summed by merge.
 	ErrorStatuses map[string]uint64 `json:"error_statuses,omitempty"`
@@ -205,6 +210,7 @@ func (r *Recorder) Result(m Meta) *Result {
 		Seed:               m.Seed,
 		WarmupS:            m.WarmupS,
 		NFSVersion:         m.NFSVersion,
+		Data:               m.Data,
 	}
 	if m.Host != "" {
 		res.Hosts = []string{m.Host}
@@ -353,6 +359,7 @@ type merger struct {
 	out        *Result
 	acc        *Recorder
 	names      []string // the workloads, in order of first appearance
+	data       []string // the data specs, in order of first appearance
 	reasons    []string // the saturation reasons given
 	series     []*Series
 	hostSeen   map[string]bool
@@ -401,6 +408,9 @@ func (m *merger) addTotals(r *Result) {
 	}
 	if !contains(m.names, r.Workload) {
 		m.names = append(m.names, r.Workload)
+	}
+	if r.Data != "" && !contains(m.data, r.Data) {
+		m.data = append(m.data, r.Data)
 	}
 }
 
@@ -456,6 +466,7 @@ func (m *merger) finish() *Result {
 		out.MixTarget[k] /= m.offeredSum // offered-rate-weighted mean target
 	}
 	out.Workload = strings.Join(m.names, "+")
+	out.Data = strings.Join(m.data, " + ")
 	out.SaturationReason = strings.Join(m.reasons, "; ")
 	out.DurationS = m.minDur
 	if m.allStart && m.winHi > m.winLo {

@@ -36,6 +36,10 @@
 //	                                     other operations keep their relative weights and share
 //	                                     the rest (applied after mix and base, so a file can say
 //	                                     "base = web_server" and "mix_share = read:40")
+//	compress_ratio      number ≥ 1 | zeros   what WRITEs carry: a unit's size over its compressed
+//	                                     size (1: incompressible), or all zeros (package content)
+//	dedupe_pct          percent  share of units that repeat another unit (0–100)
+//	data_unit           size     unit of compression and deduplication (power of two, 512–1M)
 //
 // # Workload file format
 //
@@ -72,7 +76,8 @@
 // Defaults: files_per_dir 32, dirs_per_dir 0, symlinks_per_dir 0,
 // max_depth 1, popularities uniform, file_size 8K, read_size 8K,
 // write_size 8K, seq_run 1, read_access random, write_access random,
-// fileset_files_per_ops 2, fileset_min_files 16. There is no default mix.
+// fileset_files_per_ops 2, fileset_min_files 16, compress_ratio 1,
+// dedupe_pct 0, data_unit 4K. There is no default mix.
 //
 // # Self-scaling rule (FilesetSize)
 //
@@ -114,6 +119,7 @@ import (
 	"strconv"
 	"strings"
 
+	"workbench/loadgen/internal/content"
 	"workbench/loadgen/internal/dist"
 	"workbench/loadgen/internal/nfs3"
 )
@@ -274,6 +280,8 @@ type Workload struct {
 	// self-scaling (see package doc)
 	FilesetPerOps   float64 // k: files per op/s
 	FilesetMinFiles int
+
+	Data content.Spec // what WRITEs carry (data.go)
 }
 
 // MixTarget returns the mix as {procedure name: fraction}.
@@ -421,6 +429,7 @@ func defaults(name string) *Workload {
 		WriteAccess:       AccessRandom,
 		FilesetPerOps:     DefaultFilesPerOps,
 		FilesetMinFiles:   DefaultMinFiles,
+		Data:              content.Default(),
 	}
 }
 
@@ -461,6 +470,9 @@ var keySetters = map[string]func(p *fileParser, val string) error{
 	"fileset_files_per_ops": setFilesetFilesPerOps,
 	"fileset_min_files":     setFilesetMinFiles,
 	"mix_share":             setMixShare,
+	"compress_ratio":        setCompressRatio,
+	"dedupe_pct":            setDedupePct,
+	"data_unit":             setDataUnit,
 }
 
 func parse(data []byte, file string, res resolver, depth int) (*Workload, error) {
@@ -528,6 +540,13 @@ func (p *fileParser) finish() (*Workload, error) {
 	}
 	if !p.haveWriteSeq || w.WriteSeqRunOps == nil {
 		w.WriteSeqRunOps = w.SeqRunOps
+	}
+	if err := w.Data.Check(); err != nil {
+		var se *content.SpecError
+		if errors.As(err, &se) && p.seen[se.Key] > 0 {
+			return nil, lineErr(p.file, p.seen[se.Key], "%v", err)
+		}
+		return nil, fmt.Errorf("%s: %v", p.file, err)
 	}
 	return w, nil
 }

@@ -20,6 +20,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 )
 
 // Errors reported by Decoder.Err.
@@ -116,6 +117,17 @@ func (e *Encoder) String(s string) {
 func (e *Encoder) Zeros(n int) {
 	e.Uint32(uint32(n))
 	e.buf = append(e.buf, make([]byte, n+pad(n))...) // compiled to a clear, no allocation
+}
+
+// OpaqueSpace appends variable-length opaque data of n bytes that the
+// caller fills in place: the length, n bytes (not cleared) and zero
+// padding. It returns the n bytes, valid until the next append.
+func (e *Encoder) OpaqueSpace(n int) []byte {
+	e.Uint32(uint32(n))
+	at := len(e.buf)
+	e.buf = slices.Grow(e.buf, n+pad(n))[:at+n]
+	e.buf = append(e.buf, zeros[:pad(n)]...)
+	return e.buf[at : at+n]
 }
 
 // Decoder reads XDR items from a byte slice. Slices returned by Opaque and

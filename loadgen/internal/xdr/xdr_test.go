@@ -125,8 +125,23 @@ func TestEncodeNoAlloc(t *testing.T) {
 		e.Opaque(data)
 		e.String("name")
 		e.Zeros(200)
+		e.OpaqueSpace(99)
 	})
 	if n != 0 {
 		t.Fatalf("%v allocs per encode", n)
+	}
+}
+
+func TestOpaqueSpaceIsOpaqueFilledInPlace(t *testing.T) {
+	for _, n := range []int{0, 1, 3, 4, 5, 4096} {
+		want, got := NewEncoder(0), NewEncoder(0)
+		data := bytes.Repeat([]byte{0xab}, n)
+		want.Uint32(7)
+		want.Opaque(data)
+		got.Uint32(7)
+		copy(got.OpaqueSpace(n), data)
+		if !bytes.Equal(got.Bytes(), want.Bytes()) {
+			t.Fatalf("n=%d: %x, want %x", n, got.Bytes(), want.Bytes())
+		}
 	}
 }

@@ -7,7 +7,7 @@
 #   celery  postgresql and redis-server: the distributed stack (scripts/celery-stack.sh); prometheus
 #           and prometheus-node-exporter: its live view of a rating (docs/guide-distributed.md)
 #   test    what `make test` adds: ssh, celery (with Prometheus: promtool in the tests), chromium and
-#           chromium-driver (the Airflow UI test)
+#           chromium-driver (the Airflow UI test), zstd (what fstress's written data compresses to)
 # Any other argument is a package name (scripts/install-podman.sh), installed the same way.
 # Idempotent: does nothing when everything is installed. Without arguments: run.
 case ${1-} in -h|--help) sed -n '2,/^[^#]/s/^# \{0,1\}//p' "$0"; exit 0 ;; esac   # the header above
@@ -16,7 +16,7 @@ declare -A sets=(
   [run]="nfs-ganesha nfs-ganesha-vfs dbus rpcbind iproute2 util-linux procps e2fsprogs xfsprogs btrfs-progs curl"
   [ssh]="openssh-server"
   [celery]="postgresql redis-server prometheus prometheus-node-exporter"
-  [test]="openssh-server postgresql redis-server prometheus prometheus-node-exporter chromium chromium-driver"
+  [test]="openssh-server postgresql redis-server prometheus prometheus-node-exporter chromium chromium-driver zstd"
 )
 [ $# -gt 0 ] || set -- run
 packages=()

@@ -352,14 +352,16 @@ def test_smoke_rating_end_to_end_with_faults(tmp_path, capsys):
 def test_a_rating_over_nfs41_on_a_real_slot(tmp_path, capsys):
     """`workbench rate --nfs-version 4.1` on a real Ganesha slot: the server exports v3 and v4.1, the
     file set, the trials and their drain go over NFSv4.1 sessions, and sysinfo (and the report) keep
-    the session the server granted. Short: a small file set, two trials (converging is the hand-run
+    the session the server granted; the workload factors compress_ratio and dedupe_pct reach the file
+    set's and the trials' writes (issue 52). Short: a small file set, two trials (converging is the hand-run
     rating's job: docs/performance.md)."""
     if os.geteuid() != 0:
         pytest.skip("needs root (network namespaces, loop devices, cgroups)")
     inventory = renumbered_inventory(tmp_path / "hosts.yml", {1: 4})
     t0 = time.monotonic()
     rc = cli.main(["rate", "--inventory", str(inventory), "--slot", "slot4", "--profile", "smoke",
-                   "--nfs-version", "4.1", "--fileset-rate", "1000", "--max-trials", "2", "--quiet",
+                   "--nfs-version", "4.1", "--compress-ratio", "2", "--dedupe-pct", "10",
+                   "--fileset-rate", "1000", "--max-trials", "2", "--quiet",
                    "--results", str(tmp_path / "r")])
     wall = time.monotonic() - t0
     err = capsys.readouterr().err
@@ -367,9 +369,11 @@ def test_a_rating_over_nfs41_on_a_real_slot(tmp_path, capsys):
     assert rc in (0, 1), err[-3000:]                 # 1: two trials do not converge
     res, trials, rating = rating_files(tmp_path / "r")
     assert res["factors"]["nfs_version"] == "4.1" and len(trials) == 2, res
+    assert res["workload_factors"] == {"compress_ratio": 2.0, "dedupe_pct": 10.0}, res["workload_factors"]
     for t in trials:
         raw = t["raw"]
         assert raw["nfs_version"] == "4.1" and raw["ops_total"] > 0 and raw["errors"] == 0, raw
+        assert raw["data"] == "compress_ratio=2 dedupe_pct=10 data_unit=4096", raw["data"]
         assert raw["nfs4"]["slots"] >= 1 and raw["nfs4"]["sessions_recreated"] == 0, raw["nfs4"]
         # issue 50: the server's own telemetry over the trial's window, from its process and cgroups
         tel = raw["telemetry"]["hosts"]["sut4"]

@@ -343,12 +343,16 @@ def test_a_rating_through_the_agents_stores_every_trial(tmp_path, capsys):
 
     args = cli._parser().parse_args(["rate", "--workload", "web_server", "--inventory", str(inv), "--slot", "slot3",
                                      "--profile", "smoke", "--max-trials", "6", "--agent", "on", "--quiet",
+                                     "--compress-ratio", "4",
                                      "--out", str(tmp_path / "out")])
     cli.cmd_rate(args, harness_factory=Killing)
     res, trials, rating = rating_files(tmp_path / "out")
     assert kills and kills[0][1] is not None, (kills, [(t["n"], t["valid"], t["reason"]) for t in trials])
     killed = kills[0][0]
     assert len(trials) == res["n_trials"] == 6 and [t["n"] for t in trials] == list(range(6))
+    # the agents' runs write what the workload factor says, as the playbook's do
+    datas = {t["raw"]["data"] for t in trials if t.get("raw")}
+    assert datas == {"compress_ratio=4 dedupe_pct=0 data_unit=4096"}, datas
     assert trials[killed]["outcome"] == "harness" and "killed by signal 9" in trials[killed]["reason"], trials[killed]
     warmup = json.loads((rating / "spec.json").read_text())["warmup_s"]
     # agent trials: not one after an invalid trial (the playbook checks the server); trial 0 too when the

@@ -77,6 +77,34 @@ WORKLOAD_FACTORS: tuple[WorkloadFactor, ...] = (
     ),
     WorkloadFactor("read_size_kb", "read_size", int, "{v}K", "bytes per READ (KiB)", 1, 16384),
     WorkloadFactor("write_size_kb", "write_size", int, "{v}K", "bytes per WRITE (KiB)", 1, 16384),
+    WorkloadFactor(
+        "compress_ratio",
+        "compress_ratio",
+        float,
+        "{v}",
+        "what WRITEs carry: a data unit's size over its compressed size (1 = incompressible, "
+        "the default; zeros: a custom workload's compress_ratio = zeros)",
+        1.0,
+        64.0,
+    ),
+    WorkloadFactor(
+        "dedupe_pct",
+        "dedupe_pct",
+        float,
+        "{v}",
+        "share of the written data units that repeat another (%; default 0)",
+        0.0,
+        100.0,
+    ),
+    WorkloadFactor(
+        "data_unit_kb",
+        "data_unit",
+        int,
+        "{v}K",
+        "unit of the written data's compression and deduplication (KiB, a power of two; default 4)",
+        1,
+        1024,
+    ),
     *(
         WorkloadFactor(
             f"mix_{p}_pct",

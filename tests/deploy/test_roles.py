@@ -188,6 +188,10 @@ def provision_and_check(inventory: Path, slot: str, factors: dict, sysinfo_dir: 
     assert fstype == fs
     loops = loop_devices(host)
     assert len(loops) == (0 if fs == "tmpfs" else disks)
+    options = subprocess.run(["findmnt", "-n", "-o", "OPTIONS", "--mountpoint", str(export)],
+                             capture_output=True, text=True).stdout
+    compress = factors.get("nfs_server_fs_compress", "none")
+    assert (f"compress={compress}" in options) if compress != "none" else ("compress" not in options), options
     if fs == "btrfs":
         show = subprocess.run(["btrfs", "filesystem", "show", str(export)], capture_output=True, text=True).stdout
         assert len(re.findall(r"devid\s+\d+", show)) == disks
@@ -228,6 +232,11 @@ def provision_and_check(inventory: Path, slot: str, factors: dict, sysinfo_dir: 
     rc = ok(playbook(inventory, "provision_sut.yml", slot, sysinfo_dest=str(dest), **factors))
     assert rc[host]["changed"] == 0, rc
     assert ganesha_pid(slot) == pid
+    if compress != "none":      # another level of fs_compress remounts the provisioned btrfs, nothing else
+        rc = ok(playbook(inventory, "provision_sut.yml", slot, **{**factors, "nfs_server_fs_compress": "none"}))
+        options = subprocess.run(["findmnt", "-n", "-o", "OPTIONS", "--mountpoint", str(export)],
+                                 capture_output=True, text=True).stdout
+        assert rc[host]["changed"] > 0 and "compress" not in options and ganesha_pid(slot) == pid, options
 
 
 @needs_root
@@ -248,7 +257,8 @@ def provision_and_check(inventory: Path, slot: str, factors: dict, sysinfo_dir: 
             id="btrfs2+btrfs4"),
         pytest.param(
             {"nfs_server_fs_type": "tmpfs", "nfs_server_memory_mb": 256},
-            {"nfs_server_fs_type": "btrfs", "nfs_server_disks": 1, "nfs_server_disk_size_mb": 512},
+            {"nfs_server_fs_type": "btrfs", "nfs_server_disks": 1, "nfs_server_disk_size_mb": 512,
+             "nfs_server_fs_compress": "zstd"},
             id="tmpfs+btrfs1"),
     ],
 )
@@ -372,8 +382,9 @@ def test_cache_policies_and_reconfiguration(inventory, tmp_path):
         ({"nfs_server_fs_type": "ext4", "nfs_server_disks": 2}, "disks > 1 needs btrfs (raid0), got 2 disks with ext4"),
         ({"nfs_server_backend": "nfsd"}, "nfs_server_backend must be one of: ganesha, knfsd, got: nfsd"),
         ({"nfs_server_threads": 0}, "threads must be >= 1, got 0"),
+        ({"nfs_server_fs_compress": "zstd"}, "fs_compress zstd needs btrfs, got ext4"),
     ],
-    ids=["fs-type", "disks-0", "memory-floor", "ext4-2-disks", "backend", "threads-0"],
+    ids=["fs-type", "disks-0", "memory-floor", "ext4-2-disks", "backend", "threads-0", "ext4-compress"],
 )
 def test_bad_input_fails_before_any_change(inventory, factors, message):
     slot = "rslot8"

@@ -214,6 +214,8 @@ def test_provision_failure_raises(tmp_path):
     ({"fs": "zfs"}, "fs must be one of"),
     ({"disks": 0}, "disks must be >= 1"),
     ({"disks": 2, "fs": "ext4"}, "needs fs=btrfs"),
+    ({"fs_compress": "zstd"}, "fs_compress=zstd needs fs=btrfs"),
+    ({"fs_compress": "lz4", "fs": "btrfs"}, "fs_compress must be one of none, zstd, lzo, zlib"),
     ({"memory_mb": 16}, "memory_mb must be 0"),
     ({"threads": "many"}, "threads must be a whole number"),
     ({"colour": "red"}, "unknown factor"),

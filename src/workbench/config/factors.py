@@ -30,6 +30,7 @@ DISKS_TOTAL_MAX_MB = 262144  # all disk images of a server together
 TMPFS_DEFAULT_MB = 1024  # size of a tmpfs export without a memory limit (nfs_server disks.yml)
 # what fstress speaks (--nfs-version); 4.1: sessions, no MOUNT (RFC 8881)
 NFS_VERSIONS = ("3", "4.1")
+FS_COMPRESS = ("none", "zstd", "lzo", "zlib")  # btrfs's compress= algorithms
 MAX_CPU = 4095  # highest CPU number a taskset list may name
 CPU_LIST = re.compile(r"^(\d+(-\d+)?)(,\d+(-\d+)?)*$")
 
@@ -116,6 +117,16 @@ FACTORS: tuple[Factor, ...] = (
         "ext4",
         "file system of the export",
         choices=("ext4", "xfs", "btrfs", "tmpfs"),
+        sweep="categorical",
+    ),
+    Factor(
+        "fs_compress",
+        "nfs_server_fs_compress",
+        str,
+        "none",
+        "transparent compression of the export's file system (btrfs mount -o compress=…; "
+        "none on the others)",
+        choices=FS_COMPRESS,
         sweep="categorical",
     ),
     Factor(
@@ -270,6 +281,11 @@ def factor_vars(factors: Mapping[str, Any]) -> dict[str, Any]:
     disks, fs = out.get("nfs_server_disks", 1), out.get("nfs_server_fs_type", "ext4")
     if disks > 1 and fs != "btrfs":
         raise ValueError(f"disks={disks} needs fs=btrfs (raid0 over the disks); got fs={fs}")
+    compress = out.get("nfs_server_fs_compress", "none")
+    if compress != "none" and fs != "btrfs":
+        raise ValueError(
+            f"fs_compress={compress} needs fs=btrfs (transparent compression); got fs={fs}"
+        )
     size = out.get("nfs_server_disk_size_mb", BY_NAME["disk_size_mb"].default)
     if fs != "tmpfs" and size < DISK_FLOOR_MB:
         raise ValueError(

@@ -302,8 +302,19 @@ def _num(x: Any) -> str:
     return f"{x:.4g}" if isinstance(x, (int, float)) else "—"
 
 
+def _trace_file(exc: BaseException) -> Path:
+    """The traceback of an unexpected error, in a file of its own (the console gets one line)."""
+    import tempfile
+    import traceback
+
+    fd, name = tempfile.mkstemp(prefix="workbench-trace-", suffix=".txt")
+    with open(fd, "w") as f:
+        f.write("".join(traceback.format_exception(exc)))
+    return Path(name)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    from workbench.lease.leases import check_settings
+    from workbench.lease.leases import LeaseLost, SlotBusy, check_settings
     from workbench.lease.store import LeaseConfigError
 
     parser = _parser()
@@ -326,6 +337,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 143
     except HarnessError as e:  # a provisioning step failed: one line + the log
         print(f"workbench: {e}", file=sys.stderr)
+        return 1
+    except SlotBusy as e:  # a refusal: the slot is another rating's (the message names the holder)
+        print(f"workbench: {' '.join(str(e).split())}", file=sys.stderr)
+        return 2
+    except LeaseLost as e:  # another rating took the slot over mid-rating
+        why = " ".join(str(e).split())
+        print(f"workbench: {why} (re-run the same command to resume)", file=sys.stderr)
+        return 1
+    except Exception as e:  # unexpected: one line here, the whole trace in a file
+        print(
+            f"workbench: unexpected {type(e).__name__}: {' '.join(str(e).split())[:300]} "
+            f"(full trace: {_trace_file(e)})",
+            file=sys.stderr,
+        )
         return 1
 
 

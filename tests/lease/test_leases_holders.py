@@ -234,3 +234,21 @@ def test_outside_the_main_thread_a_lost_lease_stops_the_children_and_ends_the_bl
     t.join(timeout=30)
     assert called and "no longer rating threaded's" in got[0] and time.monotonic() - t0 < 10
     assert signal.getsignal(leases.LOST_SIGNAL) is before          # the main thread's handler untouched
+
+
+def test_the_cli_refuses_a_rating_its_live_twin_holds_in_one_line(lease_dir, tmp_path, capsys):
+    """`workbench rate` of a rating whose slot a live process of the same rating holds: one line naming
+    the holder, exit 2 — no traceback (issue 53)."""
+    from workbench import cli
+    first, got = _start(lease_dir, "twice")
+    try:
+        assert got == "1"
+        rc = cli.main(["rate", "--slot", "slot1", "--profile", "smoke", "--quiet", "--results", str(tmp_path / "twice")])
+        err = capsys.readouterr().err
+        assert rc == 2 and "Traceback" not in err, err
+        last = err.strip().splitlines()[-1]
+        assert last.startswith("workbench: slot1 is held by rating twice itself, by a live holder"), last
+        assert f"process {first.pid}" in last
+    finally:
+        first.kill()
+        first.wait(timeout=30)

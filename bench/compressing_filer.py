@@ -2,7 +2,7 @@
 """λ* of a write-heavy workload on a compressing filer, zeros against incompressible data (issue 52).
 
     .venv/bin/python bench/compressing_filer.py [--slot slot1] [--inventory FILE] [--profile quick]
-        [--fs-compress zstd] [--out bench/out/compressing_filer]
+        [--fs-compress zstd] [--out bench/out/compressing_filer] [--rate-args "--memory-mb 1024 --read-iops 0"]
 
 Rates the slot's Ganesha on btrfs mounted with compress=<fs-compress> twice, one rating after the
 other, with one workload that differs only in what its WRITEs carry: `compress_ratio = zeros` (what
@@ -10,12 +10,15 @@ fstress wrote before issue 52) and `compress_ratio = 1` (incompressible, today's
 workload is db_tp with 60 % WRITEs (four 64 MiB files: the file set sized for 1000 ops/s; random
 8 KiB I/O, log writes with COMMIT).
 Prints each rating's λ*, its interval and the ratio λ*(zeros) / λ*(incompressible): how much faster
-a generator that writes zeros makes a compressing filer look.
+a generator that writes zeros makes a compressing filer look. --rate-args adds `workbench rate` flags
+(e.g. a server whose page cache holds the file set and whose disk reads are not throttled, so that
+the write path, not read IOPS, sets λ*).
 """
 from __future__ import annotations
 
 import argparse
 import json
+import shlex
 import sys
 import time
 from pathlib import Path
@@ -38,6 +41,7 @@ def rate(a: argparse.Namespace, data: str) -> dict:
             "--fs-compress", a.fs_compress, "--fileset-rate", "1000", "--results", str(results), "--quiet"]
     if a.inventory:
         argv += ["--inventory", a.inventory]
+    argv += shlex.split(a.rate_args)
     t0 = time.monotonic()
     rc = cli.main(argv)
     res = json.loads((results / "ratings" / results.name / "result.json").read_text())
@@ -53,6 +57,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--profile", default="quick")
     ap.add_argument("--fs-compress", default="zstd", choices=("zstd", "lzo", "zlib"))
     ap.add_argument("--out", type=Path, default=REPO / "bench" / "out" / "compressing_filer")
+    ap.add_argument("--rate-args", default="", help="more `workbench rate` flags, e.g. \"--memory-mb 1024\"")
     a = ap.parse_args(argv)
     a.out.mkdir(parents=True, exist_ok=True)
     rows = [rate(a, data) for data in ("zeros", "1")]

@@ -27,19 +27,21 @@ system-celery:
 	@$(STEP) apt-celery "Debian packages: Postgres, Redis, Prometheus" scripts/install-system.sh celery
 
 # The venv: the main job's packages (requirements.lock); the tests add theirs (requirements-test.lock:
-# pytest, selenium, ansible-lint, ...), `make test` only. Byte-compiled at install (not --no-compile:
-# with PYTHONDONTWRITEBYTECODE=1, as on this machine, every process would compile every module it imports).
+# pytest, selenium, ansible-lint, ...), `make test` only. Installed by uv (pinned; pip installs it into
+# the venv first): 13 s against pip's 58-83 s here. Byte-compiled at install (--compile-bytecode: with
+# PYTHONDONTWRITEBYTECODE=1, as on this machine, every process would compile every module it imports).
+UV_VERSION := 0.13.8
+UV := $(VENV)/bin/uv pip install --python $(PY) --compile-bytecode --quiet
 venv: $(VENV)/.installed
 $(VENV)/.installed: requirements.lock pyproject.toml
 	@$(STEP) venv "Python venv from requirements.lock" bash -c 'set -e; test -x $(PY) || $(PYTHON) -m venv $(VENV); \
-	  $(PY) -m pip install --disable-pip-version-check -r requirements.lock; \
-	  $(PY) -m pip install --disable-pip-version-check --no-deps -e .'
+	  $(PY) -m pip install --disable-pip-version-check --quiet uv==$(UV_VERSION); \
+	  $(UV) -r requirements.lock; $(UV) --no-deps -e .'
 	@touch $@
 
 venv-test: $(VENV)/.installed-test
 $(VENV)/.installed-test: $(VENV)/.installed requirements-test.lock
-	@$(STEP) venv-test "Python packages for the tests" $(PY) -m pip install --disable-pip-version-check \
-	  -r requirements-test.lock -c requirements.lock
+	@$(STEP) venv-test "Python packages for the tests" $(UV) -r requirements-test.lock -c requirements.lock
 	@touch $@
 
 fstress: bin/fstress

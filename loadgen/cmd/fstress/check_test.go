@@ -87,6 +87,12 @@ func TestCheckRefusesInOneLine(t *testing.T) {
 		{"bad server", []string{"--workload", "web_server", "--server", "nohostport"}, "bad --server"},
 		{"start-at NaN", []string{"--workload", "web_server", "--start-at", "NaN"}, "start-at"},
 		{"stray argument", []string{"--workload", "web_server", "extra"}, `unexpected argument "extra"`},
+		{"compress ratio below 1", []string{"--workload", "web_server", "--compress-ratio", "0.5"}, "--compress-ratio: 0.5 is not zeros or in [1, 64]"},
+		{"compress ratio word", []string{"--workload", "web_server", "--compress-ratio", "lots"}, `--compress-ratio: "lots" is not a number or zeros`},
+		{"data unit not a power of two", []string{"--workload", "web_server", "--data-unit", "1000"}, "--data-unit: 1000 is not a power of two"},
+		{"dedupe over 100", []string{"--workload", "web_server", "--dedupe-pct", "101"}, "--dedupe-pct: 101 is not a percentage in [0, 100]"},
+		{"compress key", []string{"--workload", bad("cr.wl", "data_unit = 1K\ncompress_ratio = 32")}, "cr.wl:3: compress_ratio: 32 is not zeros or in [1, 16]"},
+		{"dedupe key", []string{"--workload", bad("dd.wl", "dedupe_pct = ten")}, `dd.wl:2: dedupe_pct: "ten" is not a percentage`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

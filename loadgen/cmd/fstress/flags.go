@@ -90,7 +90,7 @@ type common struct {
 	rateOptional       bool // check: no --rate and no workload rate is fine (rate 0)
 	nfsVersion         string
 	retransmitsSet     bool
-	data               map[string]*string // --compress-ratio, --dedupe-pct, --data-unit: the workload's data keys
+	data               []*string // --compress-ratio, --dedupe-pct, --data-unit: workload.DataKeys, in order
 }
 
 // v41 reports whether --nfs-version 4.1 was given.
@@ -107,28 +107,27 @@ func (c *common) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.nfsVersion, "nfs-version", "3", "NFS version: 3, or 4.1 (no portmapper, no MOUNT; --export is the pseudo path, port 0 means 2049)")
 	c.timeout = 5 * time.Second
 	fs.Var(durationValue{&c.timeout}, "timeout", "per-attempt RPC timeout (seconds or duration)")
-	c.data = map[string]*string{
-		"compress-ratio": fs.String("compress-ratio", "", "what WRITEs carry: a unit's size over its compressed size (1: incompressible), or zeros (default: the workload's compress_ratio, else 1)"),
-		"dedupe-pct":     fs.String("dedupe-pct", "", "share of written units that repeat another, percent (default: the workload's dedupe_pct, else 0)"),
-		"data-unit":      fs.String("data-unit", "", "unit of compression and deduplication, bytes (default: the workload's data_unit, else 4K)"),
+	for _, k := range workload.DataKeys {
+		c.data = append(c.data, fs.String(dataFlag(k.Key), "", k.Help+"; over the workload's "+k.Key))
 	}
 }
+
+// dataFlag is the flag of data key `key` (compress_ratio → compress-ratio).
+func dataFlag(key string) string { return strings.ReplaceAll(key, "_", "-") }
 
 // dataFlags applies --compress-ratio, --dedupe-pct and --data-unit to w's
 // data spec; an error names the flag.
 func (c *common) dataFlags(w *workload.Workload) error {
-	setters := map[string]func(*content.Spec, string) error{"compress-ratio": workload.SetCompressRatio,
-		"dedupe-pct": workload.SetDedupePct, "data-unit": workload.SetDataUnit}
-	for _, name := range []string{"compress-ratio", "dedupe-pct", "data-unit"} {
-		if v := c.data[name]; v != nil && *v != "" {
-			if err := setters[name](&w.Data, *v); err != nil {
-				return fmt.Errorf("--%s: %v", name, err)
+	for i, k := range workload.DataKeys {
+		if i < len(c.data) && *c.data[i] != "" {
+			if err := k.Set(&w.Data, *c.data[i]); err != nil {
+				return fmt.Errorf("--%s: %v", dataFlag(k.Key), err)
 			}
 		}
 	}
 	var se *content.SpecError
 	if err := w.Data.Check(); errors.As(err, &se) {
-		return fmt.Errorf("--%s: %s", strings.ReplaceAll(se.Key, "_", "-"), se.Problem)
+		return fmt.Errorf("--%s: %s", dataFlag(se.Key), se.Problem)
 	}
 	return nil
 }

@@ -121,9 +121,6 @@ func NewSource(s Spec, seed uint64) *Source {
 		dupCut: uint64(math.Round(s.DedupePct / 100 * dedupeScale))}
 }
 
-// Spec is the source's spec.
-func (s *Source) Spec() Spec { return s.spec }
-
 // Ref is a write's bytes made at encode time (xdr.Encoder.OpaqueSpace): the
 // bytes of file's range from the request's offset at generation Gen. A zero
 // Ref (Src nil) makes none.

@@ -370,11 +370,10 @@ func (b *filesetBuild) lookupFiles(files []int) error {
 func (b *filesetBuild) writeFiles(files []int) error {
 	l, p, fs := b.l, b.p, b.fs
 	for _, i := range files {
-		f := l.Files[i]
+		f, data := l.Files[i], content.Ref{Src: b.data, File: uint32(i)}
 		for off := uint64(0); off < f.Size; off += writeUnit {
 			n := min(f.Size-off, writeUnit)
 			fs.Written += int64(n)
-			data := content.Ref{Src: b.data, File: uint32(i)}
 			p.call(nfs3.Request{Proc: nfs3.ProcWrite, FH: fs.FileFH[i], Offset: off, Count: uint32(n), Content: data, Stable: nfs3.Unstable}, func(r *nfs3.Reply) {
 				if r.Status != nfsOK {
 					p.fail(fmt.Errorf("WRITE %s/%s: %s", l.Path(f.Dir), f.Name, b.s.statusString(r.Status)))

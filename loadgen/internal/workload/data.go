@@ -9,26 +9,31 @@ import (
 	"workbench/loadgen/internal/dist"
 )
 
-// The data keys say what WRITEs carry (package content): compress_ratio
-// ("zeros", or a unit's size over its compressed size, 1 = incompressible),
-// dedupe_pct (the share of units that repeat another, 0–100) and data_unit
-// (the unit of both, a power of two in bytes). Defaults: 1, 0, 4 KiB.
-
-func setCompressRatio(p *fileParser, val string) error {
-	return SetCompressRatio(&p.w.Data, val)
+// DataKey is a workload key that says what WRITEs carry (package content):
+// its parser into the workload's content.Spec and its help. fstress's flags
+// of the same names (--compress-ratio, ...) take the same values.
+type DataKey struct {
+	Key  string
+	Set  func(d *content.Spec, val string) error
+	Help string
 }
 
-func setDedupePct(p *fileParser, val string) error {
-	return SetDedupePct(&p.w.Data, val)
+// DataKeys are the data keys, in the order they are applied; the range of
+// the whole spec is checked afterwards (content.Spec.Check).
+var DataKeys = []DataKey{
+	{"compress_ratio", setCompressRatio, "what WRITEs carry: a unit's size over its compressed size (1: incompressible), or zeros (default 1)"},
+	{"dedupe_pct", setDedupePct, "share of written units that repeat another, percent (default 0)"},
+	{"data_unit", setDataUnit, "unit of compression and deduplication, bytes, a power of two (default 4K)"},
 }
 
-func setDataUnit(p *fileParser, val string) error {
-	return SetDataUnit(&p.w.Data, val)
+func init() { // the data keys join the workload file's keys
+	for _, k := range DataKeys {
+		keySetters[k.Key] = func(p *fileParser, val string) error { return k.Set(&p.w.Data, val) }
+	}
 }
 
-// SetCompressRatio parses "zeros" or a ratio ≥ 1 into d (the workload key
-// and fstress's --compress-ratio); the range is checked by content.Spec.Check.
-func SetCompressRatio(d *content.Spec, val string) error {
+// setCompressRatio parses "zeros" or a ratio ≥ 1 into d.
+func setCompressRatio(d *content.Spec, val string) error {
 	if strings.EqualFold(strings.TrimSpace(val), "zeros") {
 		d.Zeros = true
 		return nil
@@ -41,8 +46,8 @@ func SetCompressRatio(d *content.Spec, val string) error {
 	return nil
 }
 
-// SetDedupePct parses a percentage ("30" or "30%") into d.
-func SetDedupePct(d *content.Spec, val string) error {
+// setDedupePct parses a percentage ("30" or "30%") into d.
+func setDedupePct(d *content.Spec, val string) error {
 	x, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(val), "%"), 64)
 	if err != nil {
 		return fmt.Errorf("%q is not a percentage", val)
@@ -51,8 +56,8 @@ func SetDedupePct(d *content.Spec, val string) error {
 	return nil
 }
 
-// SetDataUnit parses a size ("4096", "4K", "4KiB") into d.
-func SetDataUnit(d *content.Spec, val string) error {
+// setDataUnit parses a size ("4096", "4K", "4KiB") into d.
+func setDataUnit(d *content.Spec, val string) error {
 	x, err := dist.ParseValue(strings.TrimSpace(val))
 	if err != nil || x != float64(int(x)) {
 		return fmt.Errorf("%q is not a whole number of bytes", val)

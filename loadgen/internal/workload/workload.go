@@ -470,9 +470,7 @@ var keySetters = map[string]func(p *fileParser, val string) error{
 	"fileset_files_per_ops": setFilesetFilesPerOps,
 	"fileset_min_files":     setFilesetMinFiles,
 	"mix_share":             setMixShare,
-	"compress_ratio":        setCompressRatio,
-	"dedupe_pct":            setDedupePct,
-	"data_unit":             setDataUnit,
+	// and the data keys (data.go)
 }
 
 func parse(data []byte, file string, res resolver, depth int) (*Workload, error) {

@@ -90,13 +90,13 @@ def workload(tmp: Path) -> Path:
 
 
 def fstress_trial(a, fstress: Path, wl: Path, port: int, cpus: str, quantum: str, rate: int, tmp: Path,
-                  shards: int = 0) -> dict:
+                  shards: int = 0, extra: tuple[str, ...] = ()) -> dict:
     out = tmp / "r.json"
     out.unlink(missing_ok=True)
     argv = ["taskset", "-c", cpus, str(fstress), "run", "--server", f"127.0.0.1:{port}", "--mount-port", str(port),
             "--export", "/", "--workload", str(wl), "--rate", str(rate), "--duration", str(a.duration),
             "--warmup", str(a.warmup), "--drain-timeout", "0", "--cpus", cpus, "--quantum", quantum,
-            "--lag-bound", f"{LAG_BOUND_MS}ms", "--json", str(out)] + (["--shards", str(shards)] if shards else [])
+            "--lag-bound", f"{LAG_BOUND_MS}ms", "--json", str(out)] + (["--shards", str(shards)] if shards else []) + list(extra)
     code, cpu_s, _, err = run_child(argv, dict(os.environ), a.duration + a.warmup + 30)
     if code not in (0, 3):
         raise RuntimeError(f"fstress exit {code}: {err.decode(errors='replace').strip()}")

@@ -8,7 +8,8 @@ Python 3 standard library only; the helpers of bench/generator_capacity.py. It b
 starts `fstress nullserver` on the server core, and on the generator core runs a WRITE-only workload
 (--write-size WRITEs in 16 files of 1 MiB) at each rate with each data spec, side by side in one run:
 zeros, incompressible unique data (the default), and compress_ratio 2 with 30 % duplicates. CPU per
-call is the run's `generator_cpu_s` over the calls it sent; the table gives the median of the repeats
+call is the run's `generator_cpu_s` over the calls it sent (generator_capacity's trial, lag bound
+2 ms, quantum 50 µs); the table gives the median of the repeats
 and its ratio to zeros at the same rate — the price of writing what a filer's users write.
 """
 from __future__ import annotations
@@ -26,8 +27,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import generator_capacity as gc  # noqa: E402
 
-SPECS = (("zeros", ["--compress-ratio", "zeros"]), ("unique 1:1", []),
-         ("2:1, 30 % dup", ["--compress-ratio", "2", "--dedupe-pct", "30"]))
+SPECS = (("zeros", ("--compress-ratio", "zeros")), ("unique 1:1", ()),
+         ("2:1, 30 % dup", ("--compress-ratio", "2", "--dedupe-pct", "30")))
 
 
 def write_workload(tmp: Path, size: str) -> Path:
@@ -37,20 +38,9 @@ def write_workload(tmp: Path, size: str) -> Path:
     return wl
 
 
-def trial(a, ctx: dict, rate: int, flags: list[str]) -> dict:
-    out = ctx["tmp"] / "r.json"
-    out.unlink(missing_ok=True)
-    argv = ["taskset", "-c", ctx["gen"], str(ctx["fstress"]), "run", "--server", f"127.0.0.1:{ctx['port']}",
-            "--mount-port", str(ctx["port"]), "--export", "/", "--workload", str(ctx["wl"]), "--rate", str(rate),
-            "--duration", str(a.duration), "--warmup", str(a.warmup), "--drain-timeout", "0", "--cpus", ctx["gen"],
-            "--json", str(out), *flags]
-    code, _, _, err = gc.run_child(argv, dict(os.environ), a.duration + a.warmup + 60)
-    if code not in (0, 3):
-        raise RuntimeError(f"fstress exit {code}: {err.decode(errors='replace').strip()}")
-    r = json.loads(out.read_text())
-    sent = sum(iv.get("sent", 0) for iv in (r.get("series") or {}).get("intervals", []))
-    return {"rate": rate, "data": r.get("data"), "saturated": r["generator_saturated"],
-            "cpu_us_per_op": 1e6 * r["generator_cpu_s"] / max(sent, 1)}
+def trial(a, ctx: dict, rate: int, flags: tuple[str, ...]) -> dict:
+    """One run of generator_capacity's trial with these data flags."""
+    return gc.fstress_trial(a, ctx["fstress"], ctx["wl"], ctx["port"], ctx["gen"], "50us", rate, ctx["tmp"], extra=flags)
 
 
 def main() -> int:

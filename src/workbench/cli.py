@@ -339,15 +339,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"workbench: {e}", file=sys.stderr)
         return 1
     except SlotBusy as e:  # a refusal: the slot is another rating's (the message names the holder)
-        print(f"workbench: {' '.join(str(e).split())}", file=sys.stderr)
+        print(f"workbench: {one_line(str(e), set())}", file=sys.stderr)
         return 2
     except LeaseLost as e:  # another rating took the slot over mid-rating
-        why = " ".join(str(e).split())
+        why = one_line(str(e), set())
         print(f"workbench: {why} (re-run the same command to resume)", file=sys.stderr)
         return 1
     except Exception as e:  # unexpected: one line here, the whole trace in a file
         print(
-            f"workbench: unexpected {type(e).__name__}: {' '.join(str(e).split())[:300]} "
+            f"workbench: unexpected {type(e).__name__}: {one_line(str(e), set())[:300]} "
             f"(full trace: {_trace_file(e)})",
             file=sys.stderr,
         )

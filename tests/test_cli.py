@@ -466,14 +466,13 @@ def test_a_background_tenant_slows_the_rated_workload(tmp_path):
     assert all("background" not in (t.get("raw") or {}) for t in idle_trials)
     measured = [t for t in busy_trials if (t.get("raw") or {}).get("background")]
     assert len(measured) == len(busy_trials) >= 4, busy_trials
-    # one common start: B's trial runs beside A's (0.02-0.29 s apart here), not before or after it (3.6-5.1 s
-    # apart when Mitogen's strategy ran the two local load hosts' tasks one after the other)
-    work = procs[9][0] / "work" / "trials"
-    starts_s = [[json.loads(f.read_text())["start_unix_ns"] / 1e9
-                 for f in (b.with_name(b.name.replace(".background", "")), b)]
-                for b in sorted(work.glob("[0-9]*.background.json"))]   # not the discarded warm-up's
-    # (its B started 7.7 s after A on one suite run: the first trial after deploy)
-    assert len(starts_s) >= len(measured) and all(abs(a - b) < 2.0 for a, b in starts_s), starts_s
+    # one common start: B sends beside A's whole measured window (its starts 0.004-0.33 s from A's on
+    # a suite run); a trial where the two missed each other (B 2+ s off A on one CI run, on 2 busy
+    # cores) is a harness failure, named and re-run, never a sample of A beside B
+    for t in measured:
+        bg = t["raw"]["background"]
+        assert (bg["beside_share"] >= 0.9) != t.get("harness_failure", False), (t["reason"], bg)
+        assert not t.get("harness_failure") or t["reason"].startswith("harness: tenant B ran beside")
     loads = [{t["load_ops_s"] for t in ts if t["valid"]} for ts in (idle_trials, busy_trials)]
     assert loads[0] & loads[1], loads           # the profile's first loads are the same on both
     common = min(loads[0] & loads[1])

@@ -1,6 +1,7 @@
 """fstress's trial JSON → TrialResult, directly."""
 from __future__ import annotations
 
+import pytest
 from helpers import fstress_json
 
 from workbench.measure.trialjson import harness_result, result_from_json
@@ -96,3 +97,26 @@ def test_tenant_b_is_judged_apart_from_a():
     assert not t.valid and t.reason == "background tenant: generator saturated on load1b: send lag p99 12 ms > 10 ms"
     t = result_from_json({**fstress_json(), "background": background_figures(b_plan, None, {})}, 500, 5)
     assert not t.valid and t.reason == "background tenant: no result from its load hosts"
+
+
+def test_tenant_b_beside_share_is_the_part_of_a_window_b_was_sending():
+    """beside_share by hand: A measures [100, 102) s; B sends from its warm-up's start to its
+    window's end. A B that missed A (its start 1.6 s early) makes the trial a harness failure,
+    named; one that ran beside all of A's window, or 0.1 s early (95 %), leaves it to be judged."""
+    from workbench.measure.trialjson import background_figures, beside_share, missed_background
+    a = fstress_json(start_unix_ns=100_000_000_000, duration_s=2.0)
+    def b(start_s, warmup_s=1.0, duration_s=2.0):
+        return fstress_json(start_unix_ns=int(start_s * 1e9), duration_s=duration_s, warmup_s=warmup_s)
+    assert beside_share(a, b(100.0)) == 1.0
+    assert beside_share(a, b(100.9)) == 1.0                   # late, but its warm-up covers A's start
+    assert beside_share(a, b(101.5)) == pytest.approx(1.5 / 2)  # sending from 100.5 on
+    assert beside_share(a, b(99.9)) == pytest.approx(0.95)      # ends at 101.9
+    assert beside_share(a, b(97.0)) == 0.0 and beside_share(a, b(110.0)) == 0.0
+    assert beside_share(a, {"duration_s": 2.0}) is None
+    b_plan = {"ops_s": 120.0, "workload": "web_server", "load_hosts": 1}
+    early = background_figures(b_plan, b(98.4), {}, a)
+    assert early["beside_share"] == pytest.approx(0.2) and early["start_offset_s"] == -1.6
+    assert missed_background(early) == (
+        "harness: tenant B ran beside 20% of the measured window, under 90% (B started -1.60 s from A)")
+    assert missed_background(background_figures(b_plan, b(99.9), {}, a)) is None
+    assert missed_background(background_figures(b_plan, b(99.9), {})) is None   # A's window unknown

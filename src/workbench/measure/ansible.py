@@ -61,7 +61,11 @@ from workbench.measure.sample_vars import (
     probes_sut,
     sample_extravars,
 )
-from workbench.measure.trialjson import MIN_ACHIEVED_FRACTION, background_out
+from workbench.measure.trialjson import (
+    MIN_ACHIEVED_FRACTION,
+    SHARED_START_MARGIN_S,
+    background_out,
+)
 
 __all__ = ["AnsibleHarness", "HarnessError"]
 
@@ -166,6 +170,8 @@ class AnsibleHarness(HarnessRuns):
             self.extravars["wb_load_hosts"] = ",".join(self.load_hosts)
         self.background, background_vars = background_of(background, self.inventory, self.slot)
         self.extravars.update(background_vars)
+        if self.background or len(self.load_hosts) > 1:  # generators that must start together
+            self.start_margin_s = max(self.start_margin_s, SHARED_START_MARGIN_S)
 
     # ------------------------------------------------------------------ steps
     def provision(self) -> PlaybookRun:

@@ -20,6 +20,7 @@ from workbench.measure.trialjson import (
     background_out,
     harness_result,
     host_parts,
+    missed_background,
     per_host_figures,
     read_json,
     result_from_json,
@@ -248,6 +249,9 @@ class HarnessRuns:
         if self.background:
             bg = background_out(out)
             raw["background"] = background_figures(
-                self.background, read_json(bg), host_parts(Path(f"{bg}.d"))
+                self.background, read_json(bg), host_parts(Path(f"{bg}.d")), raw
             )
+            missed = missed_background(raw["background"])
+            if missed:
+                return harness_result(load_ops_s, runlength_s, missed, raw)
         return result_from_json(raw, load_ops_s, runlength_s, self.min_achieved, self.overload_ms)

@@ -115,22 +115,60 @@ BACKGROUND_FIELDS = (
 )
 
 
+# Tenant B's load must run through this share of A's measured window for the trial to measure A
+# beside B; a trial short of it is a harness failure (its two starts missed each other), re-run.
+MIN_BESIDE_SHARE = 0.9
+# The common start's least margin when two or more generators must meet (tenant B, several load
+# hosts): at 0.5 s A's and B's both started late (the hosts' command dispatch and fstress's set-up
+# outlast it), up to 0.17 s apart with nothing else running; at 1.5 s both started on time.
+SHARED_START_MARGIN_S = 1.5
+
+
+def beside_share(a: Mapping[str, Any], b: Mapping[str, Any]) -> float | None:
+    """The share of A's measured window [s_A, s_A + d_A) during which B's generator was sending:
+    B's warm-up and measured window [s_B − w_B, s_B + d_B); None when either lacks its window."""
+    s_a, d_a = _num(a, "start_unix_ns") / 1e9, _num(a, "duration_s")
+    s_b, d_b, w_b = _num(b, "start_unix_ns") / 1e9, _num(b, "duration_s"), _num(b, "warmup_s")
+    if s_a <= 0 or s_b <= 0 or d_a <= 0 or d_b <= 0:
+        return None
+    overlap = min(s_a + d_a, s_b + d_b) - max(s_a, s_b - max(w_b, 0.0))
+    return min(max(overlap / d_a, 0.0), 1.0)
+
+
 def background_figures(
     background: Mapping[str, Any],
     raw: Mapping[str, Any] | None,
     parts: Mapping[str, Mapping[str, Any]],
+    a_raw: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Tenant B's own figures of a trial (config.tenants): its merged result and each of its load
-    hosts'; `missing` when B delivered no merged result."""
+    hosts'; `missing` when B delivered no merged result. With A's merged result `a_raw`: the share
+    of A's measured window B ran beside (beside_share) and B's start less A's (`start_offset_s`)."""
     out: dict[str, Any] = {"workload": background.get("workload"), "ops_s": background.get("ops_s")}
     if raw is None:
         return {**out, "missing": True}
+    share = beside_share(a_raw, raw) if a_raw is not None else None
+    if share is not None and a_raw is not None:
+        offset_s = (_num(raw, "start_unix_ns") - _num(a_raw, "start_unix_ns")) / 1e9
+        out |= {"beside_share": round(share, 4), "start_offset_s": round(offset_s, 3)}
     return {
         **out,
         **{k: raw.get(k) for k in BACKGROUND_FIELDS if k in raw},
         "drain_s": drain_s(raw),
         "per_host": per_host_figures(parts),
     }
+
+
+def missed_background(bg: Mapping[str, Any] | None) -> str | None:
+    """The harness failure's reason when tenant B ran beside less than MIN_BESIDE_SHARE of A's
+    measured window; else None."""
+    share = (bg or {}).get("beside_share")
+    if share is None or share >= MIN_BESIDE_SHARE:
+        return None
+    return (
+        f"harness: tenant B ran beside {share:.0%} of the measured window, under "
+        f"{MIN_BESIDE_SHARE:.0%} (B started {(bg or {}).get('start_offset_s', 0.0):+.2f} s from A)"
+    )
 
 
 def _background_reasons(bg: Mapping[str, Any] | None) -> list[str]:

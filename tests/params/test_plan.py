@@ -28,6 +28,14 @@ from workbench.params.plan import PARAMS, ParamError, RatingPlan, plan_from_para
     ({"goals_ms": list(range(1, 9))}, r"goals_ms: 8 items; 1 to 7 allowed"),
     ({"goals_ms": [20, 20]}, r"goals_ms: 20 ms given twice"),
     ({"goals_ms": [40]}, r"goals_ms: 40 ms given twice \(r_sat_ms is 40 ms\)"),     # the profile's R_sat
+    # goals a trial cannot rate against: below fstress's 1 µs, a p95 bound under the mean goal,
+    # longer than smoke's 2 s trial
+    ({"r_sat_ms": 1e-300}, r"r_sat_ms: 1e-300 ms is below 0.001 ms"),
+    ({"goals_ms": [0.0005]}, r"goals_ms: 0.0005 ms is below 0.001 ms"),
+    ({"r_sat_ms": 40, "l_sat_ms": 10}, r"l_sat_ms: the p95 bound 10 ms is below its mean goal 40 ms"),
+    ({"goals_ms": [80], "goals_l_sat_ms": [50]}, r"goals_l_sat_ms: the p95 bound 50 ms is below .* 80 ms"),
+    ({"profile": "smoke", "r_sat_ms": 2500, "l_sat_ms": 5000},
+     r"r_sat_ms: 2500 ms is longer than a trial \(runlength_s 2 s\)"),
 ])
 def test_bad_params_are_named(params, match):
     with pytest.raises(ParamError, match=match):

@@ -13,6 +13,10 @@ from workbench.config.settings import check_settings, setting
 from workbench.config.vocabulary import MAX_GOALS, MAX_TRIAL_TASKS, STOP_RULES
 from workbench.stats.intervals import region
 
+# The finest latency a trial measures: fstress's histograms count whole microseconds
+# (loadgen/internal/results: HistMinUs 1)
+MIN_R_SAT_MS = 0.001
+
 
 def _num(x: Any) -> bool:
     return isinstance(x, (int, float)) and not isinstance(x, bool) and not math.isnan(x)
@@ -137,6 +141,33 @@ class Goals:
             object.__setattr__(
                 self, "goals_l_sat_ms", tuple(None if x is None else float(x) for x in ls)
             )
+        self._check_goal_sense()
+
+    def _check_goal_sense(self) -> None:
+        """Each goal measurable: R_sat at least the finest latency fstress records."""
+        for r_sat in self.goals:
+            if r_sat < MIN_R_SAT_MS:
+                field = "r_sat_ms" if r_sat == float(self.r_sat_ms) else "goals_ms"
+                raise ValueError(
+                    f"{type(self).__name__}.{field}: {r_sat:g} ms is below {MIN_R_SAT_MS:g} ms, "
+                    f"the finest latency a trial measures (fstress's 1 µs histogram unit)"
+                )
+
+    def p95_bound_below_goal(self) -> str | None:
+        """Why a goal's L_sat (its p95 bound) below its R_sat is refused as a request, or None: a
+        p95 under R_sat keeps the mean under it in all but the heaviest tails, so the mean goal
+        would never be the one that rates. (The controller itself judges such a spec: its tests
+        rate by the p95 rule that way.)"""
+        for r_sat in self.goals:
+            l_sat = self.l_sat_for(r_sat)
+            if l_sat < r_sat:
+                field = "l_sat_ms" if l_sat == self.l_sat_ms else "goals_l_sat_ms"
+                return (
+                    f"{field}: the p95 bound {l_sat:g} ms is below its mean goal {r_sat:g} ms, "
+                    f"which could then never rate; give L_sat ≥ R_sat "
+                    f"(e.g. --r-sat-ms {r_sat:g}/{2 * r_sat:g})"
+                )
+        return None
 
     def l_sat_for(self, r_sat_ms: float) -> float:
         """The L_sat of goal `r_sat_ms`: its own from goals_l_sat_ms, else l_sat_ms."""

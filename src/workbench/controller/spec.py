@@ -69,6 +69,17 @@ class RatingSpec(Search, Budget, Goals):
         self._check_search()
         self._check_budget()
         self._check_goals()
+        self._check_goals_fit_a_trial()
+
+    def _check_goals_fit_a_trial(self) -> None:
+        """A mean response time longer than the trial itself cannot be measured in it."""
+        top = max(self.goals)
+        if top > 1000.0 * float(self.runlength_s):
+            field = "r_sat_ms" if top == float(self.r_sat_ms) else "goals_ms"
+            raise ValueError(
+                f"RatingSpec.{field}: {top:g} ms is longer than a trial (runlength_s "
+                f"{float(self.runlength_s):g} s); a trial cannot measure a mean that long"
+            )
 
     @classmethod
     def of(cls, goals: Goals, policy: Policy, budget: Budget, search: Search) -> RatingSpec:

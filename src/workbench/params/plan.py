@@ -265,6 +265,8 @@ def _spec(p: Mapping[str, Any], profile_spec: dict[str, Any]) -> dict[str, Any]:
         rs = RatingSpec.from_dict(spec)
     except (TypeError, ValueError) as e:
         raise ParamError(str(e)) from None
+    if (problem := rs.p95_bound_below_goal()) is not None:
+        raise ParamError(problem)
     one_trial = rs.runlength_s + rs.trial_overhead_s  # a rating's first trial: runlength_s
     if rs.budget_s < one_trial:
         raise ParamError(

@@ -277,7 +277,9 @@ _OLD = 'case " $* " in *" --metrics-addr "*) echo "flag provided but not defined
 
 
 def test_an_fstress_too_old_for_the_view_is_started_without_it(tmp_path, endpoints):
-    endpoints.setenv(live.PORT_ENV, "9650")
+    # a free agent port for slot3 (at the fixed base 9650 a suite run's real slot3 agent held 9663:
+    # no endpoint, so no --metrics-addr to refuse and an empty log)
+    _base_for(endpoints, live.AGENT_PORT_OFFSET + 3)
     spec = {"host": "old", "prefix": ["sh", "-c", _OLD + 'exec "$0" "$@"', sys.executable, str(FAKE_AGENT), "ok"],
             "pid_file": "", "connection": "local", "run_args": []}
     fleet = agents.Fleet([spec], slot="slot3", log_dir=tmp_path)

@@ -161,12 +161,12 @@ func TestAgentRunsTrials(t *testing.T) {
 	}
 }
 
-// A bad run request is a failed reply (exit 1, one line), not the end of the agent.
+// A bad run request is a failed reply (a refusal: exit 2, one line), not the end of the agent.
 func TestAgentBadRequest(t *testing.T) {
 	a, code := inProcessAgent(t)
 	a.must()
 	a.send(agentRequest{ID: "x", Op: "run", Args: []string{"--server", "127.0.0.1:1", "--export", "/", "--workload", "nope", "--rate", "1"}})
-	if r := a.must(); r.OK || r.Exit == nil || *r.Exit != 1 || !strings.Contains(r.Error, "nope") {
+	if r := a.must(); r.OK || r.Exit == nil || *r.Exit != exitUsage || !strings.Contains(r.Error, "nope") {
 		t.Errorf("bad workload: %+v", r)
 	}
 	a.send(agentRequest{ID: "y", Op: "dance"})

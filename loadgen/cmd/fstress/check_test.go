@@ -124,7 +124,7 @@ func TestRunRefusesWhatCheckRefuses(t *testing.T) {
 	} {
 		// a server that would never answer: the refusal must come first
 		code, _, stderr := runCLI(append(c.args, "--server", "127.0.0.1:1", "--mount-port", "1", "--export", "/x")...)
-		if code != exitError || !strings.Contains(stderr, c.want) || strings.Count(stderr, "\n") != 1 {
+		if code != exitUsage || !strings.Contains(stderr, c.want) || strings.Count(stderr, "\n") != 1 {
 			t.Errorf("%v: exit %d, %q (want %q)", c.args, code, stderr, c.want)
 		}
 		if _, err := os.Stat(js); err == nil {

@@ -20,9 +20,9 @@ func cmdFileset(args []string, _, stderr io.Writer) int {
 	if err == nil {
 		_, err = w.CheckFileset(c.rate)
 	}
-	if err != nil {
+	if err != nil { // a refusal of the input: one line, exit 2
 		errLine(stderr, "%v", err)
-		return exitError
+		return exitUsage
 	}
 	ctx, cancel := signalContext()
 	defer cancel()

@@ -214,9 +214,15 @@ func (c *common) conn() engine.ConnConfig {
 	return cfg
 }
 
+// flagSetMade, when set (by the tests), sees every command's flag set as it is made.
+var flagSetMade func(*flag.FlagSet)
+
 func newFlagSet(name string) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
+	if flagSetMade != nil {
+		flagSetMade(fs)
+	}
 	return fs
 }
 

@@ -23,7 +23,7 @@ func TestFleetFlags(t *testing.T) {
 	for _, bad := range [][]string{{"--shards", "-1"}, {"--shards", "100000"}, {"--cpus", "x"}, {"--cpus", "3-1"},
 		{"--quantum", "5ms"}, {"--quantum", "-1ms"}} {
 		code, _, stderr := runCLI(append(base, bad...)...)
-		if code != exitError || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, strings.TrimPrefix(bad[0], "--")) {
+		if code != exitUsage || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, strings.TrimPrefix(bad[0], "--")) {
 			t.Errorf("%v: exit %d, %q", bad, code, stderr)
 		}
 	}

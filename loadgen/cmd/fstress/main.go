@@ -9,9 +9,10 @@
 //	fstress nullserver answer every MOUNT/NFS call with success (capacity tests)
 //	fstress agent     resident: run trials on request (JSON lines on stdin/stdout), keep connections and file set
 //
-// Exit codes: 0 success; 1 error (bad input, unreachable server, ...; one
-// line on stderr, no JSON file); 2 usage error (and `check`: any invalid
-// input); 3 generator saturated (the JSON file is written, with
+// Exit codes: 0 success; 1 error (unreachable server, refused export, NFS
+// failure, ...; one line on stderr, no JSON file); 2 a refusal of the input
+// (unknown command or flag, a value out of range, an unknown workload, results
+// that do not merge; one line naming it); 3 generator saturated (the JSON file is written, with
 // generator_saturated: true); 4 server not drained before the run (no
 // load sent, no JSON file).
 package main

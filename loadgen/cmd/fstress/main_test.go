@@ -134,8 +134,12 @@ func TestBadInputs(t *testing.T) {
 				argv = append(argv, k, v)
 			}
 			code, _, stderr := runCLI(argv...)
-			if code == 0 {
-				t.Fatalf("exit 0, want non-zero")
+			want := exitUsage // a refusal of the input; a server that fails the run: exit 1
+			if c.name == "unreachable server" || c.name == "wrong export" {
+				want = exitError
+			}
+			if code != want {
+				t.Fatalf("exit %d, want %d", code, want)
 			}
 			if n := strings.Count(stderr, "\n"); n != 1 || !strings.HasSuffix(stderr, "\n") {
 				t.Errorf("want one line on stderr, got %d: %q", n, stderr)

@@ -38,16 +38,16 @@ func cmdMerge(args []string, stdout, stderr io.Writer) int {
 	var rs []*results.Result
 	for _, f := range files {
 		r, err := results.ReadJSONFile(f)
-		if err != nil {
+		if err != nil { // no such file, or not a result: a refusal of the input
 			errLine(stderr, "merge: %s: %v", f, err)
-			return exitError
+			return exitUsage
 		}
 		rs = append(rs, r)
 	}
 	m, err := results.Merge(rs)
-	if err != nil {
+	if err != nil { // results that do not merge (another workload, version or window)
 		errLine(stderr, "merge: %v", err)
-		return exitError
+		return exitUsage
 	}
 	m.Summary(stderr)
 	if out == "" {

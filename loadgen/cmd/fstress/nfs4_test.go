@@ -103,7 +103,7 @@ func checkV3V4Merge(t *testing.T, port int, dir, v4 string) {
 		t.Fatalf("v3 result changed: version %q nfs4 %v ops %v", r.NFSVersion, r.NFS4, r.MixActual)
 	}
 	code, _, stderr = runCLI("merge", v3, v4)
-	if code != 1 || !strings.Contains(stderr, "NFS version") {
+	if code != exitUsage || !strings.Contains(stderr, "NFS version") {
 		t.Fatalf("v3+v4.1 merge: exit %d: %s", code, stderr)
 	}
 }

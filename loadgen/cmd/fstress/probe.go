@@ -27,9 +27,9 @@ func cmdProbe(args []string, stdout, stderr io.Writer) int {
 	if err == nil && jsonPath != "" {
 		err = checkJSONPath(jsonPath)
 	}
-	if err != nil {
+	if err != nil { // a refusal of the input: one line, exit 2
 		errLine(stderr, "probe: %v", err)
-		return exitError
+		return exitUsage
 	}
 	ctx, cancel := signalContext()
 	defer cancel()

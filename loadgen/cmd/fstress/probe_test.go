@@ -201,14 +201,14 @@ func TestProbeUsage(t *testing.T) {
 		{exitUsage, []string{"extra"}, `fstress: probe: unexpected argument "extra"`},
 		{exitUsage, []string{"--pings", "many"}, "fstress: probe: invalid value"},
 		{exitUsage, []string{"--timeout", "soon"}, "fstress: probe: invalid value"},
-		{exitError, []string{"--server", ""}, "fstress: probe: --server HOST[:PORT] is required"},
-		{exitError, []string{"--server", "filer:0"}, `fstress: probe: bad --server "filer:0"`},
-		{exitError, []string{"--export", ""}, "fstress: probe: --export PATH is required"},
-		{exitError, []string{"--pings", "0"}, "fstress: probe: --pings must be 1..1000 (got 0)"},
-		{exitError, []string{"--pings", "1001"}, "fstress: probe: --pings must be 1..1000 (got 1001)"},
-		{exitError, []string{"--timeout", "0"}, "fstress: probe: --timeout must be > 0"},
-		{exitError, []string{"--mount-port", "70000"}, "fstress: probe: --mount-port 70000 out of range"},
-		{exitError, []string{"--json", "/no/such/dir/p.json"}, "fstress: probe: --json /no/such/dir/p.json: directory /no/such/dir does not exist"},
+		{exitUsage, []string{"--server", ""}, "fstress: probe: --server HOST[:PORT] is required"},
+		{exitUsage, []string{"--server", "filer:0"}, `fstress: probe: bad --server "filer:0"`},
+		{exitUsage, []string{"--export", ""}, "fstress: probe: --export PATH is required"},
+		{exitUsage, []string{"--pings", "0"}, "fstress: probe: --pings must be 1..1000 (got 0)"},
+		{exitUsage, []string{"--pings", "1001"}, "fstress: probe: --pings must be 1..1000 (got 1001)"},
+		{exitUsage, []string{"--timeout", "0"}, "fstress: probe: --timeout must be > 0"},
+		{exitUsage, []string{"--mount-port", "70000"}, "fstress: probe: --mount-port 70000 out of range"},
+		{exitUsage, []string{"--json", "/no/such/dir/p.json"}, "fstress: probe: --json /no/such/dir/p.json: directory /no/such/dir does not exist"},
 	}
 	for _, c := range cases {
 		code, stdout, stderr := runCLI(append(append([]string{"probe"}, ok...), c.args...)...)

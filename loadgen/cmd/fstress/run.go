@@ -241,9 +241,9 @@ func parseTrial(args []string, needJSON bool, stderr io.Writer) (*trial, int) {
 	if err == nil && needJSON {
 		err = checkJSONPath(t.o.jsonPath)
 	}
-	if err != nil {
+	if err != nil { // a refusal of the input: one line, exit 2
 		errLine(stderr, "%v", err)
-		return nil, exitError
+		return nil, exitUsage
 	}
 	t.w = w
 	return t, exitOK

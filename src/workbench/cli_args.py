@@ -47,14 +47,20 @@ def option_strings(parser: argparse.ArgumentParser) -> set[str]:
     }
 
 
+# Params fields the command line sets through another flag (--r-sat-ms 40/1000,20: R_sat/L_sat)
+FIELD_FLAGS = {"goals_ms": "--r-sat-ms", "l_sat_ms": "--r-sat-ms", "goals_l_sat_ms": "--r-sat-ms"}
+
+
 def one_line(message: str, flags: set[str]) -> str:
     """A usage error in one line; a message that starts with a setting's name (`memory_mb must be
     …`, `fs: 'zfs' is not …`) names its flag instead (`--memory-mb must be …`)."""
     text = " ".join(str(message).split())
     m = re.match(r"(?:factor |setting )?([a-z][a-z0-9_]*)\b", text)
-    if m and not text.startswith("--") and f"--{m[1].replace('_', '-')}" in flags:
-        text = f"--{m[1].replace('_', '-')}{text[m.end() :]}"
-    return text
+    if not m or text.startswith("--"):
+        return text
+    flag = f"--{m[1].replace('_', '-')}"
+    flag = flag if flag in flags else FIELD_FLAGS.get(m[1], "")
+    return f"{flag}{text[m.end() :]}" if flag in flags else text
 
 
 def _common(sp: argparse.ArgumentParser) -> None:

@@ -76,7 +76,7 @@ def check_slot_overlaps(inv: Path) -> None:
                     "host serves one slot (two ratings would load it at once)"
                 )
             slot_of[host] = slot
-    owner: dict[tuple[str, str], str] = {}
+    owner: dict[tuple[str, str], tuple[str, str]] = {}  # (kind, value) → (host, its variable)
     for host in slot_of:
         hv = host_vars(inv, host)
         for name in ADDRESS_VARS:
@@ -92,13 +92,14 @@ def check_slot_overlaps(inv: Path) -> None:
             for name in names:
                 if _plain(hv.get(name)):
                     key = (kind, str(hv[name]).strip())
-                    if key in owner and owner[key] != host:
+                    if key in owner and owner[key][0] != host:
+                        other, other_name = owner[key]
                         raise ParamError(
-                            f"inventory: hosts {owner[key]} (slot {slot_of[owner[key]]}) and "
-                            f"{host} (slot {slot_of[host]}) of {inv} share {kind} {key[1]}; each "
-                            "host its own"
+                            f"inventory: {name} {key[1]} of host {host} (slot {slot_of[host]}) is "
+                            f"also {other_name} of host {other} (slot {slot_of[other]}) in {inv}: "
+                            f"two hosts share one {kind}; each host its own"
                         )
-                    owner[key] = host
+                    owner[key] = (host, name)
 
 
 def check_external_target(plan: RatingPlan, inv: Path, slots: Iterable[str]) -> None:

@@ -263,8 +263,8 @@ def _spec(p: Mapping[str, Any], profile_spec: dict[str, Any]) -> dict[str, Any]:
         raise ParamError("seed_load: only used with seed_source 'load'")
     try:
         rs = RatingSpec.from_dict(spec)
-    except (TypeError, ValueError) as e:
-        raise ParamError(str(e)) from None
+    except (TypeError, ValueError) as e:  # named by the Params field, as every other refusal
+        raise ParamError(str(e).removeprefix("RatingSpec.")) from None
     if (problem := rs.p95_bound_below_goal()) is not None:
         raise ParamError(problem)
     one_trial = rs.runlength_s + rs.trial_overhead_s  # a rating's first trial: runlength_s

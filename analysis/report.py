@@ -29,7 +29,7 @@ from workbench.controller.trial import record_outcome, steady_verdict
 from workbench.findings.cost import cost_text
 from workbench.findings.goals import GOAL_HEADERS, goal_rows
 from workbench.findings.load_curve import ort_text
-from workbench.findings.peak_interval import interval_text
+from workbench.findings.peak_interval import interval_text, mean_at_peak_text
 from workbench.stats.steady import NOT_STEADY
 
 __all__ = ["per_op_rows", "rating_plots", "rating_report_html"]
@@ -245,9 +245,6 @@ def _summary(
     near: float | None,
 ) -> list[tuple[str, Any]]:
     """The headline's table: why the rating ended, its settings, the mean at λ*, counts, cost."""
-    mci = result.get("mean_ms_ci") or [None, None]
-    # a mean response time is > 0: the t-interval's negative part holds no possible value
-    mci = [max(0.0, mci[0]) if _plots._finite(mci[0]) else None, mci[1]]
     at = f"mean at {num(near)} ops/s (tested load nearest λ*)" if near is not None else "mean at λ*"
     pairs = [
         ("reason", result.get("reason")),
@@ -267,7 +264,7 @@ def _summary(
             f"{num(result.get('r_sat_ms', rs.get('r_sat_ms')))} ms / "
             f"{num(rs.get('width'))} / {num(rs.get('confidence'))}",
         ),
-        (at, f"{num(result.get('mean_ms_at_peak'))} ms, CI {pair(mci)}"),
+        (at, mean_at_peak_text(result)),
         (
             "trials / loads / invalid / harness failures",
             f"{result.get('n_trials', len(trials))} / {result.get('n_loads', '?')}"

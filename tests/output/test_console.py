@@ -60,6 +60,27 @@ def test_progress_lines_fit_with_cost_and_wall_time_unless_verbose():
     assert out.getvalue().splitlines()[-1].endswith("s, busiest: disk read IOPS 94 %"), out.getvalue()
 
 
+def test_the_mean_at_peak_is_never_an_interval_from_zero_or_an_accuracy_of_zero():
+    """Issue 54: two trials far apart at the load nearest λ* gave Eq. 1's interval a negative lower
+    end, printed as 'CI [0.00, 80.66] (… accuracy 0.000)'. Only its upper end is a statement then;
+    a positive interval keeps its Eq. 2 accuracy (hand-computed: 1 − 15/75 = 0.8)."""
+    import re
+    from workbench.findings.peak_interval import mean_at_peak_text
+    base = {"peak_rate": 4000.0, "bracket": [4000.0, 4200.0], "peak_rate_ci": [3800.0, 4400.0],
+            "peak_rate_ci_level": 0.9, "mean_ms_at_peak": 38.31, "r_sat_ms": 40.0, "n_loads": 5,
+            "n_trials": 20, "mean_load_ops_s": 4000.0, "converged": True, "reason": "r"}
+    wide = {**base, "mean_ms_ci": [0.0, 80.66], "accuracy": 0.0, "n_trials_at_peak": 2}
+    assert mean_at_peak_text(wide).startswith("38.31 ms, ≤ 80.66 ms (its CI's upper end")
+    assert mean_at_peak_text({**base, "mean_ms_ci": [-4.0, 80.66]}).startswith("38.31 ms, ≤ 80.66 ms")
+    assert mean_at_peak_text({**base, "mean_ms_ci": [30.0, 45.0]}) == (
+        "38.31 ms, CI [30.00, 45.00] ms (R_sat 40 ms, accuracy 0.800)")
+    assert mean_at_peak_text({**base, "mean_ms_ci": [None, None], "n_trials_at_peak": 1}) == (
+        "38.31 ms (no CI: 1 trial(s) there; R_sat 40 ms)")
+    for res in (wide, {**base, "mean_ms_ci": [-4.0, 80.66]}, {**base, "mean_ms_ci": [30.0, 45.0]}):
+        block = " ".join(result_block(res).split())
+        assert not re.search(r"\[0(\.0+)?,|accuracy 0\.000|-\d", block), block
+
+
 def test_the_result_block_opens_with_a_sentence_and_keeps_its_figures():
     res = {"peak_rate": 4105.3, "converged": True, "reason": "bracket [4000, 4200] narrower than resolution 0.05",
            "bracket": [4000.0, 4200.0], "peak_rate_ci": [3990.2, 4230.0], "peak_rate_ci_level": 0.9, "mean_ms_at_peak": 38.2,

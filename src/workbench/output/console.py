@@ -19,7 +19,7 @@ from workbench.findings.cost import cost_text
 from workbench.findings.goals import goal_rows
 from workbench.findings.latency_split import split_line
 from workbench.findings.load_curve import ort_text
-from workbench.findings.peak_interval import interval_text
+from workbench.findings.peak_interval import interval_text, mean_at_peak_text
 from workbench.stats.steady import NOT_STEADY
 
 
@@ -162,8 +162,7 @@ def result_block(result: Mapping[str, Any], wall_s: float | None = None) -> str:
         ),
         (
             f"R̄ at {fmt_num(near, 'g')} ops/s" if near is not None else "R̄ at peak",
-            f"{fmt_num(result.get('mean_ms_at_peak'), '.2f')} ms, {_mean_ci_text(result)}; the "
-            "tested load nearest λ*)",
+            f"{mean_at_peak_text(result)}; the tested load nearest λ*",
         ),
         *_goal_rows(result),
         ("trials", _trials_text(result)),
@@ -186,24 +185,6 @@ def result_block(result: Mapping[str, Any], wall_s: float | None = None) -> str:
         for k, v in rows
     ]
     return "\n".join([result_sentence(result), "", *lines])
-
-
-def _mean_ci_text(result: Mapping[str, Any]) -> str:
-    """The CI of the mean response time at the load nearest λ*, with R_sat and the accuracy (an
-    open parenthesis: the row closes it)."""
-    mci = result.get("mean_ms_ci") or (None, None)
-    low = None if mci[0] is None else max(0.0, mci[0])  # a mean response time is > 0
-    acc = result.get("accuracy")
-    acc = None if acc is None else max(0.0, acc)  # Eq. 2 below 0 (stored before issue 30): none
-    if low is not None and mci[1] is not None:
-        return (
-            f"CI [{fmt_num(low, '.2f')}, {fmt_num(mci[1], '.2f')}] (R_sat "
-            f"{fmt_num(result.get('r_sat_ms'), 'g')} ms, accuracy {fmt_num(acc, '.3f')}"
-        )
-    return (
-        f"no CI ({result.get('n_trials_at_peak') or 'fewer than 2'} trial(s) there; "
-        f"R_sat {fmt_num(result.get('r_sat_ms'), 'g')} ms"
-    )
 
 
 def _trials_text(result: Mapping[str, Any]) -> str:

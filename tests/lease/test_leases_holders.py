@@ -142,6 +142,34 @@ def test_a_heartbeat_that_cannot_take_the_lock_stops_the_step(lease_dir, monkeyp
     assert other.is_set() and time.monotonic() - t0 < 6
 
 
+def test_a_heartbeat_whose_store_call_blocks_stops_the_step_within_half_the_stale_time(lease_dir, monkeypatch):
+    """Issue 53: a call to the lease store that never returns (a worker that lost its route to
+    Postgres) must not freeze the safety rule: the step is stopped LEASE_STALE_S / 2 after the last
+    heartbeat that landed, not when (if ever) the call returns."""
+    monkeypatch.setattr(leases, "HEARTBEAT_S", 0.2)
+    monkeypatch.setattr(leases, "LEASE_STALE_S", 4.0)
+    plan = leases.lease_slot(plan_from_params({"profile": "smoke", "slot": "slot1"}, "blocked-call"))
+    real, release, landed, stopped = heartbeat._beat_once, threading.Event(), [], []
+
+    def beat_once(plan_, step_id):
+        if landed:
+            release.wait(120)           # the second call blocks (until the test ends)
+        why = real(plan_, step_id)
+        landed.append(time.monotonic())
+        return why
+    monkeypatch.setattr(heartbeat, "_beat_once", beat_once)
+    try:
+        with pytest.raises(leases.LeaseLost, match="no heartbeat of slot1 .*a call to the lease store did not return"):
+            with heartbeat.holding(plan, on_lost=lambda: stopped.append(time.monotonic())):
+                time.sleep(60)
+    finally:
+        release.set()
+    assert len(landed) == 1 and stopped, (landed, stopped)
+    # LEASE_STALE_S / 2 = 2 s after the last beat (3 s of slack for a busy machine; without the
+    # bound the step ran its whole 60 s and kept its lease)
+    assert stopped[0] - landed[0] < leases.LEASE_STALE_S / 2 + 3.0, stopped[0] - landed[0]
+
+
 @pytest.mark.parametrize("name,value", [("WB_LEASE_STALE_S", "1"), ("WB_LEASE_STALE_S", "1e9"),
                                         ("WB_LEASE_STALE_S", "nan"), ("WB_LEASE_WAIT_S", "-1"),
                                         ("WB_LEASE_WAIT_S", "soon"), ("WB_LEASE_WAIT_S", "inf")])
@@ -165,6 +193,60 @@ def test_an_unknown_lease_store_is_refused(monkeypatch):
         lease_store()
     with pytest.raises(ValueError, match="WB_LEASE_STORE must be"):
         leases.lease_slot(plan_from_params({"profile": "smoke", "slot": "slot1"}, "x"))
+
+
+def test_the_host_s_announced_lease_store_is_the_one_used_and_no_other(tmp_path, monkeypatch):
+    """Issue 53: with the Celery stack up, this host's entry points lease in its store without being
+    told (paths.HOST_LEASE_STORE); another store named beside it, or an announcement that cannot be
+    read, is refused naming why — never two stores on one host."""
+    from workbench.config import paths
+    from workbench.lease.store import LeaseConfigError, store_spec
+    announced = tmp_path / "lease-store"
+    monkeypatch.setattr(paths, "HOST_LEASE_STORE", announced)
+    monkeypatch.delenv("WB_LEASE_STORE", raising=False)
+    assert store_spec() == ""                                            # no stack: this host's files
+    announced.write_text("postgresql://airflow:secret@127.0.0.1:5433/workbench\n")
+    assert store_spec() == "postgresql://airflow:secret@127.0.0.1:5433/workbench"
+    monkeypatch.setenv("WB_LEASE_STORE", "postgresql://airflow:secret@127.0.0.1:5433/workbench")
+    assert store_spec() == "postgresql://airflow:secret@127.0.0.1:5433/workbench"   # the same: fine
+    for other in ("file", "postgresql://x:y@10.0.0.9/leases"):
+        monkeypatch.setenv("WB_LEASE_STORE", other)
+        with pytest.raises(LeaseConfigError, match="is not the lease store of this host's Celery stack") as e:
+            store_spec()
+        assert "secret" not in str(e.value) and "x:y" not in str(e.value)
+    monkeypatch.delenv("WB_LEASE_STORE")
+    monkeypatch.setattr(paths, "HOST_LEASE_STORE", announced / "under-a-file")
+    with pytest.raises(LeaseConfigError, match="lease store of this host's Celery stack cannot be read"):
+        store_spec()
+
+
+def test_an_airflow_run_between_its_tasks_is_neither_reaped_nor_taken_over(lease_dir, monkeypatch):
+    """Issue 53: rate_peak beats only inside a step, so a run whose next task waits for a worker holds
+    a lease silent for longer than LEASE_STALE_S. From outside Airflow (the CLI, celery-stack.sh's
+    reaper) a run whose state cannot be asked is alive: neither the reaper nor another rating takes
+    its slot. A run its database shows ended is reaped, as a process that ended is."""
+    import socket
+    from workbench.lease import holders
+    from workbench.pipeline import slot as pipeline_slot
+    monkeypatch.setattr(holders, "TASK_RUNNER", "not.an.airflow.task")  # as in the CLI, whatever ran here before
+    monkeypatch.delenv("AIRFLOW_HOME", raising=False)                   # no metadata database to ask
+    monkeypatch.delenv("AIRFLOW__DATABASE__SQL_ALCHEMY_CONN", raising=False)
+    waiting = {"host": socket.gethostname(), "pid": 1, "start": "0",    # its last task's process: gone
+               "dag_id": "rate_peak", "run_id": "waiting-for-a-worker"}
+    leases.lease_slot(plan_from_params({"profile": "smoke", "slot": "slot1"}, "between-tasks"), holder=waiting)
+    t = time.time() - leases.LEASE_STALE_S - 300
+    os.utime(lease_dir / "slot1", (t, t))
+    assert holders.airflow_run_alive(waiting) is None and holders.known_alive(waiting, holders.airflow_run_alive)
+    with pytest.raises(leases.SlotBusy, match="slot1 is held by rating between-tasks"):
+        leases.lease_slot(plan_from_params({"profile": "smoke", "slot": "slot1"}, "another"))
+    torn = []
+    assert pipeline_slot.reap_slots(make=lambda **kw: torn.append(kw), log=lambda _: None) == [] and not torn
+    assert leases.read_lease("slot1")["rating_id"] == "between-tasks"
+    # the deployment's database says the run has failed: its lease is reaped (not asked: taken alive)
+    monkeypatch.setattr(holders, "_run_state_in_db", lambda holder: "failed")
+    assert holders.airflow_run_alive(waiting) is False
+    got = leases.lease_slot(plan_from_params({"profile": "smoke", "slot": "slot1"}, "another"))
+    assert got.lease_token == 2 and leases.read_lease("slot1")["dirty"] is True
 
 
 STEP = """

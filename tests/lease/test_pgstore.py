@@ -84,6 +84,32 @@ def test_leases_in_postgres_are_exclusive_fenced_and_taken_over_from_an_ended_ho
     assert leases.lease_slot(_plan("pg-c")).lease_token == 3     # the sequence outlives the lease
 
 
+def test_a_lease_connection_fails_within_seconds_when_its_route_is_lost(pg_leases):
+    """Issue 53: libpq's keepalives and TCP_USER_TIMEOUT on every lease connection, so a call over a
+    lost route fails in about 10 s instead of blocking for the kernel's retransmission limit."""
+    conn = lease_store()._connect()
+    try:
+        got = conn.get_dsn_parameters()
+        with conn.cursor() as cur:
+            cur.execute("SHOW statement_timeout")
+            statement_timeout = cur.fetchone()[0]
+    finally:
+        conn.close()
+    assert {k: got.get(k) for k in ("keepalives", "keepalives_idle", "tcp_user_timeout")} == {
+        "keepalives": "1", "keepalives_idle": "5", "tcp_user_timeout": "10000"}, got
+    assert statement_timeout == "30s"
+
+
+def test_a_store_address_is_named_without_its_password():
+    """Issue 53: a DSN's password, in its user part or as ?password=, never reaches a message."""
+    from workbench.lease.pgstore import PgStore
+    for dsn, shown in (("postgresql://wb:s3cret@127.0.0.1:5433/workbench", "127.0.0.1:5433/workbench"),
+                       ("postgresql://127.0.0.1:5433/workbench?user=wb&password=s3cret", "127.0.0.1:5433/workbench"),
+                       ("postgresql:///workbench?host=/run/postgresql&password=s3cret", "/workbench")):
+        where = PgStore(dsn).where("slot1")
+        assert where == f"postgresql://…@{shown} workbench_leases[slot1]" and "s3cret" not in where, where
+
+
 def test_the_advisory_lock_is_bounded_and_dies_with_its_holder(pg_leases):
     holder = subprocess.Popen(
         [sys.executable, "-c", "import sys, time; from workbench.lease.store import lease_store\n"

@@ -90,24 +90,46 @@ def _beat_once(plan: RatingPlan, step_id: str) -> str | None:
         return None
 
 
+def _beat_within(
+    plan: RatingPlan, step_id: str, timeout_s: float
+) -> tuple[bool, str | None, Exception | None]:
+    """_beat_once on a thread of its own, waited for at most timeout_s: (returned, why the lease is
+    lost or None, the error it raised). A store call that blocks (a lost route to Postgres) is left
+    on its daemon thread, so the safety rule of `_heartbeat` still runs on the wall clock."""
+    box: dict[str, Any] = {}
+
+    def beat() -> None:
+        try:
+            box["why"] = _beat_once(plan, step_id)
+        except Exception as e:  # the lock not had in time, the store unreachable
+            box["error"] = e
+
+    t = threading.Thread(target=beat, name=f"lease-beat-{plan.slot}", daemon=True)
+    t.start()
+    t.join(max(timeout_s, 0.0))
+    return not t.is_alive(), box.get("why"), box.get("error")
+
+
 def _heartbeat(plan: RatingPlan, step_id: str, stop: threading.Event, lost: list[str]) -> None:
-    """Beat every HEARTBEAT_S until `stop`; on finding the lease lost, or on heartbeats failing for
-    LEASE_STALE_S / 2 (another holder may take the lease over soon), note why in `lost` and
-    return."""
+    """Beat every HEARTBEAT_S until `stop`; on finding the lease lost, or on no heartbeat landing
+    for LEASE_STALE_S / 2 (another holder may take the lease over soon) — the store failing, or a
+    call to it not returning (the wait is bounded by that deadline: _beat_within) — note why in
+    `lost` and return."""
     last_ok = time.monotonic()
     while not stop.wait(leases.HEARTBEAT_S):
-        try:
-            why = _beat_once(plan, step_id)
+        deadline_s = leases.LEASE_STALE_S / 2 - (time.monotonic() - last_ok)
+        returned, why, error = _beat_within(plan, step_id, deadline_s)
+        if returned and error is None:
             if why:
                 lost.append(why)
                 return
             last_ok = time.monotonic()
-        except Exception as e:  # the lock not had in time, the store unreachable
-            if time.monotonic() - last_ok > leases.LEASE_STALE_S / 2:
-                lost.append(
-                    f"no heartbeat of {plan.slot} for {time.monotonic() - last_ok:.0f} s ({e})"
-                )
-                return
+        elif time.monotonic() - last_ok >= leases.LEASE_STALE_S / 2:
+            cause = error or "a call to the lease store did not return"
+            lost.append(
+                f"no heartbeat of {plan.slot} for {time.monotonic() - last_ok:.0f} s ({cause})"
+            )
+            return
 
 
 @contextlib.contextmanager

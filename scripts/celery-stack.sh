@@ -21,7 +21,9 @@
 # `make ui` (scripts/airflow_auth.py). The workers run the tasks with
 # this checkout's venv and slots (WB_SLOTS, WB_INVENTORY); the results store is WB_S3_* of the
 # environment, else the local MinIO (scripts/minio.sh). The slot leases are in the stack's Postgres
-# (database `workbench`; `env` prints its WB_LEASE_STORE for the CLI): a host-local lease store
+# (database `workbench`; `env` prints its WB_LEASE_STORE), announced in
+# ${WB_HOST_STATE:-/run/workbench}/lease-store (mode 600) while the stack is up, so that every entry
+# point of this host, the CLI included, leases there without being told; a host-local lease store
 # (WB_LEASE_STORE=file) is refused for more than one worker.
 # The supervisor (pid file supervisor.pid, log supervisor.log) looks every 5 s at the Airflow
 # processes (not Postgres, not Redis) and restarts a dead one (its leftover processes killed first; a
@@ -166,13 +168,31 @@ EOF
 
 # The slot leases: the stack's Postgres unless the caller names another store; a host-local one
 # (file) only for a single worker.
+stack_store() { echo "postgresql://airflow:$(env_value WB_PG_PASSWORD)@127.0.0.1:$(env_value WB_PG_PORT)/workbench"; }
 lease_store() {
   case ${WB_LEASE_STORE:-} in
-    '') echo "postgresql://airflow:$(env_value WB_PG_PASSWORD)@127.0.0.1:$(env_value WB_PG_PORT)/workbench" ;;
+    '') stack_store ;;
     postgresql://*|postgres://*) echo "$WB_LEASE_STORE" ;;
     *) [ "$workers" -le 1 ] || die "WB_LEASE_STORE=${WB_LEASE_STORE%%://*}: a host-local lease store cannot serve $workers workers (two ratings could load one slot); unset it (the stack's Postgres) or use --workers 1"
        echo "$WB_LEASE_STORE" ;;
   esac
+}
+
+# The store announced to every entry point of this host (src/workbench/lease/store.py,
+# host_store_spec: the CLI without WB_LEASE_STORE leases there too): written (mode 600) once
+# Postgres is up, removed by `down` while it still names this stack's store.
+host_lease_file() { echo "${WB_HOST_STATE:-/run/workbench}/lease-store"; }
+announce_lease_store() {
+  local f store
+  f=$(host_lease_file) store=$(lease_store)
+  case $store in postgresql://*|postgres://*) ;; *) return 0 ;; esac
+  install -d -m 0700 "$(dirname "$f")"
+  (umask 077 && printf '%s\n' "$store" >"$f.tmp") && mv -f "$f.tmp" "$f"
+}
+retract_lease_store() {
+  local f
+  f=$(host_lease_file)
+  if [ -s "$f" ] && [ "$(cat "$f")" = "$(stack_store)" ]; then rm -f "$f"; fi
 }
 
 # Export the stack's configuration (the caller's AIRFLOW__* settings of other keys pass through).
@@ -424,6 +444,7 @@ up() {
   [ -z "$api_port" ] || [ "$api_port" = "$(env_value WB_API_PORT)" ] ||
     die "$dir was set up with api port $(env_value WB_API_PORT); 'down --purge' it to change the port"
   pg_up
+  announce_lease_store
   redis_up
   [ -n "${WB_S3_ENDPOINT:-}" ] || eval "$("$REPO/scripts/minio.sh" up | sed 's/^/export /')"
   export_airflow_env
@@ -461,6 +482,7 @@ down() {
     kill -9 "$pid" 2>/dev/null || true
   fi
   rm -f "$dir/redis.pid"
+  retract_lease_store
   pg_down
   if [ -n "$purge" ]; then
     local data

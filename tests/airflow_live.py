@@ -498,6 +498,8 @@ class CeleryStack(RestApi):
         self._tokens = {}
         env = {k: v for k, v in os.environ.items() if not k.startswith("AIRFLOW")}
         self.env = {**env, **{f"AIRFLOW__{k}": v for k, v in {**FAST_RECOVERY, **PARSE_ONCE}.items()}, **extra_env}
+        # its own announcement of its lease store: the suite's other tests run beside it on this host
+        self.env.setdefault("WB_HOST_STATE", str(self.home.parent / "host-state"))
         self.killed: set[str] = set()
         self.timings_s: dict[str, float] = {}
 

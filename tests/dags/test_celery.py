@@ -288,6 +288,50 @@ def test_prometheus_serves_the_live_view(stack):
     assert "workbench:server_cpu_utilization:ratio" in {r["name"] for g in rules for r in g["rules"]}
 
 
+HOLD = """
+import sys
+from workbench.lease import leases
+from workbench.params.plan import plan_from_params
+plan = leases.lease_slot(plan_from_params({"profile": "smoke", "slot": "slot6"}, "held-by-the-stack"))
+print("held", flush=True)
+sys.stdin.read()
+leases.release_slot(plan)
+"""
+
+
+@pytest.mark.timeout(300)
+def test_the_cli_on_the_stack_s_host_leases_in_the_stack_s_store(stack, tmp_path):
+    """Issue 53: `up` announces the stack's lease store to this host (mode 600, under WB_HOST_STATE,
+    /run/workbench by default), so `workbench rate` without WB_LEASE_STORE leases there too: a slot
+    the stack's store holds is refused in one line naming the holder, exit 2 — not leased a second
+    time in this host's files while a map_surface sample loads it."""
+    import subprocess
+    import sys
+    from pathlib import Path
+    st, _ = stack
+    store = dict(ln.split("=", 1) for ln in st.script("env").splitlines() if "=" in ln)["WB_LEASE_STORE"]
+    announced = Path(st.env["WB_HOST_STATE"]) / "lease-store"
+    assert announced.read_text().strip() == store and announced.stat().st_mode & 0o777 == 0o600
+    path = os.pathsep.join(sys.path)
+    holder = subprocess.Popen([sys.executable, "-c", HOLD], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                              env={**st.env, "WB_LEASE_STORE": store, "PYTHONPATH": path})
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        cli_env = {k: v for k, v in os.environ.items() if k != "WB_LEASE_STORE"}
+        cli = subprocess.run([sys.executable, "-m", "workbench.cli", "rate", "--profile", "smoke", "--slot", "slot6",
+                              "--inventory", st.env["WB_INVENTORY"], "--results", str(tmp_path / "cli"), "--quiet"],
+                             capture_output=True, text=True, timeout=180,
+                             env={**cli_env, "WB_HOST_STATE": st.env["WB_HOST_STATE"], "PYTHONPATH": path,
+                                  "WB_LEASE_WAIT_S": "0"})         # refused at once, not waited for
+        last = cli.stderr.strip().splitlines()[-1]
+        assert cli.returncode == 2 and last.startswith("workbench: no free slot: slot6 is held by rating "
+                                                       "held-by-the-stack"), cli.stderr
+        assert "workbench_leases[slot6]" in last and "Traceback" not in cli.stderr
+        assert "airflow:" not in cli.stderr                     # the store's address without its password
+    finally:
+        holder.communicate(timeout=60)                          # stdin closed: it releases the slot
+
+
 @pytest.mark.timeout(300)
 def test_the_stack_stops_cleanly(stack):
     st, _ = stack
@@ -308,3 +352,4 @@ def test_the_stack_stops_cleanly(stack):
         with socket.socket() as s:
             assert s.connect_ex(("127.0.0.1", port)) != 0, port
     assert not st.home.exists() and not os.path.exists(env["WB_PG_DATA"])
+    assert not os.path.exists(os.path.join(st.env["WB_HOST_STATE"], "lease-store"))   # no longer announced

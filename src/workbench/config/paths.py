@@ -19,6 +19,10 @@ DEFAULT_INVENTORY = REPO / "inventory" / "local" / "hosts.yml"
 WORKDIR = Path(os.environ.get("WB_WORKDIR", "/tmp/workbench"))  # local state of this workbench
 LEASES = WORKDIR / "leases"  # one lease file per SUT slot
 MINIO_ENV_FILE = Path("/tmp/workbench/minio/env")  # written by scripts/minio.sh
+# What this host's deployment announces to every entry point (scripts/celery-stack.sh): the lease
+# store its workers use. Under /run: gone with the stack at a reboot.
+HOST_STATE = Path(os.environ.get("WB_HOST_STATE", "/run/workbench"))
+HOST_LEASE_STORE = HOST_STATE / "lease-store"
 
 
 def private_dir(path: Path) -> Path:

@@ -49,18 +49,48 @@ def current_holder() -> dict[str, Any]:
         return this_process()
 
 
-def airflow_run_alive(holder: dict[str, Any]) -> bool | None:
-    """Is the holder's Airflow run still queued or running? None when it cannot be told (no Airflow
-    holder, or not asked from an Airflow task)."""
-    if not holder.get("dag_id") or TASK_RUNNER not in sys.modules:
-        return None
+def _run_state_in_task(holder: dict[str, Any]) -> str | None:
+    """The run's state as an Airflow task asks it (the task runner's API); None if it cannot."""
     try:
         from airflow.sdk.execution_time.task_runner import RuntimeTaskInstance
 
         state = RuntimeTaskInstance.get_dagrun_state(holder["dag_id"], holder["run_id"])
     except Exception:
         return None
-    return str(state).rsplit(".", 1)[-1].lower() in ("queued", "running")
+    return str(state).rsplit(".", 1)[-1].lower()
+
+
+def _run_state_in_db(holder: dict[str, Any]) -> str | None:
+    """The run's state in the Airflow metadata database this process is configured for (the
+    deployment's environment names it: AIRFLOW__DATABASE__SQL_ALCHEMY_CONN or AIRFLOW_HOME, as in
+    celery-stack.sh's reaper and its CLI env); None when none is, the run is not there (another
+    deployment's), or the database cannot be read."""
+    if not any(os.environ.get(k) for k in ("AIRFLOW__DATABASE__SQL_ALCHEMY_CONN", "AIRFLOW_HOME")):
+        return None
+    try:
+        from airflow.models.dagrun import DagRun
+        from airflow.utils.session import create_session
+
+        with create_session() as session:
+            run = (
+                session.query(DagRun)
+                .filter(DagRun.dag_id == holder["dag_id"], DagRun.run_id == holder["run_id"])
+                .one_or_none()
+            )
+            return None if run is None else str(run.state).rsplit(".", 1)[-1].lower()
+    except Exception:
+        return None
+
+
+def airflow_run_alive(holder: dict[str, Any]) -> bool | None:
+    """Is the holder's Airflow run still queued or running? Asked through the task runner inside a
+    task, else through the deployment's metadata database (_run_state_in_db); None when it cannot
+    be told (no Airflow holder, nothing to ask): known_alive then takes the run as alive."""
+    if not holder.get("dag_id"):
+        return None
+    in_task = TASK_RUNNER in sys.modules
+    state = _run_state_in_task(holder) if in_task else _run_state_in_db(holder)
+    return None if state is None else state in ("queued", "running")
 
 
 def process_alive(holder: dict[str, Any]) -> bool | None:
@@ -71,10 +101,13 @@ def process_alive(holder: dict[str, Any]) -> bool | None:
 
 def known_alive(holder: dict[str, Any], alive: Alive | None) -> bool | None:
     """Is the holder alive: its Airflow run (the `alive` callback) or its process (same host); None
-    when neither can tell (another host's process, an Airflow run asked from outside Airflow)."""
+    when neither can tell (another host's process). An Airflow run whose state cannot be asked is
+    alive: its tasks beat only while they run, and a run whose next task waits for a worker longer
+    than LEASE_STALE_S must be neither reaped nor taken over (issue 53)."""
     known = alive(holder) if alive is not None else None
-    # an Airflow holder's process ends after each task
-    if known is None and not holder.get("dag_id"):
+    if known is None and holder.get("dag_id"):
+        return True
+    if known is None:  # (an Airflow holder's process ends after each task: never asked)
         known = process_alive(holder)
     return known
 

@@ -8,7 +8,9 @@
   Celery stack's metadata database), changes under a transaction-scoped advisory lock.
 
 `lease_store()` picks one from ``WB_LEASE_STORE``: unset or ``file`` → the file store,
-``postgresql://user:password@host:port/db`` → Postgres. Every store offers the same operations:
+``postgresql://user:password@host:port/db`` → Postgres; unset on a host whose Celery stack is up,
+the stack's store (it announces it in ``paths.HOST_LEASE_STORE``), so every entry point of the
+host leases in one place. Every store offers the same operations:
 `locked` (mutual exclusion of the changes of one slot, waited for a bounded time), `read` (the lease
 with ``heartbeat_unix`` on this host's clock, or None), `write` (also a heartbeat), `delete`,
 `next_token` (the slot's fencing sequence) and `touch` (the heartbeat).
@@ -129,18 +131,48 @@ class LeaseConfigError(ValueError):
 _PG: dict[str, LeaseStore] = {}
 
 
+def _hidden(spec: str) -> str:
+    """A store's address without its password (or anything after the scheme)."""
+    return spec.split("://")[0][:20] + "://…" if "://" in spec else repr(spec[:40])
+
+
+def host_store_spec() -> str:
+    """The lease store this host's Celery stack announced (paths.HOST_LEASE_STORE, written by
+    `celery-stack.sh up`, removed by `down`), or "" when none; LeaseConfigError when it cannot be
+    read (never a silent fall-back to this host's files while the stack leases elsewhere)."""
+    f = paths.HOST_LEASE_STORE
+    try:
+        return f.read_text().strip()
+    except FileNotFoundError:
+        return ""
+    except OSError as e:
+        raise LeaseConfigError(
+            f"{f}: the lease store of this host's Celery stack cannot be read ({e.strerror}); run "
+            "as the stack's user, or set WB_LEASE_STORE to its store"
+        ) from None
+
+
 def store_spec() -> str:
-    """WB_LEASE_STORE checked: "" (the file store) or a postgresql:// address; LeaseConfigError
-    naming the variable (never the password) otherwise."""
-    spec = os.environ.get("WB_LEASE_STORE", "").strip()
+    """The lease store: WB_LEASE_STORE, else the one this host's Celery stack announced
+    (host_store_spec), else "" (the file store); a postgresql:// address or "". LeaseConfigError
+    naming the variable (never the password) for anything else, and for a WB_LEASE_STORE other
+    than the stack's: two stores on one host let two ratings load one slot."""
+    given = os.environ.get("WB_LEASE_STORE", "").strip()
+    host = host_store_spec()
+    if given and host and given != host:
+        raise LeaseConfigError(
+            f"WB_LEASE_STORE={_hidden(given)} is not the lease store of this host's Celery stack "
+            f"({_hidden(host)}, {paths.HOST_LEASE_STORE}): two stores would let two ratings load "
+            "one slot; unset WB_LEASE_STORE"
+        )
+    spec = given or host
     if spec in ("", "file"):
         return ""
     if spec.startswith(("postgresql://", "postgres://")) and len(spec) <= 1000:
         return spec
     raise LeaseConfigError(
         "WB_LEASE_STORE must be 'file' (this host's directory, one host only) or "
-        "postgresql://USER:PASSWORD@HOST:PORT/DB (shared by every host), not "
-        f"{spec.split('://')[0][:20] + '://…' if '://' in spec else repr(spec[:40])}"
+        f"postgresql://USER:PASSWORD@HOST:PORT/DB (shared by every host), not {_hidden(spec)}"
     )
 
 

@@ -362,3 +362,16 @@ def test_a_rating_through_the_agents_stores_every_trial(tmp_path, capsys):
     assert len(ag) >= 2 and sorted(ag)[len(ag) // 2] < 1.5, ag
     left = subprocess.run(["pgrep", "-af", "fstress agent"], capture_output=True, text=True).stdout
     assert "load3" not in left, left
+
+
+def test_an_agent_reply_line_over_the_limit_is_a_failed_reply_and_the_next_is_read():
+    """Issue 53: reply lines are read at most MAX_REPLY_BYTES at a time; a longer one (a broken
+    agent) is read past and becomes a failed reply, not a line held whole in memory."""
+    import io
+    from workbench.measure.agent_process import MAX_REPLY_BYTES, _reply
+    out = io.BytesIO(b"x" * 2500 + b"\n" + b'{"ok": true, "id": "t1"}\n' + b"[1]\n" + b"{oops\n")
+    assert _reply(out.readline(1000), out, 1000) == {"ok": False, "error": "reply line over 1000 bytes"}
+    assert _reply(out.readline(1000), out, 1000) == {"ok": True, "id": "t1"}
+    assert _reply(out.readline(1000), out, 1000) == {"ok": False, "error": "reply is not an object"}
+    assert _reply(out.readline(1000), out, 1000)["error"].startswith("unreadable reply line: b'{oops")
+    assert MAX_REPLY_BYTES == 64 << 20

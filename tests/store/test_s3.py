@@ -266,9 +266,10 @@ def test_unreachable_endpoint_is_retried_for_a_bounded_time_logging_each_retry(m
             assert f"attempt {i} failed" in line and f"127.0.0.1:{port}" in line and "wb-nowhere" in line
             assert "Connection refused" in line and "\n" not in line
             assert cfg.secret_key not in line and cfg.access_key not in line
-    with pytest.raises(StoreError, match="WB_STORE_RETRY_S"):
-        monkeypatch.setenv("WB_STORE_RETRY_S", "soon")
-        ResultsStore(cfg)
+    for bad in ("soon", "-1", "inf", "1e9"):                          # issue 53: bounded (a day)
+        monkeypatch.setenv("WB_STORE_RETRY_S", bad)
+        with pytest.raises(StoreError, match=f"WB_STORE_RETRY_S='{bad}': give the retry time in seconds, from 0 to 86400"):
+            ResultsStore(cfg)
 
 
 def test_wrong_credentials(minio_server):

@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from workbench.config.child_env import child_env
 from workbench.measure.remote import end_group, host_argv
 
 __all__ = ["AgentError", "Agent", "trial_seed", "trial_args", "agent_argv", "PROTOCOL", "PROTOCOLS"]
@@ -26,10 +27,24 @@ PROTOCOL, PROTOCOLS, EXIT_USAGE = (
 )  # hello.protocol: this one, those accepted; exit at an unknown flag
 HELLO_TIMEOUT_S = 30.0
 QUIT_TIMEOUT_S = 5.0
+MAX_REPLY_BYTES = 64 << 20  # a reply line: a trial's JSON with its series is a few MB at most
 # Seeds apart per client: playbooks/run_trial.yml's fstress_trial_seed (one definition, two
 # languages;
 # tests/measure/test_agent.py checks the playbook's expression still reads this way)
 SEED_CLIENT_STRIDE = 1000003
+
+
+def _reply(line: bytes, out: Any, limit: int) -> dict[str, Any]:
+    """One reply line as a message; a line cut at `limit` bytes is read past, a failed reply."""
+    if len(line) == limit and not line.endswith(b"\n"):
+        while (rest := out.readline(limit)) and not rest.endswith(b"\n"):
+            pass
+        return {"ok": False, "error": f"reply line over {limit} bytes"}
+    try:
+        msg = json.loads(line)
+    except ValueError:
+        return {"ok": False, "error": f"unreadable reply line: {line[:200]!r}"}
+    return msg if isinstance(msg, dict) else {"ok": False, "error": "reply is not an object"}
 
 
 class AgentError(RuntimeError):
@@ -105,6 +120,7 @@ class Agent:
                 stderr=self._log,
                 start_new_session=True,
                 pass_fds=tuple(pass_fds),
+                env=child_env(),  # an agent needs no credential of this process
             )
         except OSError as e:
             self._close_log()
@@ -116,15 +132,12 @@ class Agent:
         self._n = 0
 
     def _read(self) -> None:
+        """Queue each reply line (at most MAX_REPLY_BYTES: a longer one is read past and queued
+        as a failed reply, so a broken agent cannot fill this process's memory)."""
         assert self.proc.stdout is not None
-        for line in self.proc.stdout:
-            try:
-                msg = json.loads(line)
-            except ValueError:
-                msg = {"ok": False, "error": f"unreadable reply line: {line[:200]!r}"}
-            self._replies.put(
-                msg if isinstance(msg, dict) else {"ok": False, "error": "reply is not an object"}
-            )
+        out, limit = self.proc.stdout, MAX_REPLY_BYTES
+        while line := out.readline(limit):
+            self._replies.put(_reply(line, out, limit))
         self._replies.put(None)  # end of output: the agent is gone
 
     def _close_log(self) -> None:

@@ -25,6 +25,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from workbench.config.child_env import child_env
 from workbench.measure.remote import end_group, host_argv
 from workbench.measure.telemetry_series import INTERVAL_S, interval_row, summary
 
@@ -63,6 +64,7 @@ class _Sampler:
             stdout=subprocess.PIPE,
             stderr=log,
             start_new_session=True,
+            env=child_env(),  # the sampler needs no credential of this process
         )
         self._reader = threading.Thread(
             target=self._read, name=f"telemetry-{self.host}", daemon=True

@@ -27,6 +27,7 @@ from collections.abc import Iterator
 
 import psutil
 
+from workbench.config.child_env import child_env
 from workbench.params.plan import RatingPlan
 from workbench.pipeline.slot import teardown
 
@@ -74,6 +75,9 @@ def spawn_teardown(plan: RatingPlan) -> int:
             stdout=log,
             stderr=subprocess.STDOUT,
             start_new_session=True,
+            env=child_env(
+                keep=("WB_LEASE_STORE",)
+            ),  # it releases the lease: its store, no other secret
         )
     _detached.add(p.pid)
     return p.pid

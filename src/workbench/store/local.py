@@ -17,6 +17,15 @@ from typing import Any
 from workbench.store.base import MISSING, NotFound, Store, StoreError, check_key
 
 
+def _fsync_dir(d: Path) -> None:
+    """The directory's entries on disk (a renamed or linked object survives a crash)."""
+    fd = os.open(d, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
 class LocalStore(Store):
     """Objects as files under `root` (key a/b/c.json → root/a/b/c.json)."""
 
@@ -44,6 +53,8 @@ class LocalStore(Store):
         try:
             with os.fdopen(fd, "wb") as f:
                 f.write(data)
+                f.flush()
+                os.fsync(f.fileno())  # on disk before its name is: a crash leaves old or new
         except BaseException:
             Path(tmp).unlink(missing_ok=True)
             raise
@@ -58,6 +69,7 @@ class LocalStore(Store):
         except BaseException:
             Path(tmp).unlink(missing_ok=True)
             raise
+        _fsync_dir(path.parent)
         return key
 
     def create_bytes(
@@ -66,6 +78,7 @@ class LocalStore(Store):
         path, tmp = self._staged(key, data)
         try:
             os.link(tmp, path)  # atomic, and refuses an existing name (O_EXCL semantics)
+            _fsync_dir(path.parent)
             return True
         except FileExistsError:
             return False

@@ -42,6 +42,7 @@ _TRANSIENT_CODES = {
 
 RETRY_ENV = "WB_STORE_RETRY_S"
 DEFAULT_RETRY_S = 300.0
+MAX_RETRY_S = 86_400.0  # a day: a longer outage is not one to wait out inside a rating
 BACKOFF_BASE_S = 0.5  # first wait ≤ 0.5 s, doubling ...
 BACKOFF_CAP_S = 8.0  # ... up to 8 s between attempts
 
@@ -50,7 +51,7 @@ log = logging.getLogger("workbench.store")
 
 def retry_budget_s(env: Mapping[str, str] = os.environ) -> float:
     """Seconds a store operation keeps retrying transient failures: WB_STORE_RETRY_S (default
-    300)."""
+    300, at most MAX_RETRY_S)."""
     raw = (env.get(RETRY_ENV) or "").strip()
     if not raw:
         return DEFAULT_RETRY_S
@@ -58,8 +59,10 @@ def retry_budget_s(env: Mapping[str, str] = os.environ) -> float:
         v = float(raw)
     except ValueError:
         v = math.nan
-    if not (math.isfinite(v) and v >= 0):
-        raise StoreError(f"{RETRY_ENV}={raw!r}: give the retry time in seconds (a number >= 0)")
+    if not (math.isfinite(v) and 0 <= v <= MAX_RETRY_S):
+        raise StoreError(
+            f"{RETRY_ENV}={raw!r}: give the retry time in seconds, from 0 to {MAX_RETRY_S:g}"
+        )
     return v
 
 

@@ -14,7 +14,9 @@ mkdir -p "$AIRFLOW_HOME"
 # the default home holds the database, the JWT secret and the UI passwords: private to its owner
 [ "$AIRFLOW_HOME" != "$REPO/.airflow" ] || chmod 700 "$AIRFLOW_HOME"
 # MinIO: start it (idempotent) and take its endpoint and generated credentials
-eval "$("$REPO/scripts/minio.sh" up | sed 's/^/export /')"
+# shellcheck source=minio-env.sh
+source "$REPO/scripts/minio-env.sh"
+minio_env_export
 airflow_db_ready() {
   airflow db migrate >"$AIRFLOW_HOME/db-migrate.log" 2>&1 ||
     { echo "airflow db migrate failed; see $AIRFLOW_HOME/db-migrate.log" >&2; return 1; }

@@ -72,6 +72,8 @@ done
 [[ $workers =~ ^[0-9]+$ ]] && [ "$workers" -ge 1 ] && [ "$workers" -le 8 ] || die "--workers must be 1..8, got '$workers'"
 # shellcheck source=private-dir.sh
 source "$REPO/scripts/private-dir.sh"
+# shellcheck source=minio-env.sh
+source "$REPO/scripts/minio-env.sh"
 [ "$(dirname "$dir")" != /tmp/workbench ] || private_dir /tmp/workbench
 private_dir "$dir"
 dir=$(cd "$dir" && pwd)
@@ -446,7 +448,7 @@ up() {
   pg_up
   announce_lease_store
   redis_up
-  [ -n "${WB_S3_ENDPOINT:-}" ] || eval "$("$REPO/scripts/minio.sh" up | sed 's/^/export /')"
+  [ -n "${WB_S3_ENDPOINT:-}" ] || minio_env_export
   export_airflow_env
   mkdir -p "$home"
   airflow db migrate >"$dir/db-migrate.log" 2>&1 || die "airflow db migrate failed; see $dir/db-migrate.log"

@@ -143,3 +143,26 @@ def test_the_supervisor_restarts_a_killed_worker_gives_up_on_a_crashing_process_
                 os.killpg(p, signal.SIGKILL)
             except (ProcessLookupError, PermissionError):
                 pass
+
+
+def test_minio_s_credentials_are_exported_as_written_never_evaluated(tmp_path):
+    """Issue 53: airflow-env.sh and celery-stack.sh evaluated minio.sh's output (`eval "$(… | sed
+    's/^/export /')"`), so a credential holding `$(…)` ran as a command. minio_env_export takes each
+    WB_S3_* value literally and refuses any other line."""
+    fake = tmp_path / "repo" / "scripts" / "minio.sh"
+    fake.parent.mkdir(parents=True)
+    pwned = tmp_path / "pwned"
+    hostile = f'$(touch {pwned})`touch {pwned}` "a b"; touch {pwned}'
+    fake.write_text(f"#!/bin/sh\ncat <<'EOF'\nWB_S3_ENDPOINT=127.0.0.1:9000\nWB_S3_SECRET_KEY={hostile}\nEOF\n")
+    fake.chmod(0o755)
+    probe = (f'REPO={tmp_path / "repo"}; source {REPO / "scripts" / "minio-env.sh"}; '
+             'minio_env_export && printf "%s|%s" "$WB_S3_ENDPOINT" "$WB_S3_SECRET_KEY"')
+    out = subprocess.run(["bash", "-c", probe], capture_output=True, text=True, timeout=30)
+    assert out.returncode == 0 and out.stdout == f"127.0.0.1:9000|{hostile}", out
+    assert not pwned.exists()
+    fake.write_text("#!/bin/sh\necho WB_S3_ENDPOINT=127.0.0.1:9000\necho PATH=/nowhere\n")
+    out = subprocess.run(["bash", "-c", probe + '; echo "PATH=$PATH"'], capture_output=True, text=True, timeout=30)
+    assert out.returncode != 0 or "PATH=/nowhere" not in out.stdout
+    assert "unexpected line from minio.sh: PATH" in out.stderr
+    for script in ("airflow-env.sh", "celery-stack.sh"):
+        assert "eval" not in (REPO / "scripts" / script).read_text(), script

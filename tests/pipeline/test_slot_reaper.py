@@ -107,3 +107,27 @@ def test_a_lease_whose_plan_names_another_rating_is_still_reaped(lease_dir):
     assert reap_slots(lambda **kw: AnsibleHarness(runner=runner, **kw), log=lambda s: None) == ["slot1"]
     assert [name for name, _ in runner.calls] == ["teardown.yml"]
     assert leases.read_lease("slot1") is None
+
+
+@pytest.mark.parametrize("edit,why", [
+    ({"extravars": {"fstress_cpus": "{{ lookup('pipe', 'id') }}"}}, "plan"),
+    ({"inventory": "/nonexistent/hosts.yml"}, "/nonexistent/hosts.yml"),
+])
+def test_a_recorded_plan_that_would_run_what_its_writer_chose_is_not_reaped(lease_dir, edit, why):
+    """Issue 53 (low): the reaper ran root playbooks with the plan the lease row records, which any
+    writer of the lease store chose. A plan with a Jinja marker, or an inventory without the slot, is
+    refused: nothing runs, the lease stays; a rating that leases the slot once the lease is stale
+    tears it down with its own plan."""
+    dead = _holder(lease_dir, "killed", "slot1")
+    dead.kill()
+    dead.wait(timeout=30)
+    lease = json.loads((lease_dir / "slot1").read_text())
+    (lease_dir / "slot1").write_text(json.dumps({**lease, "plan": {**lease["plan"], **edit}}))
+    runner, lines = FakeRunner(), []
+    assert reap_slots(lambda **kw: AnsibleHarness(runner=runner, **kw), log=lines.append) == []
+    assert runner.calls == [] and leases.read_lease("slot1")["rating_id"] == "killed"
+    assert any("its recorded plan is refused" in s and why in s for s in lines), lines
+    stale = os.path.getmtime(lease_dir / "slot1") - leases.LEASE_STALE_S - 60   # once silent that long
+    os.utime(lease_dir / "slot1", (stale, stale))
+    new = leases.lease_slot(plan_from_params({"profile": "smoke", "slot": "slot1"}, "next"))
+    assert new.lease_token == 2 and leases.read_lease("slot1")["dirty"] is True

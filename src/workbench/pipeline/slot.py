@@ -9,11 +9,13 @@ from collections.abc import Callable
 from typing import Any
 
 from workbench.config import vocabulary
+from workbench.config.untrusted import check_rating_id, refuse_template
 from workbench.lease.heartbeat import holding
 from workbench.lease.leases import (
     Alive,
     airflow_run_alive,
     check_settings,
+    check_slot,
     holder_gone,
     holds,
     mark_dirty,
@@ -97,6 +99,12 @@ def _take_for_reaping(slot: str, alive: Alive | None) -> RatingPlan | str:
                 f"holder of rating {lease.get('rating_id')} gone, but no plan recorded: the next "
                 f"rating that leases {slot} tears it down first"
             )
+        refused = _refused_plan(lease, slot)
+        if refused:
+            return (
+                f"holder of rating {lease.get('rating_id')} gone, but its recorded plan is refused "
+                f"({refused}): the next rating that leases {slot} tears it down first"
+            )
         token = store.next_token(slot)
         store.write(
             slot,
@@ -113,6 +121,20 @@ def _take_for_reaping(slot: str, alive: Alive | None) -> RatingPlan | str:
     # start)
     plan = RatingPlan.from_dict({**lease["plan"], "rating_id": lease.get("rating_id")})
     return plan.with_slot(slot).with_lease(token)
+
+
+def _refused_plan(lease: dict[str, Any], slot: str) -> str | None:
+    """Why the plan a lease records must not drive the teardown's root playbooks (the lease row is
+    data another process wrote, the shared store's too): a Jinja marker in any value, a bad rating
+    id, an inventory without the slot. None when it may."""
+    try:
+        refuse_template("plan", lease["plan"])
+        check_rating_id(lease.get("rating_id"))
+        plan = RatingPlan.from_dict({**lease["plan"], "rating_id": lease.get("rating_id")})
+        check_slot(plan, slot)
+    except (ValueError, TypeError, KeyError, OSError) as e:
+        return " ".join(str(e).split())[:300]
+    return None
 
 
 def reap_slots(
@@ -133,6 +155,8 @@ def reap_slots(
             log(f"reaper: {slot} not checked: {e}")
             continue
         if isinstance(got, str):
+            if got.startswith("holder of rating"):  # gone, but not reaped: say why
+                log(f"reaper: {slot}: {got}")
             continue
         log(f"reaper: {slot}: the holder of rating {got.rating_id} is gone; tearing the slot down")
         try:

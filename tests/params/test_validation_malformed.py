@@ -9,6 +9,7 @@ The host the capacity rows meet is fixed (``host``): 20 GiB of memory available,
 from __future__ import annotations
 
 import os
+import collections
 import signal
 import subprocess
 import sys
@@ -28,6 +29,7 @@ pytestmark = pytest.mark.skipif(not FSTRESS.is_file(), reason="needs bin/fstress
 
 GiB = 1 << 30
 LOCAL = (REPO / "inventory" / "local" / "hosts.yml").read_text()
+SSH = (REPO / "inventory" / "ssh" / "hosts.yml").read_text()
 
 
 def billion_laughs() -> str:
@@ -55,6 +57,14 @@ INVENTORIES: dict[str, str] = {
     "same_addr": _swap(LOCAL, "wb_addr: 10.251.2.2", "wb_addr: 10.251.1.2"),
     "anchor": _swap(LOCAL, "    sut:\n      vars:", "    sut:\n      vars: &sutvars"),
     "deep": "all:\n  vars:\n    x: " + "[" * 100 + "]" * 100 + "\n",
+    # issue 53: slot 2's SUT is slot 1's machine under another name (its own addresses otherwise)
+    "two_names": _swap(_swap(SSH, "    sut:\n      hosts:\n        sshsut1:\n",
+                             "    sut:\n      hosts:\n        sshsut1:\n        sshsut2:\n"),
+                       "      hosts:\n        sshload1:\n    sshslot1:",
+                       "      hosts:\n        sshload1:\n        sshload2:\n    sshslot1:")
+    + "    sshslot2:\n      hosts:\n        sshsut2:\n          ansible_host: 10.251.31.1\n"
+      "          wb_addr: 10.251.32.1\n        sshload2:\n          ansible_host: 10.251.32.2\n"
+      "          wb_addr: 10.251.32.2\n          wb_sut_addr: 10.251.32.1\n          fstress_sut_host: sshsut2\n",
 }
 NIGHTLY = {"night_laughs": "baselines:\n  - &b {name: web, params: {profile: smoke}}\n  - *b\n"}
 
@@ -109,6 +119,12 @@ BAD: list[tuple[str, str, Any, str]] = [
     ("sut-in-two-slots", "cli", ["--inventory", "@sut_in_two"], "--inventory: SUT sut1 is in slots slot1 and slot2"),
     ("two-hosts-one-address", "cli", ["--inventory", "@same_addr"],
      "--inventory: wb_addr 10.251.1.2 of host load2 (slot slot2) is also wb_addr of host load1 (slot slot1)"),
+    # issue 53: the local inventory's two slots share the one machine's half (each its quarter)
+    ("two-slots-one-half", "cli", ["--fs", "btrfs", "--disks", "8", "--disk-size-mb", "3000"],
+     "--disk-size-mb: 8 disk image(s) of 3000 MiB (23 GiB) do not fit this machine"),
+    ("one-machine-two-names", "cli", ["--inventory", "@two_names", "--slot", "sshslot1"],
+     "--inventory: ansible_host 10.251.31.1:22 of host sshsut2 (slot sshslot2) is also ansible_host of "
+     "host sshsut1 (slot sshslot1)"),
     # goals a trial cannot rate against (issue 53)
     ("r-sat-below-a-microsecond", "cli", ["--r-sat-ms", "1e-300"], "--r-sat-ms: 1e-300 ms is below 0.001 ms"),
     ("l-sat-below-r-sat", "cli", ["--r-sat-ms", "40/10"], "--r-sat-ms: the p95 bound 10 ms is below its mean goal 40"),
@@ -252,8 +268,14 @@ def test_host_figures_come_from_the_host(tmp_path, monkeypatch):
     fake.write_text("MemTotal:       24000000 kB\nMemAvailable:    1234 kB\n")
     monkeypatch.setattr(hostcheck, "MEMINFO", fake)
     assert hostcheck.mem_available_bytes() == 1234 * 1024
-    free = hostcheck.free_disk_bytes(tmp_path / "not" / "yet")
-    assert 0 < free == os.statvfs(tmp_path).f_bavail * os.statvfs(tmp_path).f_frsize
+    asked = []                           # (a fixed figure: the disk's real free space moves)
+
+    def disk_usage(path):
+        asked.append(path)
+        return collections.namedtuple("usage", "total used free")(100 * 10**9, 24 * 10**9, 76 * 10**9)
+    monkeypatch.setattr(hostcheck.shutil, "disk_usage", disk_usage)
+    assert hostcheck.free_disk_bytes(tmp_path / "not" / "yet") == 76 * 10**9
+    assert asked == [tmp_path]                                        # its nearest existing parent
 
 
 def test_the_state_root_is_the_roles():

@@ -29,8 +29,9 @@ from workbench.params.plan import ParamError, RatingPlan
 MiB = 1 << 20
 MEMINFO = Path("/proc/meminfo")
 SUT_STATE_ROOT = "/tmp/workbench"  # the nfs_server role's nfs_server_state_root (defaults/main.yml)
-HOST_SHARE = 0.5  # of free disk / available memory one slot's server may take: the
-# local inventory runs two slots, the generators and Ansible on one box
+HOST_SHARE = 0.5  # of free disk / available memory the servers of all the inventory's slots on
+# this machine may take together (each its part: sparse images of two slots each allowed half
+# would reach the whole); the generators and Ansible run on the same box
 ADDRESS_VARS = ("wb_addr", "wb_sut_addr", "wb_peer_addr")  # IP addresses the netns role configures
 NETNS_VARS = ("wb_netns", "wb_ssh_netns")  # a host's own network namespace
 
@@ -58,7 +59,8 @@ def _plain(v: Any) -> bool:
 
 
 def check_slot_overlaps(inv: Path) -> None:
-    """No host in two slots, no network namespace or address of two hosts, every address an IP."""
+    """No host in two slots, no network namespace, address or machine (ansible_host and port) of two
+    hosts, every address an IP."""
     groups, slots = inventory_groups(inv), inventory_slots(inv)
     slot_of: dict[str, str] = {}
     for slot in slots:
@@ -88,7 +90,14 @@ def check_slot_overlaps(inv: Path) -> None:
                         f"inventory: host {host} of {inv}: {name} {hv[name]!r} is not an IP "
                         "address (e.g. 10.251.1.1)"
                     ) from None
-        for kind, names in (("network namespace", NETNS_VARS), ("address", ("wb_addr",))):
+        if hv.get("ansible_connection", "ssh") != "local" and _plain(hv.get("ansible_host")):
+            port = hv.get("ansible_port", 22)  # one sshd under two names: one machine
+            hv = {**hv, "ansible_host": f"{str(hv['ansible_host']).strip()}:{port}"}
+        for kind, names in (
+            ("network namespace", NETNS_VARS),
+            ("address", ("wb_addr",)),
+            ("machine", ("ansible_host",)),
+        ):
             for name in names:
                 if _plain(hv.get(name)):
                     key = (kind, str(hv[name]).strip())
@@ -142,26 +151,30 @@ def check_local_server(plan: RatingPlan, suts: list[tuple[str, str, dict[str, An
     }
     slot, host, hv = suts[0]
     where = f"the SUT {host} of slot {slot} is this machine (ansible_connection local)"
+    share = HOST_SHARE / max(
+        1, len(local_suts(Path(plan.inventory), inventory_slots(Path(plan.inventory))))
+    )
+    share_text = f"its {share:.0%} ({HOST_SHARE:.0%} over the inventory's slots on this machine)"
     if f["backend"] == "knfsd":
         raise ParamError(f"backend: knfsd runs on real hosts only; {where}, which runs ganesha")
     if f["fs"] == "tmpfs":
         size_mb = f["memory_mb"] or TMPFS_DEFAULT_MB
-        room = HOST_SHARE * mem_available_bytes()
+        room = share * mem_available_bytes()
         if size_mb * MiB > room:
             raise ParamError(
                 f"memory_mb: a tmpfs export of {size_mb} MiB does not fit this machine: {where} "
-                f"and has {room / HOST_SHARE / MiB:.0f} MiB available (MemAvailable), a slot may "
-                f"take {HOST_SHARE:.0%}; lower memory_mb or use a disk file system"
+                f"and has {room / share / MiB:.0f} MiB available (MemAvailable), a slot may take "
+                f"{share_text}; lower memory_mb or use a disk file system"
             )
         return
     root = hv.get("nfs_server_state_root", SUT_STATE_ROOT)
     root = root if isinstance(root, str) and "{{" not in root else SUT_STATE_ROOT
     need, free = f["disks"] * f["disk_size_mb"] * MiB, free_disk_bytes(root)
-    if need > HOST_SHARE * free:
+    if need > share * free:
         raise ParamError(
             f"disk_size_mb: {f['disks']} disk image(s) of {f['disk_size_mb']} MiB "
             f"({need / 2**30:.0f} GiB) do not fit this machine: {where} and {root} has "
-            f"{free / 2**30:.0f} GiB free, a slot may take {HOST_SHARE:.0%}; lower disks or "
+            f"{free / 2**30:.0f} GiB free, a slot may take {share_text}; lower disks or "
             f"disk_size_mb"
         )
 

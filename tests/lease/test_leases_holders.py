@@ -124,6 +124,26 @@ def test_a_lease_lost_mid_trial_stops_the_trial_at_once_and_records_nothing(leas
     assert not [t for t in threading.enumerate() if t.name.startswith("lease-heartbeat")]
 
 
+def test_a_pending_trial_is_not_stored_by_a_step_whose_lease_was_taken_over(lease_dir, tmp_path):
+    """Issue 53 (low): results-store writes are fenced by the lease. A trial measured by a step whose
+    store write failed waits in pending/; if another rating has taken the slot since, the retried
+    step stores nothing (LeaseLost), as a step whose lease is lost mid-trial records nothing."""
+    plan = leases.lease_slot(plan_from_params({"profile": "smoke", "slot": "slot1"}, "fenced"))
+    plan = RatingPlan.from_dict({**plan.to_dict(), "workdir": str(tmp_path / "work")})
+    store = LocalStore(tmp_path / "store")
+    d = steps.decide_step(plan, store, 0)
+    pending = steps._pending_path(plan, 0)
+    pending.parent.mkdir(parents=True)
+    pending.write_text(json.dumps({"n": 0, "load_ops_s": d.load_ops_s, "runlength_s": float(d.runlength_s),
+                                   "mean_ms": 1.0, "valid": True, "achieved_rate": d.load_ops_s}))
+    s = lease_store()
+    with s.locked("slot1"):
+        s.write("slot1", {**s.read("slot1"), "rating_id": "thief", "token": 99})
+    with pytest.raises(leases.LeaseLost, match="no longer holds slot1: the slot is held by thief"):
+        steps.trial_step(plan, store, 0, lambda **kw: AnsibleHarness(runner=FakeRunner(), **kw))
+    assert store.trials("fenced") == []
+
+
 def test_a_heartbeat_that_cannot_take_the_lock_stops_the_step(lease_dir, monkeypatch):
     monkeypatch.setattr(leases, "HEARTBEAT_S", 0.2)
     monkeypatch.setattr(leases, "LEASE_STALE_S", 2.0)

@@ -288,8 +288,9 @@ def test_a_trial_whose_store_write_failed_is_stored_not_measured_on_the_retry(tm
     pending = plan.local_dir() / "pending" / "00003.json"
     kept = json.loads(pending.read_text())
     assert kept["n"] == 3 and [r["n"] for r in store.trials(plan.rating_id)] == [0, 1, 2]
-    # the retried trial task: the kept record is stored, the server is not asked again
-    rec = steps.trial_step(plan, store, 3, rig.make)
+    # the retried trial task (holding the slot, as rate_peak's tasks do: a store write is fenced by
+    # the lease): the kept record is stored, the server is not asked again
+    rec = steps.trial_step(leases.lease_slot(plan), store, 3, rig.make)
     assert rec == kept == store.trials(plan.rating_id)[3] and rig.calls[3] == 1
     assert not pending.exists()
     res = run_rating(plan, store, log=lambda s: None, make=rig.make, report=report_step)      # the rest of the rating

@@ -25,7 +25,7 @@ from workbench.controller.state import load_key
 from workbench.controller.trial import TrialResult
 from workbench.findings.validate import validate_trials
 from workbench.lease.heartbeat import holding
-from workbench.lease.leases import mark_dirty
+from workbench.lease.leases import mark_dirty, must_hold
 from workbench.measure import live
 from workbench.measure.ansible import AnsibleHarness
 from workbench.measure.protocol import HarnessFactory
@@ -208,6 +208,7 @@ def trial_step(
         tmp = path.with_name(f".{path.name}.{os.getpid()}")
         tmp.write_bytes(encode_json(record))
         os.replace(tmp, path)
+    must_hold(plan)  # fenced: a step whose lease was taken over records nothing, pending or new
     try:
         store.put_trial(plan.rating_id, k, record)
     except TrialConflict as e:

@@ -118,7 +118,7 @@ def test_airflow_runs_celery_executor_with_every_component(config):
     for name in AIRFLOW_SERVICES:
         env = config["services"][name]["environment"]
         assert env["AIRFLOW__CORE__EXECUTOR"] == "CeleryExecutor", name
-        assert env["AIRFLOW__CELERY__BROKER_URL"].startswith("redis://redis:"), name
+        assert env["AIRFLOW__CELERY__BROKER_URL"].startswith("redis://:") and env["AIRFLOW__CELERY__BROKER_URL"].endswith("@redis:6379/0"), name
         assert env["AIRFLOW__DATABASE__SQL_ALCHEMY_CONN"].startswith("postgresql+psycopg2://"), name
         assert env["AIRFLOW__CORE__EXECUTION_API_SERVER_URL"] == "http://airflow-apiserver:8080/execution/"
     for name, command in COMMANDS.items():
@@ -136,6 +136,12 @@ def test_credentials_come_from_the_env_file(config, env_values):
     assert config["services"]["minio"]["environment"]["MINIO_ROOT_PASSWORD"] == env_values["MINIO_ROOT_PASSWORD"]
     assert config["services"]["postgres"]["environment"]["POSTGRES_PASSWORD"] == env_values["POSTGRES_PASSWORD"]
     assert config["services"]["airflow-init"]["environment"]["AIRFLOW_ADMIN_PASSWORD"] == env_values["AIRFLOW_ADMIN_PASSWORD"]
+    # issue 53: the broker asks for a password, which is not on redis-server's command line
+    redis = config["services"]["redis"]
+    assert worker["AIRFLOW__CELERY__BROKER_URL"] == f"redis://:{env_values['REDIS_PASSWORD']}@redis:6379/0"
+    assert redis["environment"]["REDIS_PASSWORD"] == env_values["REDIS_PASSWORD"] and redis["user"] == "redis"
+    assert "requirepass %s" in redis["command"][-1] and env_values["REDIS_PASSWORD"] not in " ".join(redis["command"])
+    assert "REDISCLI_AUTH" in redis["healthcheck"]["test"][-1]
 
 
 def test_every_image_tag_is_pinned(config):

@@ -167,18 +167,24 @@ def renumbered_inventory(dst: Path, new_numbers: dict[int, int], source: str = "
 
 
 def slot_leftovers(slot: str) -> list[str]:
-    """What a local slot leaves on this host while it is provisioned: its network namespaces, its
-    Ganesha, its export's mount and its loop devices (their paths under /tmp/workbench/hosts/sut<N>/)."""
+    """What a local slot leaves on this host while it is provisioned or leased: its network
+    namespaces, its Ganesha, its export's mount and its loop devices (their paths under
+    /tmp/workbench/hosts/sut<N>/), every other process of its hosts (an fstress agent or generator
+    under /tmp/workbench/hosts/load<N>/ that outlived its namespace) and its lease (issue 53)."""
+    from workbench.lease import leases
     n = slot.removeprefix("slot")
-    host_dir = f"/hosts/sut{n}/"
+    host_dir, load_dir = f"/hosts/sut{n}/", f"/hosts/load{n}/"
     netns = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, timeout=30).stdout.split()
     loops = subprocess.run(["losetup", "-a"], capture_output=True, text=True, timeout=30).stdout.splitlines()
     mounts = Path("/proc/mounts").read_text().splitlines()
-    ganesha = subprocess.run(["pgrep", "-af", "ganesha.nfsd"], capture_output=True, text=True, timeout=30).stdout
+    procs = subprocess.run(["ps", "-eo", "pid=,args="], capture_output=True, text=True, timeout=30).stdout
+    mine = [ln.strip() for ln in procs.splitlines() if (host_dir in ln or load_dir in ln) and " ps -eo" not in ln]
+    lease = leases.read_lease(slot)
     return ([f"netns {ns}" for ns in netns if ns in (f"wb-sut{n}", f"wb-load{n}")]
             + [f"loop {ln}" for ln in loops if host_dir in ln]
             + [f"mount {ln}" for ln in mounts if host_dir in ln]
-            + [f"ganesha {ln}" for ln in ganesha.splitlines() if host_dir in ln])
+            + [f"{'ganesha' if 'ganesha.nfsd' in ln else 'process'} {ln}" for ln in mine]
+            + ([f"lease {slot} of rating {lease.get('rating_id')}"] if lease else []))
 
 
 NIGHTLY_STORE = Path(__file__).resolve().parent / "data" / "nightly_store"

@@ -25,14 +25,13 @@ import dataclasses
 import html
 import os
 import re
-import subprocess
 import time
 import urllib.parse
 import uuid
 
 import pytest
 from airflow_live import REPO, LiveAirflow
-from helpers import load_host, load_host_fstress, renumbered_inventory
+from helpers import load_host_fstress, renumbered_inventory, slot_leftovers
 
 pytestmark = [
     pytest.mark.integration,
@@ -151,8 +150,8 @@ def test_a_long_trial_keeps_its_slot_and_a_killed_one_stops_its_generator_and_fr
     # its detached teardown and the run's teardown task (all_done) take turns: whichever comes first
     # tears the slot down, the other finds the lease released (stop.py)
     assert "torn down" in text or "nothing to tear down" in text, text
-    netns = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, timeout=10).stdout
-    assert f"wb-{load_host(slot)}" not in netns, "the slot was not torn down"
+    # nothing left of the slot (issue 53): namespaces, server, mounts, loops, agents, the lease
+    assert slot_leftovers(slot) == [], "the slot was not torn down"
     assert not store.list_keys(f"ratings/{rid}/trials/"), "the killed trial was recorded"
 
 
@@ -244,6 +243,7 @@ def test_scheduler_crash_mid_rating_loses_and_repeats_no_trial(live):
     assert states[f"trial_{n}.done"] == "success", states
     green = result["converged"]               # an unconverged rating turns the run red at verdict
     assert states["teardown"] == "success" and states["verdict"] == ("success" if green else "failed"), states
+    assert slot_leftovers(CONF["slot"]) == []          # issue 53: nothing left after the crash and retries
     assert state == ("success" if green else "failed"), (state, result["reason"])
     assert tis[victim]["try_number"] > tries_before[victim], \
         f"{victim} was not retried after the crash (try {tis[victim]['try_number']})"

@@ -269,6 +269,27 @@ def test_an_airflow_run_between_its_tasks_is_neither_reaped_nor_taken_over(lease
     assert got.lease_token == 2 and leases.read_lease("slot1")["dirty"] is True
 
 
+def test_an_airflow_run_s_state_is_asked_outside_the_slot_s_lock(lease_dir):
+    """Asking an Airflow run's state may take seconds (its database; 2.8 s for the first import),
+    and under the slot's lock it starved the holder's heartbeat (a live 60 s trial was stopped):
+    the holder the lease names is asked before the lock is taken."""
+    import socket
+    waiting = {"host": socket.gethostname(), "pid": 1, "start": "0", "dag_id": "rate_peak", "run_id": "r"}
+    leases.lease_slot(plan_from_params({"profile": "smoke", "slot": "slot1"}, "airflow-held"), holder=waiting)
+    lock_free = []
+
+    def alive(holder):
+        try:
+            with FileStore().locked("slot1", wait_s=0):
+                lock_free.append(True)
+        except TimeoutError:
+            lock_free.append(False)
+        return True
+    with pytest.raises(leases.SlotBusy, match="held by rating airflow-held"):
+        leases.lease_slot(plan_from_params({"profile": "smoke", "slot": "slot1"}, "other"), alive=alive)
+    assert lock_free == [True], lock_free
+
+
 STEP = """
 import json, subprocess, sys, time
 from workbench.lease import heartbeat, leases

@@ -113,12 +113,15 @@ def _beat_within(
 def _heartbeat(plan: RatingPlan, step_id: str, stop: threading.Event, lost: list[str]) -> None:
     """Beat every HEARTBEAT_S until `stop`; on finding the lease lost, or on no heartbeat landing
     for LEASE_STALE_S / 2 (another holder may take the lease over soon) — the store failing, or a
-    call to it not returning (the wait is bounded by that deadline: _beat_within) — note why in
-    `lost` and return."""
+    call to it not returning (each wait is bounded: _beat_within) — note why in `lost` and
+    return."""
     last_ok = time.monotonic()
     while not stop.wait(leases.HEARTBEAT_S):
-        deadline_s = leases.LEASE_STALE_S / 2 - (time.monotonic() - last_ok)
-        returned, why, error = _beat_within(plan, step_id, deadline_s)
+        # a beat is waited for until LEASE_STALE_S / 2 after the last that landed, and at least a
+        # beat's interval (so a failed beat's pause leaves the next one its chance): the step stops
+        # by LEASE_STALE_S / 2 + HEARTBEAT_S, well before another holder may take the lease over
+        wait_s = max(leases.LEASE_STALE_S / 2 - (time.monotonic() - last_ok), leases.HEARTBEAT_S)
+        returned, why, error = _beat_within(plan, step_id, wait_s)
         if returned and error is None:
             if why:
                 lost.append(why)

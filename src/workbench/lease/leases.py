@@ -133,6 +133,17 @@ def check_slot(plan: RatingPlan, slot: str) -> None:
     slot_load_hosts(Path(plan.inventory), slot, plan.load_hosts, server=not plan.external)
 
 
+def asked_first(alive: Alive | None, lease: dict[str, Any] | None) -> Alive | None:
+    """`alive`, asked before the slot's lock about the holder the lease names now: asking may take
+    seconds (an Airflow run's state from its database), which under the lock would starve the
+    holder's heartbeat. Another holder found under the lock is asked then."""
+    holder = (lease or {}).get("holder") or {}
+    if alive is None or not holder.get("dag_id"):
+        return alive
+    known = alive(holder)
+    return lambda h: known if h == holder else alive(h)
+
+
 def try_lease(
     plan: RatingPlan, slot: str, holder: dict[str, Any], alive: Alive | None = None
 ) -> RatingPlan | str:
@@ -141,6 +152,7 @@ def try_lease(
     same rating is refused at once (SlotBusy: waiting cannot help it); a rating whose earlier holder
     has ended resumes with the next token, the slot torn down first (dirty)."""
     store = lease_store()
+    alive = asked_first(alive, store.read(slot))
     with store.locked(slot):
         lease = store.read(slot)
         if lease is not None and lease.get("rating_id") == plan.rating_id:

@@ -14,6 +14,7 @@ from workbench.lease.heartbeat import holding
 from workbench.lease.leases import (
     Alive,
     airflow_run_alive,
+    asked_first,
     check_settings,
     check_slot,
     holder_gone,
@@ -88,11 +89,12 @@ def _take_for_reaping(slot: str, alive: Alive | None) -> RatingPlan | str:
     """The dead holder's plan holding `slot` with a new token (the reaper now holds the lease, in
     the dead rating's name: its resume waits for the teardown), or why the slot is not reaped."""
     store = lease_store()
+    alive = asked_first(alive or airflow_run_alive, store.read(slot))
     with store.locked(slot):
         lease = store.read(slot)
         if lease is None:
             return "free"
-        if not holder_gone(lease, alive or airflow_run_alive):
+        if not holder_gone(lease, alive):
             return f"held by rating {lease.get('rating_id')}"
         if not isinstance(lease.get("plan"), dict):
             return (

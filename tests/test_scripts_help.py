@@ -1,7 +1,7 @@
 """`scripts/X.sh --help` prints the script's header and exits 0, doing nothing else: no state
 directory, no log directory, no command that acts (each one on PATH is a stub that leaves a mark).
 
-airflow-env.sh is only sourced (it takes no arguments).
+airflow-env.sh and minio-env.sh are only sourced (they take no arguments).
 """
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
-SKIP = {"airflow-env.sh"}
+SKIP = {"airflow-env.sh", "minio-env.sh"}
 SCRIPTS = sorted(p.name for p in (REPO / "scripts").glob("*.sh") if p.name not in SKIP)
 # commands a script acts with: any of them running under --help is a failure
 ACTORS = ("mkdir", "chmod", "ip", "mount", "losetup", "apt-get", "dpkg", "podman", "curl", "airflow", "python",

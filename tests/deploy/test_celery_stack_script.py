@@ -74,7 +74,7 @@ def test_the_supervisor_restarts_a_killed_worker_gives_up_on_a_crashing_process_
 
     repo = tmp_path / "repo"
     (repo / "scripts").mkdir(parents=True)
-    for name in ("celery-stack.sh", "private-dir.sh", "airflow_auth.py"):
+    for name in ("celery-stack.sh", "private-dir.sh", "minio-env.sh", "airflow_auth.py"):
         shutil.copy2(REPO / "scripts" / name, repo / "scripts" / name)
     venv_bin = repo / ".venv" / "bin"
     venv_bin.mkdir(parents=True)

@@ -185,6 +185,7 @@ def test_a_heartbeat_whose_store_call_blocks_stops_the_step_within_half_the_stal
     finally:
         release.set()
     assert len(landed) == 1 and stopped, (landed, stopped)
+    print(f"stopped {stopped[0] - landed[0]:.2f} s after the last beat that landed")
     # LEASE_STALE_S / 2 = 2 s after the last beat (3 s of slack for a busy machine; without the
     # bound the step ran its whole 60 s and kept its lease)
     assert stopped[0] - landed[0] < leases.LEASE_STALE_S / 2 + 3.0, stopped[0] - landed[0]

@@ -101,11 +101,11 @@ def _take_for_reaping(slot: str, alive: Alive | None) -> RatingPlan | str:
                 f"holder of rating {lease.get('rating_id')} gone, but no plan recorded: the next "
                 f"rating that leases {slot} tears it down first"
             )
-        refused = _refused_plan(lease, slot)
-        if refused:
+        plan = _recorded_plan(lease, slot)
+        if isinstance(plan, str):
             return (
                 f"holder of rating {lease.get('rating_id')} gone, but its recorded plan is refused "
-                f"({refused}): the next rating that leases {slot} tears it down first"
+                f"({plan}): the next rating that leases {slot} tears it down first"
             )
         token = store.next_token(slot)
         store.write(
@@ -118,17 +118,15 @@ def _take_for_reaping(slot: str, alive: Alive | None) -> RatingPlan | str:
                 "taken_unix": time.time(),
             },
         )
-    # the lease's rating_id, not the plan's: the reaper must hold what it tears down (a plan edited
-    # or recorded under another id would otherwise leave the lease unreleasable, reaped again every
-    # start)
-    plan = RatingPlan.from_dict({**lease["plan"], "rating_id": lease.get("rating_id")})
     return plan.with_slot(slot).with_lease(token)
 
 
-def _refused_plan(lease: dict[str, Any], slot: str) -> str | None:
-    """Why the plan a lease records must not drive the teardown's root playbooks (the lease row is
-    data another process wrote, the shared store's too): a Jinja marker in any value, a bad rating
-    id, an inventory without the slot. None when it may."""
+def _recorded_plan(lease: dict[str, Any], slot: str) -> RatingPlan | str:
+    """The plan the lease records, or why it must not drive the teardown's root playbooks (the
+    lease row is data another process wrote, the shared store's too): a Jinja marker in any value,
+    a bad rating id, an inventory without the slot. Under the lease's rating_id, not the plan's:
+    the reaper must hold what it tears down (a plan edited or recorded under another id would
+    otherwise leave the lease unreleasable, reaped again every start)."""
     try:
         refuse_template("plan", lease["plan"])
         check_rating_id(lease.get("rating_id"))
@@ -136,7 +134,7 @@ def _refused_plan(lease: dict[str, Any], slot: str) -> str | None:
         check_slot(plan, slot)
     except (ValueError, TypeError, KeyError, OSError) as e:
         return " ".join(str(e).split())[:300]
-    return None
+    return plan
 
 
 def reap_slots(
